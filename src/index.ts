@@ -1,0 +1,25 @@
+// @mosaic/conversation: the reader (CHAT-02). Read-only histories of Pi conversations.
+export * from "./protocol/chat-01.ts";
+export { listRoot } from "./reader/catalogue.ts";
+export {
+  ACTOR,
+  createReader,
+  type NextRequest,
+  type OpenRequest,
+  PURPOSE,
+  type Reader,
+  type ReaderOptions,
+  type ReadResult,
+} from "./reader/reader.ts";
+export { RECONCILE, Refusal } from "./reader/refusal.ts";
+export {
+  type BoardSpec,
+  conversationId,
+  type PiRoot,
+  type Root,
+  rootsFromSpecs,
+  type SeatRegistration,
+  samePath,
+  sessionsDirOf,
+  type UnsupportedRoot,
+} from "./reader/sources.ts";

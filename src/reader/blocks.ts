@@ -1,0 +1,228 @@
+// Pi entry content to CHAT-01 blocks (message shapes: pi-ai types; entry types: Pi's
+// docs/session-format.md). Hidden kinds return null. Untrusted: every field is checked, and an
+// unexpected shape becomes a notice, never an exception. Limits are applied later (parts.ts).
+import type { Block, NoticeCode, PartKind, PartMeta, Role } from "../protocol/chat-01.ts";
+import { toChatId } from "../protocol/chat-01.ts";
+
+export type DraftPart = {
+  kind: PartKind;
+  role?: Role;
+  timestamp?: string;
+  meta?: PartMeta;
+  blocks: Block[];
+};
+
+/** Entry types never shown (seed: Parser): settings, labels, names, extension state. */
+const HIDDEN = new Set([
+  "model_change",
+  "thinking_level_change",
+  "label",
+  "session_info",
+  "custom",
+]);
+/** Names, ids and types longer than this move into a text block after a notice. */
+const SMALL_FIELD_MAX = 1024;
+
+type Obj = Record<string, unknown>;
+
+function isObj(v: unknown): v is Obj {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+function str(v: unknown): string | undefined {
+  return typeof v === "string" ? v : undefined;
+}
+
+function notice(code: NoticeCode, text: string): Block {
+  return { type: "notice", code, text };
+}
+
+/** Keeps a short label as is; a long one becomes "" with the full text in blocks after it. */
+function small(value: unknown, label: string, out: Block[]): string {
+  const s = typeof value === "string" ? value : "";
+  if (s.length <= SMALL_FIELD_MAX) return s;
+  out.push(
+    notice("long-field", `The ${label} is ${s.length} characters long; it follows in full.`),
+  );
+  out.push({ type: "text", text: s });
+  return "";
+}
+
+function timestampOf(entry: Obj): string | undefined {
+  const t = entry.timestamp;
+  return typeof t === "string" && t.length <= 256 ? t : undefined;
+}
+
+/** Renders one entry; null when Pi's entry kind is not shown. */
+export function renderEntry(entry: Obj): DraftPart | null {
+  const type = str(entry.type) ?? "";
+  const timestamp = timestampOf(entry);
+  const at = timestamp === undefined ? {} : { timestamp };
+  if (HIDDEN.has(type)) return null;
+  switch (type) {
+    case "message":
+      return isObj(entry.message)
+        ? renderMessage(entry.message, at)
+        : {
+            kind: "notice",
+            ...at,
+            blocks: [notice("unknown-content", "A message entry has no message.")],
+          };
+    case "compaction": {
+      const meta: PartMeta = {};
+      if (typeof entry.tokensBefore === "number") meta.tokensBefore = entry.tokensBefore;
+      const kept = str(entry.firstKeptEntryId);
+      if (kept !== undefined) meta.firstKeptEntry = `n.${toChatId(kept)}`;
+      // retainedTail entries are already on the path: they are not rendered twice.
+      return { kind: "compaction", ...at, meta, blocks: textBlocks(entry.summary) };
+    }
+    case "branch_summary": {
+      const from = str(entry.fromId);
+      const meta: PartMeta =
+        from === undefined ? {} : { fromEntry: from === "root" ? "root" : `n.${toChatId(from)}` };
+      return { kind: "branch-summary", ...at, meta, blocks: textBlocks(entry.summary) };
+    }
+    case "custom_message": {
+      if (entry.display !== true) return null;
+      const blocks: Block[] = [];
+      const customType = small(entry.customType, "custom message type", blocks);
+      blocks.push(...contentBlocks(entry.content));
+      return { kind: "custom-message", ...at, meta: { customType }, blocks };
+    }
+    default: {
+      const shown = JSON.stringify(type.slice(0, 100));
+      return {
+        kind: "notice",
+        ...at,
+        blocks: [notice("unknown-entry-type", `An entry of unknown type ${shown} is not shown.`)],
+      };
+    }
+  }
+}
+
+function renderMessage(m: Obj, at: { timestamp?: string }): DraftPart | null {
+  const role = str(m.role) ?? "";
+  switch (role) {
+    case "user":
+      return { kind: "message", role, ...at, blocks: contentBlocks(m.content) };
+    case "assistant": {
+      const blocks = assistantBlocks(m.content);
+      const stopReason = str(m.stopReason);
+      const meta: PartMeta = {};
+      if (stopReason !== undefined && stopReason.length <= SMALL_FIELD_MAX)
+        meta.stopReason = stopReason;
+      if (stopReason === "aborted" || stopReason === "error") {
+        const why = str(m.errorMessage) ?? "";
+        blocks.push(
+          notice(
+            "stopped",
+            `The reply ${stopReason === "aborted" ? "was aborted" : "failed"}${why ? `: ${why}` : "."}`,
+          ),
+        );
+      }
+      return { kind: "message", role, ...at, meta, blocks };
+    }
+    case "toolResult": {
+      const blocks: Block[] = [];
+      const toolName = small(m.toolName, "tool name", blocks);
+      blocks.unshift({
+        type: "tool-result",
+        toolCallId: toChatId(str(m.toolCallId) ?? ""),
+        toolName,
+        isError: m.isError === true,
+      });
+      blocks.push(...contentBlocks(m.content));
+      return { kind: "message", role, ...at, blocks };
+    }
+    case "bashExecution": {
+      const meta: PartMeta = {
+        exitCode: typeof m.exitCode === "number" ? m.exitCode : null,
+        cancelled: m.cancelled === true,
+        truncated: m.truncated === true,
+      };
+      const blocks: Block[] = [
+        { type: "bash-command", text: str(m.command) ?? "" },
+        { type: "bash-output", text: str(m.output) ?? "" },
+      ];
+      return { kind: "bash-execution", ...at, meta, blocks };
+    }
+    case "custom":
+    case "hookMessage": {
+      // `custom` comes only from Pi's v2→v3 migration of `hookMessage` (SM:56-70).
+      if (m.display === false) return null;
+      const blocks: Block[] = [];
+      const customType = small(m.customType, "custom message type", blocks);
+      blocks.push(...contentBlocks(m.content));
+      return { kind: "custom-message", ...at, meta: { customType }, blocks };
+    }
+    default:
+      return {
+        kind: "notice",
+        ...at,
+        blocks: [
+          notice(
+            "unknown-role",
+            `A message with unknown role ${JSON.stringify(role.slice(0, 100))} is not shown.`,
+          ),
+        ],
+      };
+  }
+}
+
+function textBlocks(v: unknown): Block[] {
+  return typeof v === "string" ? [{ type: "text", text: v }] : [];
+}
+
+/** User, tool result and custom content: a string, or text and image items. */
+function contentBlocks(content: unknown): Block[] {
+  if (typeof content === "string") return [{ type: "text", text: content }];
+  if (!Array.isArray(content)) return [];
+  const out: Block[] = [];
+  for (const c of content) {
+    if (isObj(c) && c.type === "text" && typeof c.text === "string")
+      out.push({ type: "text", text: c.text });
+    else if (isObj(c) && c.type === "image" && typeof c.data === "string")
+      out.push(imageBlock(c, out));
+    else out.push(unknownContent(c));
+  }
+  return out;
+}
+
+function imageBlock(c: Obj, out: Block[]): Block {
+  const mimeType = small(c.mimeType, "image type", out);
+  return { type: "image", mimeType, data: c.data as string };
+}
+
+function unknownContent(c: unknown): Block {
+  const t =
+    isObj(c) && typeof c.type === "string"
+      ? JSON.stringify(c.type.slice(0, 100))
+      : "without a type";
+  return notice("unknown-content", `A content item ${t} is not shown.`);
+}
+
+function assistantBlocks(content: unknown): Block[] {
+  if (typeof content === "string") return [{ type: "text", text: content }];
+  if (!Array.isArray(content)) return [];
+  const out: Block[] = [];
+  for (const c of content) {
+    if (!isObj(c)) {
+      out.push(unknownContent(c));
+    } else if (c.type === "text" && typeof c.text === "string") {
+      out.push({ type: "text", text: c.text });
+    } else if (c.type === "thinking") {
+      // Redacted reasoning is unavailable; thinkingSignature is never read.
+      if (c.redacted === true) out.push({ type: "unavailable", of: "thinking", text: "" });
+      else out.push({ type: "thinking", text: str(c.thinking) ?? "" });
+    } else if (c.type === "toolCall") {
+      const extra: Block[] = [];
+      const name = small(c.name, "tool name", extra);
+      const args = c.arguments === undefined ? "{}" : JSON.stringify(c.arguments);
+      out.push(...extra, { type: "tool-call", id: toChatId(str(c.id) ?? ""), name, text: args });
+    } else if (c.type === "image" && typeof c.data === "string") {
+      out.push(imageBlock(c, out));
+    } else {
+      out.push(unknownContent(c));
+    }
+  }
+  return out;
+}

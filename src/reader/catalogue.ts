@@ -1,0 +1,250 @@
+// The catalogue: one row per session file in the approved roots, plus one row per unsupported
+// root. It stays cheap: a file is read only when its (dev, ino, size, mtime) changed since the
+// last listing, and then only its first and last 64 KiB (header, title), never the whole file.
+
+import type { BigIntStats } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import type {
+  Catalogue,
+  CatalogueRow,
+  ReaderRefusalCode,
+  RefusedRoot,
+} from "../protocol/chat-01.ts";
+import { toChatId } from "../protocol/chat-01.ts";
+import { parseHeader } from "./pi.ts";
+import { isRefusal, Refusal } from "./refusal.ts";
+import {
+  checkRootChain,
+  isSessionFileName,
+  readRange,
+  recheckRootChain,
+  refusalFromErrno,
+} from "./safe-fs.ts";
+import {
+  conversationId,
+  engineStartedAtFor,
+  type PiRoot,
+  type Root,
+  unsupportedRowId,
+} from "./sources.ts";
+
+const HEAD_BYTES = 64 * 1024;
+const TITLE_CHARS = 120;
+
+/** Lists a Pi root's session file names, after checking its directory chain. */
+export function listRoot(root: PiRoot): string[] {
+  checkRootChain(root.projectRoot, root.sessionsDir);
+  try {
+    return readdirSync(root.sessionsDir).filter(isSessionFileName).sort();
+  } catch (e) {
+    throw refusalFromErrno(e, "The session root", "unavailable");
+  }
+}
+
+type Cached = { stamp: string; row: CatalogueRow };
+
+/** Reads the catalogue; `cache` keeps rows of unchanged files between listings. */
+export function readCatalogue(roots: Root[], cache: Map<string, Cached>, now: Date): Catalogue {
+  const conversations: CatalogueRow[] = [];
+  const refusedRoots: RefusedRoot[] = [];
+  const seen = new Set<string>();
+  for (const root of roots) {
+    if (root.kind === "unsupported") {
+      conversations.push({
+        ...emptyRow(root, unsupportedRowId(root), null),
+        unsupportedReason: "unsupported-harness",
+        harness: root.harness,
+      });
+      continue;
+    }
+    try {
+      const stamps = checkRootChain(root.projectRoot, root.sessionsDir);
+      const names = listRoot(root);
+      for (const name of names) {
+        const key = join(root.sessionsDir, name);
+        seen.add(key);
+        conversations.push(rowFor(root, name, cache));
+      }
+      recheckRootChain(root.projectRoot, root.sessionsDir, stamps);
+    } catch (e) {
+      if (!isRefusal(e)) throw e;
+      refusedRoots.push({
+        project: root.project,
+        seat: root.seat,
+        code: e.code as ReaderRefusalCode,
+        message: e.message,
+      });
+    }
+  }
+  for (const key of cache.keys()) if (!seen.has(key)) cache.delete(key);
+  return { ok: true, conversations, refusedRoots, generatedAt: now.toISOString() };
+}
+
+function emptyRow(root: Root, conversation: string, fileName: string | null): CatalogueRow {
+  return {
+    conversation,
+    project: root.project,
+    seat: root.seat,
+    fileName,
+    sessionId: null,
+    createdAt: null,
+    size: null,
+    modifiedAt: null,
+    engineStartedAt: null,
+    title: null,
+    unsupportedReason: null,
+    harness: root.kind === "pi" ? "pi" : root.harness,
+  };
+}
+
+function rowFor(root: PiRoot, name: string, cache: Map<string, Cached>): CatalogueRow {
+  const path = join(root.sessionsDir, name);
+  const row = emptyRow(root, conversationId(root.projectRoot, root.seat, name), name);
+  let st: BigIntStats;
+  try {
+    st = lstatSync(path, { bigint: true });
+  } catch (e) {
+    return refusedRow(row, refusalFromErrno(e, "The session file", "unknown-conversation"));
+  }
+  if (!st.isFile()) {
+    return refusedRow(
+      row,
+      new Refusal("unsafe-path", st.isSymbolicLink() ? "symbolic link" : "not a regular file"),
+    );
+  }
+  row.size = Number(st.size);
+  row.modifiedAt = new Date(Number(st.mtimeMs)).toISOString();
+  const stamp = `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+  const hit = cache.get(path);
+  if (hit && hit.stamp === stamp) return hit.row;
+  const fresh = readHead(root, path, st, row);
+  cache.set(path, { stamp, row: fresh });
+  return fresh;
+}
+
+function refusedRow(row: CatalogueRow, r: Refusal): CatalogueRow {
+  return { ...row, unsupportedReason: r.code as ReaderRefusalCode };
+}
+
+/** Header and title from the first and last 64 KiB; the file must still be the lstat'ed one. */
+function readHead(root: PiRoot, path: string, st: BigIntStats, row: CatalogueRow): CatalogueRow {
+  if (row.size !== null && row.size > 256 * 1024 * 1024) {
+    return refusedRow(row, new Refusal("too-large", "over 256 MiB"));
+  }
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (e) {
+    try {
+      return refusedRow(row, refusalFromErrno(e, "The session file", "unknown-conversation"));
+    } catch {
+      // An unexpected errno: the row says unreadable rather than failing the whole catalogue.
+      return refusedRow(row, new Refusal("unreadable", "unexpected error"));
+    }
+  }
+  try {
+    const fst = fstatSync(fd, { bigint: true });
+    if (!fst.isFile() || fst.dev !== st.dev || fst.ino !== st.ino) {
+      return refusedRow(row, new Refusal("unsafe-path", "swapped"));
+    }
+    const size = Number(fst.size);
+    const head = readRange(fd, 0, Math.min(size, HEAD_BYTES));
+    const lastNl = head.lastIndexOf(0x0a);
+    const whole = head.subarray(0, lastNl + 1);
+    const header = parseHeader(
+      whole,
+      lastNl + 1 < head.length || size > head.length,
+      root.projectRoot,
+    );
+    const createdAt = header.timestamp;
+    let name = findSessionName(whole);
+    if (size > HEAD_BYTES) {
+      const tailStart = Math.max(HEAD_BYTES, size - HEAD_BYTES);
+      const tail = readRange(fd, tailStart, size - tailStart);
+      const firstNl = tail.indexOf(0x0a);
+      const end = tail.lastIndexOf(0x0a) + 1;
+      if (firstNl >= 0 && end > firstNl)
+        name = findSessionName(tail.subarray(firstNl + 1, end)) ?? name;
+    }
+    return {
+      ...row,
+      sessionId: toChatId(header.id),
+      createdAt,
+      engineStartedAt: engineStartedAtFor(root, createdAt),
+      title: name ?? findFirstUserText(whole),
+    };
+  } catch (e) {
+    if (isRefusal(e)) return refusedRow(row, e);
+    throw e;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function* lines(buf: Buffer, needle: string): Generator<Record<string, unknown>> {
+  let start = 0;
+  while (start < buf.length) {
+    let end = buf.indexOf(0x0a, start);
+    if (end < 0) end = buf.length;
+    const hit = buf.indexOf(needle, start);
+    if (hit >= 0 && hit < end) {
+      try {
+        const v: unknown = JSON.parse(buf.toString("utf8", start, end));
+        if (typeof v === "object" && v !== null && !Array.isArray(v))
+          yield v as Record<string, unknown>;
+      } catch {
+        // A malformed line has no title to give.
+      }
+    } else if (hit < 0) {
+      return;
+    }
+    start = end + 1;
+  }
+}
+
+/** The latest session_info name, as Pi's getSessionName (SM:861-872); "" clears it. */
+function findSessionName(buf: Buffer): string | null | undefined {
+  let name: string | null | undefined;
+  for (const obj of lines(buf, '"session_info"')) {
+    if (obj.type !== "session_info") continue;
+    const n = typeof obj.name === "string" ? obj.name.replace(/\s+/g, " ").trim() : "";
+    name = n === "" ? null : clip(n);
+  }
+  return name === null ? undefined : name;
+}
+
+function findFirstUserText(buf: Buffer): string | null {
+  for (const obj of lines(buf, '"user"')) {
+    const m = obj.message;
+    if (obj.type !== "message" || typeof m !== "object" || m === null) continue;
+    const msg = m as Record<string, unknown>;
+    if (msg.role !== "user") continue;
+    const c = msg.content;
+    let text = typeof c === "string" ? c : "";
+    if (Array.isArray(c)) {
+      for (const item of c) {
+        if (
+          typeof item === "object" &&
+          item !== null &&
+          (item as { type?: unknown }).type === "text"
+        ) {
+          const t = (item as { text?: unknown }).text;
+          if (typeof t === "string") {
+            text = t;
+            break;
+          }
+        }
+      }
+    }
+    text = text.replace(/\s+/g, " ").trim();
+    if (text) return clip(text);
+  }
+  return null;
+}
+
+/** A title-length prefix, cut on a code point boundary. */
+function clip(s: string): string {
+  const cps = Array.from(s.slice(0, TITLE_CHARS * 2));
+  return cps.length > TITLE_CHARS ? `${cps.slice(0, TITLE_CHARS).join("")}…` : cps.join("");
+}

@@ -1,0 +1,130 @@
+// CHAT-01 limits (seed: Pages): strings cut into fragments of at most 262,144 characters and
+// 1 MiB of JSON, never inside a surrogate pair; at most 64 blocks and 4 MiB per part, so one
+// part always fits a page; at most 100 parts and 8 MiB per page. Nothing is clipped.
+import type { Block, Part } from "../protocol/chat-01.ts";
+import { LIMITS } from "../protocol/chat-01.ts";
+import type { DraftPart } from "./blocks.ts";
+
+/** Room left in a fragment's 1 MiB for the block around the string (small fields ≤ 1024 chars). */
+const FRAGMENT_STRING_JSON_MAX = LIMITS.fragmentJsonBytes - 16 * 1024;
+/** Room for the page envelope (ids, snapshot, cursor) around its parts. */
+const PAGE_ENVELOPE_MAX = 4 * 1024;
+
+export type SizedPart = { part: Part; bytes: number };
+
+function jsonBytes(v: unknown): number {
+  return Buffer.byteLength(JSON.stringify(v), "utf8");
+}
+
+function isHigh(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
+/** Cuts `s` into pieces within both string limits; one piece when it already fits. */
+export function splitString(s: string): string[] {
+  if (s.length <= LIMITS.stringChars && s.length * 6 + 2 <= FRAGMENT_STRING_JSON_MAX) return [s];
+  const pieces: string[] = [];
+  let pos = 0;
+  while (pos < s.length) {
+    let end = Math.min(s.length, pos + LIMITS.stringChars);
+    if (end < s.length && isHigh(s.charCodeAt(end - 1))) end--;
+    if (jsonBytes(s.slice(pos, end)) > FRAGMENT_STRING_JSON_MAX) {
+      // Largest end that fits: binary search, then step back off a high surrogate.
+      let lo = pos + 1;
+      let hi = end;
+      while (lo < hi) {
+        const mid = Math.ceil((lo + hi) / 2);
+        if (jsonBytes(s.slice(pos, mid)) <= FRAGMENT_STRING_JSON_MAX) lo = mid;
+        else hi = mid - 1;
+      }
+      end = lo;
+      if (end < s.length && end - 1 > pos && isHigh(s.charCodeAt(end - 1))) end--;
+    }
+    pieces.push(s.slice(pos, end));
+    pos = end;
+  }
+  return pieces;
+}
+
+/** Splits a block whose body string is too long into consecutive fragments of the same type. */
+export function fragmentBlock(b: Block): Block[] {
+  if (b.type === "image") {
+    const pieces = splitString(b.data);
+    if (pieces.length === 1) return [b];
+    return pieces.map((data, index) => ({ ...b, data, fragment: { index, count: pieces.length } }));
+  }
+  if (b.type === "tool-result" || b.type === "unavailable") return [b];
+  const pieces = splitString(b.text);
+  if (pieces.length === 1) return [b];
+  return pieces.map((text, index) => ({ ...b, text, fragment: { index, count: pieces.length } }));
+}
+
+/**
+ * The parts of one entry: its blocks fragmented and grouped, at most 64 blocks and 4 MiB of
+ * JSON each. Every part after the first says `continues: true`. An entry with no blocks still
+ * has one (empty) part, so a message without content is visible.
+ */
+export function toParts(entry: string, draft: DraftPart): SizedPart[] {
+  const head: Omit<Part, "id" | "blocks"> = { entry, kind: draft.kind };
+  if (draft.role !== undefined) head.role = draft.role;
+  if (draft.timestamp !== undefined) head.timestamp = draft.timestamp;
+  if (draft.meta !== undefined && Object.keys(draft.meta).length > 0) head.meta = draft.meta;
+  const envelope = jsonBytes({ id: `${entry}.0000`, continues: true, ...head, blocks: [] });
+  const out: SizedPart[] = [];
+  let blocks: Block[] = [];
+  let bytes = envelope;
+  const flush = () => {
+    const index = out.length;
+    const part: Part = { id: `${entry}.${index}`, ...head, blocks };
+    if (index > 0) part.continues = true;
+    out.push({ part, bytes });
+    blocks = [];
+    bytes = envelope;
+  };
+  for (const block of draft.blocks) {
+    for (const piece of fragmentBlock(block)) {
+      const size = jsonBytes(piece) + 1;
+      if (
+        blocks.length > 0 &&
+        (blocks.length >= LIMITS.blocksPerPart || bytes + size > LIMITS.partBytes)
+      ) {
+        flush();
+      }
+      blocks.push(piece);
+      bytes += size;
+    }
+  }
+  if (blocks.length > 0 || out.length === 0) flush();
+  return out;
+}
+
+export type Position = { item: number; part: number };
+
+/**
+ * Fills one page from `start`: whole parts only, at most 100 and 8 MiB. `partsOf` renders an
+ * item (its parts may be empty for hidden entries). `next` is null when the items are done.
+ */
+export function fillPage(
+  itemCount: number,
+  start: Position,
+  partsOf: (item: number) => SizedPart[],
+): { parts: Part[]; next: Position | null } {
+  const parts: Part[] = [];
+  let bytes = PAGE_ENVELOPE_MAX;
+  let item = start.item;
+  let skip = start.part;
+  while (item < itemCount) {
+    const rendered = partsOf(item);
+    for (let p = skip; p < rendered.length; p++) {
+      const sized = rendered[p]!;
+      if (parts.length >= LIMITS.partsPerPage || bytes + sized.bytes + 1 > LIMITS.pageBytes) {
+        return { parts, next: { item, part: p } };
+      }
+      parts.push(sized.part);
+      bytes += sized.bytes + 1;
+    }
+    item++;
+    skip = 0;
+  }
+  return { parts, next: null };
+}

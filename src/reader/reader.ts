@@ -1,0 +1,393 @@
+// The reader (CHAT-02): catalogue, open, next. It never writes a file, never resumes or
+// controls anything, and takes no path from a caller: a conversation id is resolved by listing
+// the current roots. Refusals are values: every Refusal thrown below is returned here as
+// `{ ok: false, refusal }`, and anything else is a bug and propagates.
+import { createHash } from "node:crypto";
+import type {
+  Catalogue,
+  CatalogueRow,
+  Cursor,
+  Page,
+  RefusalRecord,
+  View,
+} from "../protocol/chat-01.ts";
+import { renderEntry } from "./blocks.ts";
+import { listRoot, readCatalogue } from "./catalogue.ts";
+import { type Binding, type CursorState, CursorStore } from "./cursors.ts";
+import { fillPage, type Position, type SizedPart, toParts } from "./parts.ts";
+import {
+  branchItems,
+  type EntryRec,
+  entryObject,
+  type Header,
+  type Item,
+  itemKey,
+  type ParsedSession,
+  parseHeader,
+  parseSession,
+} from "./pi.ts";
+import { isRefusal, Refusal } from "./refusal.ts";
+import { closeFile, openSessionFile } from "./safe-fs.ts";
+import {
+  epochOf,
+  type SnapshotData,
+  takeSnapshot,
+  verifyAndExtend,
+  verifyPrefix,
+} from "./snapshot.ts";
+import { conversationId, type PiRoot, type Root, unsupportedRowId } from "./sources.ts";
+
+export const ACTOR = "local-operator";
+export const PURPOSE = "history";
+
+export type ReaderOptions = {
+  roots: Root[] | (() => Root[]);
+  now?: () => number;
+  cursorCap?: number;
+  cursorTtlMs?: number;
+};
+
+export type OpenRequest = {
+  conversation: string;
+  branch?: string;
+  actor?: string;
+  purpose?: string;
+};
+export type NextRequest = {
+  cursor: string;
+  conversation: string;
+  branch: string;
+  actor?: string;
+  purpose?: string;
+};
+
+export type ReadResult =
+  | { ok: true; page: Page; cursor: Cursor | null; follow: Cursor | null; view: View }
+  | { ok: false; refusal: RefusalRecord };
+
+export type Reader = {
+  catalogue(): Catalogue;
+  open(request: OpenRequest): ReadResult;
+  next(request: NextRequest): ReadResult;
+};
+
+/** A parsed snapshot and what is derived from it, shared by every cursor on that snapshot. */
+type Parsed = {
+  data: SnapshotData;
+  session: ParsedSession;
+  view: View;
+  items: Map<string, Item[]>;
+};
+
+/** The parse cache holds at most this many snapshots and this many bytes of them. */
+const PARSE_CACHE_SNAPSHOTS = 8;
+const PARSE_CACHE_BYTES = 512 * 1024 * 1024;
+
+export function createReader(options: ReaderOptions): Reader {
+  const now = options.now ?? Date.now;
+  const cursors = new CursorStore({
+    now,
+    ...(options.cursorCap === undefined ? {} : { cap: options.cursorCap }),
+    ...(options.cursorTtlMs === undefined ? {} : { ttlMs: options.cursorTtlMs }),
+  });
+  const rowCache = new Map<string, { stamp: string; row: CatalogueRow }>();
+  const located = new Map<string, { sessionsDir: string; name: string }>();
+  const parses = new Map<string, Parsed>();
+  const currentRoots = (): Root[] =>
+    typeof options.roots === "function" ? options.roots() : options.roots;
+
+  function locate(conversation: string): { root: PiRoot; name: string } {
+    const roots = currentRoots();
+    const remembered = located.get(conversation);
+    if (remembered) {
+      const root = roots.find((r) => r.sessionsDir === remembered.sessionsDir);
+      if (root?.kind === "pi") return { root, name: remembered.name };
+    }
+    for (const root of roots) {
+      if (root.kind === "unsupported") {
+        if (unsupportedRowId(root) === conversation) {
+          throw new Refusal(
+            "unsupported-harness",
+            `Seat ${root.seat} runs ${root.harness}, not Pi; its history cannot be read here.`,
+          );
+        }
+        continue;
+      }
+      let names: string[];
+      try {
+        names = listRoot(root);
+      } catch (e) {
+        if (!isRefusal(e)) throw e;
+        // A root that cannot be listed can still be the one the caller meant.
+        if (remembered?.sessionsDir === root.sessionsDir) throw e;
+        continue;
+      }
+      for (const name of names) {
+        if (conversationId(root.projectRoot, root.seat, name) === conversation) {
+          located.set(conversation, { sessionsDir: root.sessionsDir, name });
+          return { root, name };
+        }
+      }
+    }
+    if (remembered) {
+      throw new Refusal(
+        "unknown-conversation",
+        "This conversation's root is no longer approved; reload the catalogue.",
+      );
+    }
+    throw new Refusal(
+      "unknown-conversation",
+      "No approved session root holds this conversation now; reload the catalogue.",
+    );
+  }
+
+  function cacheParse(data: SnapshotData, root: PiRoot, incomplete: boolean): Parsed {
+    const key = `${data.dev}:${data.ino}:${data.snapshot.digest}`;
+    const hit = parses.get(key);
+    if (hit) {
+      parses.delete(key);
+      parses.set(key, hit);
+      return hit;
+    }
+    const header: Header = parseHeader(data.buf, incomplete, root.projectRoot);
+    const session = parseSession(data.buf, header);
+    const parsed: Parsed = { data, session, view: viewOf(session, incomplete), items: new Map() };
+    parses.set(key, parsed);
+    let bytes = 0;
+    for (const p of parses.values()) bytes += p.data.buf.length;
+    for (const [k, p] of parses) {
+      if (parses.size <= PARSE_CACHE_SNAPSHOTS && bytes <= PARSE_CACHE_BYTES) break;
+      if (k === key) continue;
+      parses.delete(k);
+      bytes -= p.data.buf.length;
+    }
+    return parsed;
+  }
+
+  function itemsOf(parsed: Parsed, branch: string): Item[] | null {
+    const cached = parsed.items.get(branch);
+    if (cached) return cached;
+    const rec = parsed.session.branchByName.get(branch);
+    if (!rec) return null;
+    const items = branchItems(parsed.session, rec);
+    parsed.items.set(branch, items);
+    return items;
+  }
+
+  function respond(
+    parsed: Parsed,
+    binding: Binding,
+    sourceEpoch: string,
+    items: Item[],
+    start: Position,
+  ): ReadResult {
+    const partsOf = (i: number): SizedPart[] => renderItem(parsed.data.buf, items[i]!);
+    const { parts, next } = fillPage(items.length, start, partsOf);
+    const pinned = {
+      snapshot: parsed.data.snapshot,
+      sourceEpoch,
+      dev: parsed.data.dev,
+      ino: parsed.data.ino,
+    };
+    let cursor: Cursor | null = null;
+    let follow: Cursor | null = null;
+    if (next) {
+      cursor = cursors.issue("page", binding, pinned, {
+        position: next,
+        itemCount: 0,
+        itemsDigest: "",
+      });
+    } else {
+      follow = cursors.issue("follow", binding, pinned, {
+        position: { item: items.length, part: 0 },
+        itemCount: items.length,
+        itemsDigest: digestKeys(items, items.length),
+      });
+    }
+    const page: Page = {
+      conversation: binding.conversation,
+      branch: binding.branch,
+      parts,
+      nextCursor: cursor?.id ?? null,
+      snapshot: parsed.data.snapshot,
+      sourceEpoch,
+    };
+    return { ok: true, page, cursor, follow, view: parsed.view };
+  }
+
+  function open(req: OpenRequest): ReadResult {
+    const { actor, purpose } = checkAudience(req);
+    const conversation = checkString(req.conversation, "unknown-conversation", "conversation id");
+    const { root, name } = locate(conversation);
+    const file = openSessionFile(root.projectRoot, root.sessionsDir, name);
+    let data: SnapshotData;
+    try {
+      data = takeSnapshot(file);
+    } finally {
+      closeFile(file);
+    }
+    const parsed = cacheParse(data, root, data.incomplete);
+    const branch =
+      req.branch === undefined
+        ? parsed.view.defaultBranch
+        : checkString(req.branch, "unknown-branch", "branch");
+    const items = itemsOf(parsed, branch);
+    if (!items)
+      throw new Refusal(
+        "unknown-branch",
+        `This conversation has no branch ${JSON.stringify(branch.slice(0, 80))}.`,
+      );
+    const epoch = epochOf(data.dev, data.ino, data.snapshot.digest);
+    return respond(parsed, { actor, purpose, conversation, branch }, epoch, items, {
+      item: 0,
+      part: 0,
+    });
+  }
+
+  function next(req: NextRequest): ReadResult {
+    const { actor, purpose } = checkAudience(req);
+    const id = checkString(req.cursor, "cursor-unknown", "cursor");
+    const conversation = checkString(req.conversation, "cursor-foreign", "conversation id");
+    const branch = checkString(req.branch, "cursor-foreign", "branch");
+    const binding: Binding = { actor, purpose, conversation, branch };
+    const state = cursors.check(id, binding);
+    const { root, name } = locate(conversation);
+    try {
+      const result = resume(state, root, name, binding);
+      cursors.consume(id);
+      return result;
+    } catch (e) {
+      if (isRefusal(e) && e.code === "source-replaced") cursors.consume(id);
+      throw e;
+    }
+  }
+
+  function resume(state: CursorState, root: PiRoot, name: string, binding: Binding): ReadResult {
+    const pinned = { dev: state.dev, ino: state.ino, snapshot: state.record.snapshot };
+    const file = openSessionFile(root.projectRoot, root.sessionsDir, name);
+    let data: SnapshotData;
+    try {
+      if (state.record.kind === "page") {
+        const buf = verifyPrefix(file, pinned);
+        data = {
+          buf,
+          snapshot: pinned.snapshot,
+          incomplete: false,
+          dev: state.dev,
+          ino: state.ino,
+        };
+      } else {
+        data = verifyAndExtend(file, pinned);
+      }
+    } finally {
+      closeFile(file);
+    }
+    const parsed = cacheParse(data, root, data.incomplete);
+    const items = itemsOf(parsed, binding.branch);
+    if (!items) throw replacedBranch("this branch is gone");
+    if (state.record.kind === "page") {
+      return respond(parsed, binding, state.record.sourceEpoch, items, state.position);
+    }
+    if (
+      items.length < state.itemCount ||
+      digestKeys(items, state.itemCount) !== state.itemsDigest
+    ) {
+      throw replacedBranch("this branch's earlier history changed");
+    }
+    return respond(parsed, binding, state.record.sourceEpoch, items, {
+      item: state.itemCount,
+      part: 0,
+    });
+  }
+
+  return {
+    catalogue: () => readCatalogue(currentRoots(), rowCache, new Date(now())),
+    open: (req) => settle(() => open(req)),
+    next: (req) => settle(() => next(req)),
+  };
+}
+
+function settle(fn: () => ReadResult): ReadResult {
+  try {
+    return fn();
+  } catch (e) {
+    if (isRefusal(e)) return { ok: false, refusal: e.toRecord() };
+    throw e;
+  }
+}
+
+function replacedBranch(why: string): Refusal {
+  return new Refusal(
+    "source-replaced",
+    `The session file changed under this view (${why}); read it again from the start.`,
+  );
+}
+
+function checkAudience(req: { actor?: unknown; purpose?: unknown }): {
+  actor: string;
+  purpose: string;
+} {
+  const actor = req.actor ?? ACTOR;
+  const purpose = req.purpose ?? PURPOSE;
+  if (actor !== ACTOR) {
+    throw new Refusal(
+      "unknown-actor",
+      `Only ${ACTOR} may read on this route; authenticated actors are not supported.`,
+    );
+  }
+  if (purpose !== PURPOSE)
+    throw new Refusal("unsupported-purpose", `The only purpose supported is ${PURPOSE}.`);
+  return { actor, purpose };
+}
+
+function checkString(
+  v: unknown,
+  code: "unknown-conversation" | "unknown-branch" | "cursor-unknown" | "cursor-foreign",
+  what: string,
+): string {
+  if (typeof v !== "string" || v.length === 0 || v.length > 512)
+    throw new Refusal(code, `The ${what} is missing or not valid.`);
+  return v;
+}
+
+function digestKeys(items: Item[], count: number): string {
+  const h = createHash("sha256");
+  for (let i = 0; i < count; i++) h.update(`${itemKey(items[i]!)}\n`);
+  return h.digest("hex");
+}
+
+function renderItem(buf: Buffer, item: Item): SizedPart[] {
+  if (item.kind === "notice") {
+    const meta = item.line === undefined ? undefined : { line: item.line };
+    return toParts(`x.${item.id}`, {
+      kind: "notice",
+      ...(meta ? { meta } : {}),
+      blocks: [{ type: "notice", code: item.code, text: item.text }],
+    });
+  }
+  const draft = renderEntry(entryObject(buf, item.rec));
+  return draft ? toParts(item.rec.key, draft) : [];
+}
+
+function viewOf(session: ParsedSession, incomplete: boolean): View {
+  const leaf = session.defaultLeaf;
+  const key = (e: EntryRec | null) => (e ? e.key : null);
+  return {
+    defaultBranch: leaf
+      ? (session.branchOf.get(session.byId.get(leaf.id) ?? leaf) ?? "main")
+      : "main",
+    defaultLeaf: key(leaf),
+    branches: session.branches.map((b) => ({
+      name: b.name,
+      leaf: key(b.leaf),
+      start: key(b.start),
+      forksFrom: b.forksFrom
+        ? { branch: session.branchOf.get(b.forksFrom) ?? "main", entry: b.forksFrom.key }
+        : null,
+      depth: b.depth,
+    })),
+    incomplete,
+    forkedFromEarlierSession: session.header.parentSession,
+    unreadableLines: session.lineNotices.filter((n) => n.kind === "malformed-line").length,
+  };
+}

@@ -1,0 +1,510 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { toChatId } from "../../src/protocol/chat-01.ts";
+import {
+  assistant,
+  entriesOf,
+  expectOk,
+  expectRefusal,
+  header,
+  idOf,
+  project,
+  readAll,
+  readerFor,
+  tempDir,
+  ts,
+  user,
+  writeSession,
+} from "../helpers/reader.ts";
+
+function setup(t: import("node:test").TestContext, lines: (object | string)[], tail = "\n") {
+  const p = project(tempDir(t));
+  writeSession(p.sessionsDir, "s.jsonl", [header(p.projectRoot), ...lines], tail);
+  const reader = readerFor(p);
+  return { p, reader, id: idOf(reader, "s.jsonl") };
+}
+
+describe("pi parser", () => {
+  it("refuses not-a-pi-session when line 1 is not a header", (t) => {
+    const p = project(tempDir(t));
+    writeSession(p.sessionsDir, "a.jsonl", ["garbage", header(p.projectRoot)]);
+    writeSession(p.sessionsDir, "b.jsonl", [user("u1", null, "hi")]);
+    writeSession(p.sessionsDir, "c.jsonl", ["", header(p.projectRoot)]);
+    const reader = readerFor(p);
+    for (const f of ["a.jsonl", "b.jsonl", "c.jsonl"]) {
+      const r = reader.open({ conversation: idOf(reader, f) });
+      expectRefusal(r, "not-a-pi-session");
+      assert.equal(r.ok ? null : r.refusal.reconcile, false);
+    }
+  });
+
+  it("refuses incomplete-header with reconcile when line 1 has no newline yet or the file is empty", (t) => {
+    const p = project(tempDir(t));
+    writeSession(
+      p.sessionsDir,
+      "partial.jsonl",
+      [JSON.stringify(header(p.projectRoot)).slice(0, 30)],
+      "",
+    );
+    writeSession(p.sessionsDir, "empty.jsonl", []);
+    writeSession(p.sessionsDir, "nolf.jsonl", [header(p.projectRoot)], "");
+    const reader = readerFor(p);
+    for (const f of ["partial.jsonl", "empty.jsonl", "nolf.jsonl"]) {
+      const r = reader.open({ conversation: idOf(reader, f) });
+      expectRefusal(r, "incomplete-header");
+      assert.equal(r.ok ? null : r.refusal.reconcile, true);
+    }
+  });
+
+  it("refuses foreign-project when the header cwd is relative, outside, or missing", (t) => {
+    const p = project(tempDir(t));
+    writeSession(p.sessionsDir, "rel.jsonl", [header("demo")]);
+    writeSession(p.sessionsDir, "out.jsonl", [header("/tmp")]);
+    writeSession(p.sessionsDir, "sibling.jsonl", [header(`${p.projectRoot}-other`)]);
+    writeSession(p.sessionsDir, "none.jsonl", [
+      { type: "session", version: 3, id: "x", timestamp: ts(0) },
+    ]);
+    const reader = readerFor(p);
+    for (const f of ["rel.jsonl", "out.jsonl", "sibling.jsonl", "none.jsonl"]) {
+      expectRefusal(reader.open({ conversation: idOf(reader, f) }), "foreign-project");
+    }
+  });
+
+  it("accepts a header cwd inside the project, and one that no longer exists compared as written", (t) => {
+    const p = project(tempDir(t));
+    writeSession(p.sessionsDir, "sub.jsonl", [
+      header(`${p.projectRoot}/gone/deeper`),
+      user("u", null, "x"),
+    ]);
+    const reader = readerFor(p);
+    expectOk(reader.open({ conversation: idOf(reader, "sub.jsonl") }));
+  });
+
+  it("reads an empty main branch from a header-only file", (t) => {
+    const { reader, id } = setup(t, []);
+    const r = expectOk(reader.open({ conversation: id }));
+    assert.equal(r.page.branch, "main");
+    assert.deepEqual(r.page.parts, []);
+    assert.equal(r.view.defaultLeaf, null);
+    assert.deepEqual(
+      r.view.branches.map((b) => b.name),
+      ["main"],
+    );
+    assert.ok(r.follow && !r.cursor);
+  });
+
+  it("makes the last valid entry in file order the default leaf, even with children (SM:695)", (t) => {
+    // Child before parent: b (child of a) is written first, a last; Pi's leaf is a.
+    const { reader, id } = setup(t, [assistant("b", "a", "child"), user("a", null, "parent")]);
+    const r = expectOk(reader.open({ conversation: id }));
+    assert.equal(r.view.defaultLeaf, "n.a");
+    assert.deepEqual(entriesOf(r.page.parts), ["n.a", "n.b"]);
+  });
+
+  it("lets the later copy of a duplicate id win (SM:694)", (t) => {
+    const { reader, id } = setup(t, [
+      user("u1", null, "first"),
+      user("u1", null, "second"),
+      assistant("a1", "u1", "ok"),
+    ]);
+    const { parts } = readAll(reader, id);
+    const texts = parts.flatMap((p) => p.blocks.map((b) => ("text" in b ? b.text : "")));
+    assert.deepEqual(texts, ["second", "ok"]);
+  });
+
+  it("names branches main and b.<entry id>, earliest child continuing its parent", (t) => {
+    const { reader, id } = setup(t, [
+      user("u1", null, "q"),
+      assistant("a1", "u1", "x"),
+      assistant("a2", "u1", "y"),
+      user("r2", null, "second root"),
+      assistant("a3", "a1", "z"),
+    ]);
+    const r = expectOk(reader.open({ conversation: id }));
+    assert.deepEqual(
+      r.view.branches.map((b) => [b.name, b.leaf, b.forksFrom?.entry ?? null]),
+      [
+        ["main", "n.a3", null],
+        ["b.a2", "n.a2", "n.u1"],
+        ["b.r2", "n.r2", null],
+      ],
+    );
+    assert.equal(r.view.defaultBranch, "main");
+    assert.deepEqual(entriesOf(readAll(reader, id, "b.a2").parts), ["n.u1", "n.a2"]);
+  });
+
+  it("places a malformed line as a notice at its file position on every branch, after the leaf too", (t) => {
+    const { reader, id } = setup(t, [
+      user("u1", null, "q"),
+      "{not json",
+      assistant("a1", "u1", "x"),
+      assistant("a2", "u1", "y"),
+      "[1,2]",
+      "42",
+      "null",
+      '{"type":"message","parentId":null}',
+    ]);
+    const main = entriesOf(readAll(reader, id, "main").parts);
+    assert.deepEqual(main, [
+      "n.u1",
+      "x.line-3",
+      "n.a1",
+      "x.line-6",
+      "x.line-7",
+      "x.line-8",
+      "x.line-9",
+    ]);
+    const other = entriesOf(readAll(reader, id, "b.a2").parts);
+    assert.deepEqual(other, [
+      "n.u1",
+      "x.line-3",
+      "n.a2",
+      "x.line-6",
+      "x.line-7",
+      "x.line-8",
+      "x.line-9",
+    ]);
+    const r = expectOk(reader.open({ conversation: id }));
+    assert.equal(r.view.unreadableLines, 5);
+  });
+
+  it("skips blank lines and reads CRLF lines", (t) => {
+    const p = project(tempDir(t));
+    const body = [
+      header(p.projectRoot),
+      user("u1", null, "q"),
+      "",
+      "   ",
+      assistant("a1", "u1", "x"),
+    ]
+      .map((l) => (typeof l === "string" ? l : JSON.stringify(l)))
+      .join("\r\n");
+    writeSession(p.sessionsDir, "crlf.jsonl", [body], "\r\n");
+    const reader = readerFor(p);
+    const { parts } = readAll(reader, idOf(reader, "crlf.jsonl"));
+    assert.deepEqual(entriesOf(parts), ["n.u1", "n.a1"]);
+  });
+
+  it("leaves out a truncated trailing line and says so in view.incomplete", (t) => {
+    const { reader, id } = setup(
+      t,
+      [user("u1", null, "q"), '{"type":"message","id":"a1","par'],
+      "",
+    );
+    const r = expectOk(reader.open({ conversation: id }));
+    assert.equal(r.view.incomplete, true);
+    assert.deepEqual(entriesOf(r.page.parts), ["n.u1"]);
+  });
+
+  it("stops the history at a missing parent with a notice naming nearby unreadable lines", (t) => {
+    const { reader, id } = setup(t, [
+      user("u1", null, "q"),
+      assistant("a1", "u1", "x"),
+      "{broken",
+      "{broken too",
+      user("u2", "lost", "after the gap"),
+      assistant("a2", "u2", "y"),
+    ]);
+    const r = expectOk(reader.open({ conversation: id }));
+    assert.deepEqual(
+      r.view.branches.map((b) => b.name),
+      ["main", "b.u2"],
+    );
+    assert.equal(r.view.defaultBranch, "b.u2");
+    const parts = readAll(reader, id, "b.u2").parts;
+    assert.deepEqual(entriesOf(parts), [
+      "x.line-4",
+      "x.line-5",
+      "x.missing-parent-u2",
+      "n.u2",
+      "n.a2",
+    ]);
+    const notice = parts.find((p) => p.entry === "x.missing-parent-u2")?.blocks[0];
+    assert.ok(notice && notice.type === "notice" && notice.code === "missing-parent");
+    assert.match(notice.text, /lost/);
+    assert.match(notice.text, /4–5/);
+    // The entries before the gap are their own branch, never joined to it.
+    assert.deepEqual(entriesOf(readAll(reader, id, "main").parts), [
+      "n.u1",
+      "n.a1",
+      "x.line-4",
+      "x.line-5",
+    ]);
+  });
+
+  it("stops a parent loop with a notice instead of spinning", (t) => {
+    const { reader, id } = setup(t, [
+      assistant("a", "b", "one"),
+      assistant("b", "a", "two"),
+      user("c", "a", "leaf"),
+    ]);
+    const r = expectOk(reader.open({ conversation: id }));
+    assert.equal(r.view.defaultBranch, "b.c");
+    const parts = readAll(reader, id, "b.c").parts;
+    assert.deepEqual(entriesOf(parts), ["x.loop-a", "n.a", "n.c"]);
+    assert.equal(parts[0]?.blocks[0]?.type === "notice" && parts[0].blocks[0].code, "loop");
+    assert.deepEqual(entriesOf(readAll(reader, id, "main").parts), ["x.loop-a", "n.a", "n.b"]);
+    const self = setup(t, [user("s", "s", "self parent")]);
+    const sp = readAll(self.reader, self.id).parts;
+    assert.deepEqual(entriesOf(sp), ["x.loop-s", "n.s"]);
+  });
+
+  it("gives a forked-from-earlier-session notice for parentSession and never opens it", (t) => {
+    const p = project(tempDir(t));
+    writeSession(p.sessionsDir, "f.jsonl", [
+      header(p.projectRoot, { parentSession: "/nowhere/parent.jsonl" }),
+      user("u", null, "q"),
+    ]);
+    const reader = readerFor(p);
+    const r = expectOk(reader.open({ conversation: idOf(reader, "f.jsonl") }));
+    assert.equal(r.view.forkedFromEarlierSession, true);
+    assert.deepEqual(entriesOf(r.page.parts), ["x.forked", "n.u"]);
+  });
+
+  it("ignores a second header mid-file with a notice, as Pi does", (t) => {
+    const { reader, id } = setup(t, [
+      user("u", null, "q"),
+      header("/elsewhere"),
+      assistant("a", "u", "x"),
+    ]);
+    assert.deepEqual(entriesOf(readAll(reader, id).parts), ["n.u", "x.header-3", "n.a"]);
+  });
+
+  it("shows redacted thinking as unavailable with empty text and never reads the signature", (t) => {
+    const { reader, id } = setup(t, [
+      {
+        type: "message",
+        id: "a",
+        parentId: null,
+        timestamp: ts(1),
+        message: {
+          role: "assistant",
+          content: [
+            { type: "thinking", thinking: "secret", redacted: true, thinkingSignature: "SIG" },
+            { type: "thinking", thinking: "visible", thinkingSignature: "SIG2" },
+          ],
+        },
+      },
+    ]);
+    const blocks = expectOk(reader.open({ conversation: id })).page.parts[0]?.blocks;
+    assert.deepEqual(blocks, [
+      { type: "unavailable", of: "thinking", text: "" },
+      { type: "thinking", text: "visible" },
+    ]);
+    assert.ok(!JSON.stringify(blocks).includes("SIG"));
+  });
+
+  it("renders a compaction as a marker in place and never renders retainedTail twice", (t) => {
+    const { reader, id } = setup(t, [
+      user("u1", null, "q"),
+      assistant("a1", "u1", "x"),
+      {
+        type: "compaction",
+        id: "c1",
+        parentId: "a1",
+        timestamp: ts(3),
+        summary: "summary",
+        firstKeptEntryId: "a1",
+        tokensBefore: 10,
+        retainedTail: [{ role: "user", content: "RETAINED" }],
+      },
+      user("u2", "c1", "after"),
+    ]);
+    const { parts } = readAll(reader, id);
+    assert.deepEqual(entriesOf(parts), ["n.u1", "n.a1", "n.c1", "n.u2"]);
+    const c = parts[2];
+    assert.equal(c?.kind, "compaction");
+    assert.deepEqual(c?.meta, { tokensBefore: 10, firstKeptEntry: "n.a1" });
+    assert.ok(!JSON.stringify(parts).includes("RETAINED"));
+  });
+
+  it("hides model and thinking changes, labels, session names, extension state and undisplayed custom messages", (t) => {
+    const { reader, id } = setup(t, [
+      {
+        type: "model_change",
+        id: "m",
+        parentId: null,
+        timestamp: ts(1),
+        provider: "p",
+        modelId: "x",
+      },
+      {
+        type: "thinking_level_change",
+        id: "t",
+        parentId: "m",
+        timestamp: ts(1),
+        thinkingLevel: "off",
+      },
+      user("u", "t", "q"),
+      { type: "label", id: "l", parentId: "u", timestamp: ts(2), targetId: "u", label: "L" },
+      { type: "session_info", id: "i", parentId: "l", timestamp: ts(2), name: "N" },
+      { type: "custom", id: "c", parentId: "i", timestamp: ts(2), customType: "ext", data: {} },
+      {
+        type: "custom_message",
+        id: "h",
+        parentId: "c",
+        timestamp: ts(2),
+        customType: "ext",
+        content: "hidden",
+        display: false,
+      },
+      {
+        type: "custom_message",
+        id: "s",
+        parentId: "h",
+        timestamp: ts(2),
+        customType: "ext",
+        content: "shown",
+        display: true,
+      },
+    ]);
+    const { parts } = readAll(reader, id);
+    assert.deepEqual(entriesOf(parts), ["n.u", "n.s"]);
+    assert.equal(parts[1]?.kind, "custom-message");
+    assert.deepEqual(parts[1]?.meta, { customType: "ext" });
+    // Hidden entries still count for the default leaf: here the last line is shown.
+    assert.equal(expectOk(reader.open({ conversation: id })).view.defaultLeaf, "n.s");
+  });
+
+  it("turns unknown entry types, roles and content items into notices", (t) => {
+    const { reader, id } = setup(t, [
+      { type: "future_thing", id: "f", parentId: null, timestamp: ts(1) },
+      {
+        type: "message",
+        id: "r",
+        parentId: "f",
+        timestamp: ts(1),
+        message: { role: "oracle", content: "?" },
+      },
+      {
+        type: "message",
+        id: "c",
+        parentId: "r",
+        timestamp: ts(1),
+        message: { role: "user", content: [{ type: "audio" }] },
+      },
+    ]);
+    const { parts } = readAll(reader, id);
+    assert.deepEqual(
+      parts.map((p) => p.blocks.map((b) => (b.type === "notice" ? b.code : b.type))),
+      [["unknown-entry-type"], ["unknown-role"], ["unknown-content"]],
+    );
+  });
+
+  it("hashes ids that do not fit CHAT-01 (h- + 40 hex), so a call meets its result", (t) => {
+    const callId = "call_abc123|fc_def456";
+    const { reader, id } = setup(t, [
+      user("u", null, "q"),
+      {
+        type: "message",
+        id: "a",
+        parentId: "u",
+        timestamp: ts(2),
+        message: {
+          role: "assistant",
+          content: [{ type: "toolCall", id: callId, name: "bash", arguments: { command: "ls" } }],
+        },
+      },
+      {
+        type: "message",
+        id: "weird id|with spaces",
+        parentId: "a",
+        timestamp: ts(3),
+        message: {
+          role: "toolResult",
+          toolCallId: callId,
+          toolName: "bash",
+          content: [{ type: "text", text: "out" }],
+          isError: false,
+        },
+      },
+    ]);
+    const { parts } = readAll(reader, id);
+    const call = parts[1]?.blocks[0];
+    const result = parts[2]?.blocks[0];
+    assert.ok(call?.type === "tool-call" && result?.type === "tool-result");
+    assert.match(call.id, /^h-[0-9a-f]{40}$/);
+    assert.equal(call.id, result.toolCallId);
+    assert.equal(call.text, '{"command":"ls"}');
+    assert.equal(parts[2]?.entry, `n.${toChatId("weird id|with spaces")}`);
+    assert.match(parts[2]?.entry ?? "", /^n\.h-[0-9a-f]{40}$/);
+  });
+
+  it("reads a v1 session (no ids) as Pi's migration would: one line, in file order", (t) => {
+    const p = project(tempDir(t));
+    writeSession(p.sessionsDir, "v1.jsonl", [
+      { type: "session", id: "old", timestamp: ts(0), cwd: p.projectRoot },
+      { type: "message", timestamp: ts(1), message: { role: "user", content: "one" } },
+      {
+        type: "message",
+        timestamp: ts(2),
+        message: { role: "assistant", content: [{ type: "text", text: "two" }] },
+      },
+      {
+        type: "message",
+        timestamp: ts(3),
+        message: { role: "hookMessage", customType: "h", content: "three", display: true },
+      },
+    ]);
+    const reader = readerFor(p);
+    const { parts } = readAll(reader, idOf(reader, "v1.jsonl"));
+    assert.deepEqual(entriesOf(parts), ["n.line-2", "n.line-3", "n.line-4"]);
+    assert.equal(parts[2]?.kind, "custom-message");
+  });
+
+  it("renders tool calls, tool results, bash executions, images, branch summaries and stopped replies", (t) => {
+    const { reader, id } = setup(t, [
+      user("u", null, "q"),
+      {
+        type: "message",
+        id: "b",
+        parentId: "u",
+        timestamp: ts(2),
+        message: {
+          role: "bashExecution",
+          command: "ls",
+          output: "a\n",
+          exitCode: 0,
+          cancelled: false,
+          truncated: true,
+        },
+      },
+      {
+        type: "branch_summary",
+        id: "s",
+        parentId: "b",
+        timestamp: ts(3),
+        fromId: "u",
+        summary: "went elsewhere",
+      },
+      {
+        type: "message",
+        id: "i",
+        parentId: "s",
+        timestamp: ts(4),
+        message: {
+          role: "user",
+          content: [{ type: "image", data: "AAAA", mimeType: "image/png" }],
+        },
+      },
+      {
+        type: "message",
+        id: "x",
+        parentId: "i",
+        timestamp: ts(5),
+        message: { role: "assistant", content: [], stopReason: "error", errorMessage: "500 boom" },
+      },
+    ]);
+    const { parts } = readAll(reader, id);
+    assert.deepEqual(parts[1]?.blocks, [
+      { type: "bash-command", text: "ls" },
+      { type: "bash-output", text: "a\n" },
+    ]);
+    assert.deepEqual(parts[1]?.meta, { exitCode: 0, cancelled: false, truncated: true });
+    assert.equal(parts[2]?.kind, "branch-summary");
+    assert.deepEqual(parts[2]?.meta, { fromEntry: "n.u" });
+    assert.deepEqual(parts[3]?.blocks, [{ type: "image", mimeType: "image/png", data: "AAAA" }]);
+    assert.equal(parts[4]?.meta?.stopReason, "error");
+    assert.match(JSON.stringify(parts[4]?.blocks), /500 boom/);
+  });
+});
