@@ -19,6 +19,8 @@ export type CursorState = {
   /** Follow cursors: how many items the branch had, and a digest of their keys. */
   itemCount: number;
   itemsDigest: string;
+  /** The snapshot left out a trailing partial line (for the view of later pages). */
+  incomplete: boolean;
   expiresAtMs: number;
 };
 
@@ -46,7 +48,7 @@ export class CursorStore {
     kind: CursorKind,
     binding: Binding,
     pinned: { snapshot: Snapshot; sourceEpoch: string; dev: bigint; ino: bigint },
-    resume: { position: Position; itemCount: number; itemsDigest: string },
+    resume: { position: Position; itemCount: number; itemsDigest: string; incomplete: boolean },
   ): Cursor {
     const expiresAtMs = this.#now() + this.#ttlMs;
     const record: Cursor = {

@@ -180,6 +180,7 @@ export function createReader(options: ReaderOptions): Reader {
     sourceEpoch: string,
     items: Item[],
     start: Position,
+    incomplete: boolean,
   ): ReadResult {
     const partsOf = (i: number): SizedPart[] => renderItem(parsed.data.buf, items[i]!);
     const { parts, next } = fillPage(items.length, start, partsOf);
@@ -196,12 +197,14 @@ export function createReader(options: ReaderOptions): Reader {
         position: next,
         itemCount: 0,
         itemsDigest: "",
+        incomplete,
       });
     } else {
       follow = cursors.issue("follow", binding, pinned, {
         position: { item: items.length, part: 0 },
         itemCount: items.length,
         itemsDigest: digestKeys(items, items.length),
+        incomplete,
       });
     }
     const page: Page = {
@@ -212,7 +215,7 @@ export function createReader(options: ReaderOptions): Reader {
       snapshot: parsed.data.snapshot,
       sourceEpoch,
     };
-    return { ok: true, page, cursor, follow, view: parsed.view };
+    return { ok: true, page, cursor, follow, view: { ...parsed.view, incomplete } };
   }
 
   function open(req: OpenRequest): ReadResult {
@@ -238,10 +241,8 @@ export function createReader(options: ReaderOptions): Reader {
         `This conversation has no branch ${JSON.stringify(branch.slice(0, 80))}.`,
       );
     const epoch = epochOf(data.dev, data.ino, data.snapshot.digest);
-    return respond(parsed, { actor, purpose, conversation, branch }, epoch, items, {
-      item: 0,
-      part: 0,
-    });
+    const binding = { actor, purpose, conversation, branch };
+    return respond(parsed, binding, epoch, items, { item: 0, part: 0 }, data.incomplete);
   }
 
   function next(req: NextRequest): ReadResult {
@@ -286,7 +287,14 @@ export function createReader(options: ReaderOptions): Reader {
     const items = itemsOf(parsed, binding.branch);
     if (!items) throw replacedBranch("this branch is gone");
     if (state.record.kind === "page") {
-      return respond(parsed, binding, state.record.sourceEpoch, items, state.position);
+      return respond(
+        parsed,
+        binding,
+        state.record.sourceEpoch,
+        items,
+        state.position,
+        state.incomplete,
+      );
     }
     if (
       items.length < state.itemCount ||
@@ -294,10 +302,8 @@ export function createReader(options: ReaderOptions): Reader {
     ) {
       throw replacedBranch("this branch's earlier history changed");
     }
-    return respond(parsed, binding, state.record.sourceEpoch, items, {
-      item: state.itemCount,
-      part: 0,
-    });
+    const start = { item: state.itemCount, part: 0 };
+    return respond(parsed, binding, state.record.sourceEpoch, items, start, data.incomplete);
   }
 
   return {
