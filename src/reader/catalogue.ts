@@ -245,6 +245,7 @@ function findFirstUserText(buf: Buffer): string | null {
 
 /** A title-length prefix, cut on a code point boundary. */
 function clip(s: string): string {
-  const cps = Array.from(s.slice(0, TITLE_CHARS * 2));
+  // This many UTF-16 units hold at least TITLE_CHARS + 1 code points: enough to know to clip.
+  const cps = Array.from(s.slice(0, (TITLE_CHARS + 1) * 2));
   return cps.length > TITLE_CHARS ? `${cps.slice(0, TITLE_CHARS).join("")}…` : cps.join("");
 }
