@@ -18,8 +18,6 @@ export type EntryRec = {
   line: number;
   start: number;
   end: number;
-  /** Position among parsed entries, as Pi's v1 migration counts them (header = 0). */
-  parsedIndex: number;
 };
 
 /** A line that is not an entry: malformed JSON, not an object, no string id, or a 2nd header. */
@@ -61,6 +59,7 @@ export type NoticeItemCode =
 
 export type ParsedSession = {
   header: Header;
+  scan: ScanState;
   /** Winning entries (a later duplicate id replaces the earlier, SM:694), in file order. */
   entries: EntryRec[];
   byId: Map<string, EntryRec>;
@@ -136,51 +135,80 @@ export function parseHeader(buf: Buffer, hasPartial: boolean, projectRoot: strin
   };
 }
 
+/** Where a scan of the file's lines stopped, so a longer snapshot can continue from there. */
+export type ScanState = {
+  /** Every entry line in file order, duplicates included. */
+  all: EntryRec[];
+  lineNotices: LineNotice[];
+  /** Bytes scanned (always the end of a whole line) and the last line number seen. */
+  scanned: number;
+  line: number;
+  lastV1: string | null;
+};
+
 /** Indexes a snapshot that starts with a valid header (see parseHeader). */
 export function parseSession(buf: Buffer, header: Header): ParsedSession {
-  const entries: EntryRec[] = [];
-  const lineNotices: LineNotice[] = [];
+  const scan: ScanState = {
+    all: [],
+    lineNotices: [],
+    scanned: buf.indexOf(NL) + 1,
+    line: 1,
+    lastV1: null,
+  };
+  return indexEntries(header, scanLines(buf, header, scan));
+}
+
+/**
+ * Indexes a longer snapshot of the same file whose first `prev.scan.scanned` bytes are verified
+ * unchanged: only the appended lines are parsed. `prev` is not modified (other cursors use it).
+ */
+export function extendSession(prev: ParsedSession, buf: Buffer): ParsedSession {
+  const scan: ScanState = {
+    ...prev.scan,
+    all: [...prev.scan.all],
+    lineNotices: [...prev.scan.lineNotices],
+  };
+  return indexEntries(prev.header, scanLines(buf, prev.header, scan));
+}
+
+function scanLines(buf: Buffer, header: Header, scan: ScanState): ScanState {
   const v1 = header.version < 2;
-  let lastV1: string | null = null;
-  let parsedIndex = 0;
-  let line = 1;
-  let start = buf.indexOf(NL) + 1;
+  let start = scan.scanned;
   while (start < buf.length) {
-    line++;
+    const line = ++scan.line;
     let end = buf.indexOf(NL, start);
     if (end < 0) end = buf.length;
-    const lineEnd = end;
-    if (!isBlank(buf, start, lineEnd)) {
-      const obj = parseLine(buf, start, lineEnd);
-      if (obj !== undefined && obj !== null) parsedIndex++;
+    if (!isBlank(buf, start, end)) {
+      const obj = parseLine(buf, start, end);
       if (isObject(obj) && obj.type === "session") {
         // Pi ignores header lines after the first (research §1.2, fixture 16).
-        lineNotices.push({ line, start, end: lineEnd, kind: "ignored-header" });
+        scan.lineNotices.push({ line, start, end, kind: "ignored-header" });
       } else if (isObject(obj) && (v1 || (typeof obj.id === "string" && obj.id.length > 0))) {
         // v1 files have no ids: Pi's migration chains them linearly in file order (SM:31-54).
         const id = v1 ? `line-${line}` : (obj.id as string);
-        const parentId = v1 ? lastV1 : typeof obj.parentId === "string" ? obj.parentId : null;
-        if (v1) lastV1 = id;
-        entries.push({
+        const parentId = v1 ? scan.lastV1 : typeof obj.parentId === "string" ? obj.parentId : null;
+        if (v1) scan.lastV1 = id;
+        scan.all.push({
           id,
           key: `n.${toChatId(id)}`,
           parentId: parentId === "" ? null : parentId,
           type: typeof obj.type === "string" ? obj.type : "",
           line,
           start,
-          end: lineEnd,
-          parsedIndex,
+          end,
         });
       } else {
-        lineNotices.push({ line, start, end: lineEnd, kind: "malformed-line" });
+        scan.lineNotices.push({ line, start, end, kind: "malformed-line" });
       }
     }
     start = end + 1;
   }
-  return indexEntries(header, entries, lineNotices);
+  scan.scanned = Math.max(scan.scanned, buf.length);
+  return scan;
 }
 
-function indexEntries(header: Header, all: EntryRec[], lineNotices: LineNotice[]): ParsedSession {
+function indexEntries(header: Header, scan: ScanState): ParsedSession {
+  const { all, lineNotices } = scan;
   // The later copy of a duplicate id wins (SM:694); the default leaf is the last entry in file
   // order (SM:695), whatever its type.
   const byId = new Map<string, EntryRec>();
@@ -250,6 +278,7 @@ function indexEntries(header: Header, all: EntryRec[], lineNotices: LineNotice[]
   const branchByName = new Map(branches.map((b) => [b.name, b]));
   return {
     header,
+    scan,
     entries,
     byId,
     lineNotices,

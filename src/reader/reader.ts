@@ -14,12 +14,13 @@ import type {
 import { renderEntry } from "./blocks.ts";
 import { listRoot, readCatalogue } from "./catalogue.ts";
 import { type Binding, type CursorState, CursorStore } from "./cursors.ts";
+import { ParseCache, type Parsed } from "./parse-cache.ts";
 import { fillPage, type Position, type SizedPart, toParts } from "./parts.ts";
 import {
   branchItems,
   type EntryRec,
   entryObject,
-  type Header,
+  extendSession,
   type Item,
   itemKey,
   type ParsedSession,
@@ -71,18 +72,6 @@ export type Reader = {
   next(request: NextRequest): ReadResult;
 };
 
-/** A parsed snapshot and what is derived from it, shared by every cursor on that snapshot. */
-type Parsed = {
-  data: SnapshotData;
-  session: ParsedSession;
-  view: View;
-  items: Map<string, Item[]>;
-};
-
-/** The parse cache holds at most this many snapshots and this many bytes of them. */
-const PARSE_CACHE_SNAPSHOTS = 8;
-const PARSE_CACHE_BYTES = 512 * 1024 * 1024;
-
 export function createReader(options: ReaderOptions): Reader {
   const now = options.now ?? Date.now;
   const cursors = new CursorStore({
@@ -92,7 +81,7 @@ export function createReader(options: ReaderOptions): Reader {
   });
   const rowCache = new Map<string, { stamp: string; row: CatalogueRow }>();
   const located = new Map<string, { sessionsDir: string; name: string }>();
-  const parses = new Map<string, Parsed>();
+  const parses = new ParseCache();
   const currentRoots = (): Root[] =>
     typeof options.roots === "function" ? options.roots() : options.roots;
 
@@ -141,26 +130,20 @@ export function createReader(options: ReaderOptions): Reader {
     );
   }
 
-  function cacheParse(data: SnapshotData, root: PiRoot, incomplete: boolean): Parsed {
-    const key = `${data.dev}:${data.ino}:${data.snapshot.digest}`;
-    const hit = parses.get(key);
-    if (hit) {
-      parses.delete(key);
-      parses.set(key, hit);
-      return hit;
-    }
-    const header: Header = parseHeader(data.buf, incomplete, root.projectRoot);
-    const session = parseSession(data.buf, header);
-    const parsed: Parsed = { data, session, view: viewOf(session, incomplete), items: new Map() };
-    parses.set(key, parsed);
-    let bytes = 0;
-    for (const p of parses.values()) bytes += p.data.buf.length;
-    for (const [k, p] of parses) {
-      if (parses.size <= PARSE_CACHE_SNAPSHOTS && bytes <= PARSE_CACHE_BYTES) break;
-      if (k === key) continue;
-      parses.delete(k);
-      bytes -= p.data.buf.length;
-    }
+  /**
+   * The parse of a snapshot: cached, or extended from the cached parse of `from` (a verified
+   * prefix of it), or parsed whole.
+   */
+  function parse(data: SnapshotData, root: PiRoot, from?: SnapshotData["snapshot"]): Parsed {
+    const hit = parses.get(data);
+    if (hit) return hit;
+    const prev = from && parses.get({ dev: data.dev, ino: data.ino, snapshot: from });
+    const header = prev
+      ? prev.session.header
+      : parseHeader(data.buf, data.incomplete, root.projectRoot);
+    const session = prev ? extendSession(prev.session, data.buf) : parseSession(data.buf, header);
+    const parsed: Parsed = { data, session, view: viewOf(session), items: new Map() };
+    parses.put(parsed);
     return parsed;
   }
 
@@ -229,7 +212,7 @@ export function createReader(options: ReaderOptions): Reader {
     } finally {
       closeFile(file);
     }
-    const parsed = cacheParse(data, root, data.incomplete);
+    const parsed = parse(data, root);
     const branch =
       req.branch === undefined
         ? parsed.view.defaultBranch
@@ -283,7 +266,7 @@ export function createReader(options: ReaderOptions): Reader {
     } finally {
       closeFile(file);
     }
-    const parsed = cacheParse(data, root, data.incomplete);
+    const parsed = parse(data, root, pinned.snapshot);
     const items = itemsOf(parsed, binding.branch);
     if (!items) throw replacedBranch("this branch is gone");
     if (state.record.kind === "page") {
@@ -375,7 +358,7 @@ function renderItem(buf: Buffer, item: Item): SizedPart[] {
   return draft ? toParts(item.rec.key, draft) : [];
 }
 
-function viewOf(session: ParsedSession, incomplete: boolean): View {
+function viewOf(session: ParsedSession): Omit<View, "incomplete"> {
   const leaf = session.defaultLeaf;
   const key = (e: EntryRec | null) => (e ? e.key : null);
   return {
@@ -392,7 +375,6 @@ function viewOf(session: ParsedSession, incomplete: boolean): View {
         : null,
       depth: b.depth,
     })),
-    incomplete,
     forkedFromEarlierSession: session.header.parentSession,
     unreadableLines: session.lineNotices.filter((n) => n.kind === "malformed-line").length,
   };

@@ -2,6 +2,13 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { toChatId } from "../../src/protocol/chat-01.ts";
 import {
+  branchItems,
+  extendSession,
+  itemKey,
+  parseHeader,
+  parseSession,
+} from "../../src/reader/pi.ts";
+import {
   assistant,
   entriesOf,
   expectOk,
@@ -508,3 +515,43 @@ describe("pi parser", () => {
     assert.match(JSON.stringify(parts[4]?.blocks), /500 boom/);
   });
 });
+
+describe("incremental parse", () => {
+  it("extends a parse with appended lines to exactly what a whole parse gives", () => {
+    const cwd = "/p";
+    const lines = [
+      header(cwd),
+      user("u1", null, "q"),
+      "{bad",
+      assistant("a1", "u1", "x"),
+      assistant("a2", "u1", "y"),
+      user("u1", null, "dup"),
+      user("r", "missing", "orphan"),
+      assistant("l1", "l2", "loop"),
+      assistant("l2", "l1", "loop"),
+      header(cwd),
+      user("c", "a2", "child"),
+    ].map((l) => (typeof l === "string" ? l : JSON.stringify(l)));
+    const whole = Buffer.from(`${lines.join("\n")}\n`);
+    const h = parseHeader(whole, false, cwd);
+    const expected = shape(parseSession(whole, h));
+    for (let cut = 1; cut < lines.length; cut++) {
+      const prefix = Buffer.from(`${lines.slice(0, cut).join("\n")}\n`);
+      const extended = extendSession(parseSession(prefix, h), whole);
+      assert.deepEqual(shape(extended), expected, `cut after line ${cut}`);
+    }
+  });
+});
+
+function shape(s: ReturnType<typeof parseSession>) {
+  return {
+    leaf: s.defaultLeaf?.key,
+    branches: s.branches.map((b) => ({
+      ...b,
+      start: b.start?.key,
+      leaf: b.leaf?.key,
+      forksFrom: b.forksFrom?.key,
+    })),
+    items: s.branches.map((b) => branchItems(s, b).map(itemKey)),
+  };
+}

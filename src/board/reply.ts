@@ -1,0 +1,84 @@
+// What the board sends back: a status, headers and a body, built in one place so every
+// response carries the same security headers and no response ever carries a CORS header.
+import type { ReadResult } from "../reader/reader.ts";
+import { type BoardRefusalCode, statusOf } from "./status.ts";
+
+export type Reply = { status: number; headers: Record<string, string>; body: Buffer };
+
+/** The Console page: its own scripts and styles only, images only as `data:` URLs. */
+export const PAGE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+  // Chromium then throws on any string assigned to innerHTML and its kin: a second lock
+  // behind the Console's rule of inserting conversation text as text only.
+  "require-trusted-types-for 'script'",
+  "trusted-types 'none'",
+].join("; ");
+
+/** Everything that is not the page: nothing may load, run or frame it. */
+const OTHER_CSP = "default-src 'none'; frame-ancestors 'none'; sandbox";
+
+/** Sent on every response, the refusals included. */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  "Cache-Control": "no-store",
+  "X-Content-Type-Options": "nosniff",
+  "Referrer-Policy": "no-referrer",
+  "Cross-Origin-Resource-Policy": "same-origin",
+};
+
+export const ALLOW = "GET, HEAD";
+
+export function reply(
+  status: number,
+  contentType: string,
+  body: Buffer,
+  extra: Record<string, string> = {},
+): Reply {
+  const isPage = contentType.startsWith("text/html");
+  return {
+    status,
+    headers: {
+      ...SECURITY_HEADERS,
+      "Content-Security-Policy": isPage ? PAGE_CSP : OTHER_CSP,
+      ...(isPage ? { "Cross-Origin-Opener-Policy": "same-origin" } : {}),
+      "Content-Type": contentType,
+      "Content-Length": String(body.length),
+      ...extra,
+    },
+    body,
+  };
+}
+
+export function jsonReply(status: number, value: unknown, extra?: Record<string, string>): Reply {
+  return reply(
+    status,
+    "application/json; charset=utf-8",
+    Buffer.from(JSON.stringify(value), "utf8"),
+    extra,
+  );
+}
+
+/** A refusal of the board's own, in the reader's refusal shape; never reconciled. */
+export function boardRefusal(
+  code: BoardRefusalCode,
+  message: string,
+  extra?: Record<string, string>,
+): Reply {
+  return jsonReply(
+    statusOf(code),
+    { ok: false, refusal: { code, reconcile: false, message } },
+    extra,
+  );
+}
+
+/** A reader result as it is: 200 with the page, or the refusal's status from REFUSAL_STATUS. */
+export function readReply(result: ReadResult): Reply {
+  if (result.ok) return jsonReply(200, result);
+  return jsonReply(statusOf(result.refusal.code), result);
+}

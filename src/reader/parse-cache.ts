@@ -1,0 +1,66 @@
+// The parse cache: parsed snapshots shared by every cursor on them, at most two per file
+// (the one being paged and the one a follow just took) and at most 512 MiB of snapshot bytes in
+// all, least recently used first out. A follow extends its file's cached parse with only the
+// appended lines instead of parsing the whole file again.
+import type { View } from "../protocol/chat-01.ts";
+import type { Item, ParsedSession } from "./pi.ts";
+import type { SnapshotData } from "./snapshot.ts";
+
+/** A parsed snapshot and what is derived from it. */
+export type Parsed = {
+  data: SnapshotData;
+  session: ParsedSession;
+  /** The view without `incomplete`, which belongs to each read, not to the parse. */
+  view: Omit<View, "incomplete">;
+  /** Each branch's items, computed on first use (the branch-entries cache). */
+  items: Map<string, Item[]>;
+};
+
+export const SNAPSHOTS_PER_FILE = 2;
+export const CACHE_BYTES = 512 * 1024 * 1024;
+
+export class ParseCache {
+  /** Keyed by `dev:ino`; each list oldest first. Map order is the LRU order of files. */
+  readonly #files = new Map<string, Parsed[]>();
+  readonly #maxBytes: number;
+
+  constructor(maxBytes = CACHE_BYTES) {
+    this.#maxBytes = maxBytes;
+  }
+
+  /** The cached parse of exactly this snapshot, if any. */
+  get(data: { dev: bigint; ino: bigint; snapshot: { digest: string } }): Parsed | undefined {
+    const key = `${data.dev}:${data.ino}`;
+    const list = this.#files.get(key);
+    const hit = list?.find((p) => p.data.snapshot.digest === data.snapshot.digest);
+    if (hit && list) {
+      this.#files.delete(key);
+      this.#files.set(key, list);
+    }
+    return hit;
+  }
+
+  put(parsed: Parsed): void {
+    const key = `${parsed.data.dev}:${parsed.data.ino}`;
+    const list = (this.#files.get(key) ?? []).filter(
+      (p) => p.data.snapshot.digest !== parsed.data.snapshot.digest,
+    );
+    list.push(parsed);
+    while (list.length > SNAPSHOTS_PER_FILE) list.shift();
+    this.#files.delete(key);
+    this.#files.set(key, list);
+    let bytes = 0;
+    for (const l of this.#files.values()) for (const p of l) bytes += p.data.buf.length;
+    for (const [k, l] of this.#files) {
+      if (bytes <= this.#maxBytes || k === key) continue;
+      for (const p of l) bytes -= p.data.buf.length;
+      this.#files.delete(k);
+    }
+  }
+
+  get snapshots(): number {
+    let n = 0;
+    for (const l of this.#files.values()) n += l.length;
+    return n;
+  }
+}
