@@ -10,12 +10,12 @@ let probed: string | false | undefined;
 /** False when the child can drop privileges here; else why not (the caller fails or skips). */
 export function whyNoDacDrop(): string | false {
   if (probed !== undefined) return probed;
-  if (process.getuid?.() !== 0) return (probed = false);
+  probed = false;
+  if (process.getuid?.() !== 0) return probed;
   try {
     execFileSync("setpriv", ["--bounding-set", "-dac_override,-dac_read_search", "--", "true"], {
       stdio: "ignore",
     });
-    probed = false;
   } catch (e) {
     probed = `setpriv cannot drop DAC capabilities here: ${String(e)}`;
   }

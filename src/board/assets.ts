@@ -1,0 +1,27 @@
+// The Console's static files: a fixed table from URL path to a file in ./console, read once
+// when the board starts. No part of a request ever names a file; an unknown path is a 404.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+export type Asset = { contentType: string; body: Buffer };
+
+const CONSOLE_DIR = join(import.meta.dirname, "console");
+
+/** URL path → file in ./console, and its content type. */
+const ASSET_FILES: Readonly<Record<string, readonly [file: string, contentType: string]>> = {
+  "/": ["index.html", "text/html; charset=utf-8"],
+  "/console.css": ["console.css", "text/css; charset=utf-8"],
+  "/console.js": ["console.js", "text/javascript; charset=utf-8"],
+  "/api.js": ["api.js", "text/javascript; charset=utf-8"],
+  "/render.js": ["render.js", "text/javascript; charset=utf-8"],
+  "/text.js": ["text.js", "text/javascript; charset=utf-8"],
+};
+
+/** Reads every Console file now; throws if one is missing (a broken checkout, not a "no"). */
+export function loadAssets(): ReadonlyMap<string, Asset> {
+  const assets = new Map<string, Asset>();
+  for (const [path, [file, contentType]] of Object.entries(ASSET_FILES)) {
+    assets.set(path, { contentType, body: readFileSync(join(CONSOLE_DIR, file)) });
+  }
+  return assets;
+}
