@@ -1,6 +1,5 @@
 // @mosaic/conversation: the reader (CHAT-02). Read-only histories of Pi conversations.
 export * from "./protocol/chat-01.ts";
-export { listRoot } from "./reader/catalogue.ts";
 export {
   ACTOR,
   createReader,

@@ -91,7 +91,11 @@ function readPage(reader: Reader, rawId: string, query: string): Reply {
   const audience = { actor: ACTOR, purpose: PURPOSE };
   if (cursor === undefined) {
     return readReply(
-      reader.open(branch === undefined ? { conversation, ...audience } : { conversation, branch, ...audience }),
+      reader.open(
+        branch === undefined
+          ? { conversation, ...audience }
+          : { conversation, branch, ...audience },
+      ),
     );
   }
   if (branch === undefined) {

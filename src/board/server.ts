@@ -5,8 +5,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { Socket } from "node:net";
 import type { Reader } from "../reader/reader.ts";
 import { loadAssets } from "./assets.ts";
-import { createHandler } from "./routes.ts";
 import { SECURITY_HEADERS } from "./reply.ts";
+import { createHandler } from "./routes.ts";
 
 export type BoardOptions = {
   reader: Reader;

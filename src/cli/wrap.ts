@@ -29,7 +29,7 @@ export type WrapOptions = {
  */
 export function wrapText(text: string, opts: WrapOptions): string[] {
   const indent = " ".repeat(opts.indent ?? 0);
-  const room = Math.max(8, opts.width - indent.length);
+  const room = Math.max(12, opts.width - indent.length);
   const sources = opts.oneLine ? [text] : text.split("\n");
   const out: string[] = [];
   for (const source of sources) {
@@ -135,7 +135,7 @@ function expandTabs(source: string): string {
       continue;
     }
     out += segment;
-    col += makeVisible(segment) === segment ? clusterWidth(segment) : segment.length;
+    col += textWidth(segment);
   }
   return out;
 }

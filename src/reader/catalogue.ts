@@ -20,6 +20,7 @@ import {
   readRange,
   recheckRootChain,
   refusalFromErrno,
+  type Stamp,
 } from "./safe-fs.ts";
 import {
   conversationId,
@@ -32,14 +33,20 @@ import {
 const HEAD_BYTES = 64 * 1024;
 const TITLE_CHARS = 120;
 
-/** Lists a Pi root's session file names, after checking its directory chain. */
-export function listRoot(root: PiRoot): string[] {
-  checkRootChain(root.projectRoot, root.sessionsDir);
+/**
+ * Lists a Pi root's session file names, checking its directory chain before and after, so a
+ * listing taken through a directory swapped for a link is refused (`unsafe-path`).
+ */
+export function listRoot(root: PiRoot): { names: string[]; stamps: Stamp[] } {
+  const stamps = checkRootChain(root.projectRoot, root.sessionsDir);
+  let names: string[];
   try {
-    return readdirSync(root.sessionsDir).filter(isSessionFileName).sort();
+    names = readdirSync(root.sessionsDir).filter(isSessionFileName).sort();
   } catch (e) {
     throw refusalFromErrno(e, "The session root", "unavailable");
   }
+  recheckRootChain(root.projectRoot, root.sessionsDir, stamps);
+  return { names, stamps };
 }
 
 type Cached = { stamp: string; row: CatalogueRow };
@@ -59,14 +66,12 @@ export function readCatalogue(roots: Root[], cache: Map<string, Cached>, now: Da
       continue;
     }
     try {
-      const stamps = checkRootChain(root.projectRoot, root.sessionsDir);
-      const names = listRoot(root);
-      for (const name of names) {
-        const key = join(root.sessionsDir, name);
-        seen.add(key);
-        conversations.push(rowFor(root, name, cache));
-      }
+      const { names, stamps } = listRoot(root);
+      const rows = names.map((name) => rowFor(root, name, cache));
+      // The heads were read through the same chain: a swap while reading them drops the root.
       recheckRootChain(root.projectRoot, root.sessionsDir, stamps);
+      for (const name of names) seen.add(join(root.sessionsDir, name));
+      conversations.push(...rows);
     } catch (e) {
       if (!isRefusal(e)) throw e;
       refusedRoots.push({

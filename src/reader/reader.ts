@@ -104,7 +104,7 @@ export function createReader(options: ReaderOptions): Reader {
       }
       let names: string[];
       try {
-        names = listRoot(root);
+        names = listRoot(root).names;
       } catch (e) {
         if (!isRefusal(e)) throw e;
         // A root that cannot be listed can still be the one the caller meant.

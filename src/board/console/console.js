@@ -1,0 +1,415 @@
+// The Console: the catalogue, one conversation's branches and history, paging, live follow
+// and deep links (`#c=<conversation>&b=<branch>&e=<entry>`). Every refusal is shown with its
+// code. Conversation text reaches the page only through text.js and render.js, as text.
+import { fetchCatalogue, fetchPage, isId } from "./api.js";
+import { createHistory } from "./render.js";
+import { el, formatSize, formatTime, textEl } from "./text.js";
+
+const FOLLOW_INTERVAL_MS = 1000;
+/** Pages read at most while looking for a deep-linked entry. */
+const REVEAL_MAX_PAGES = 50;
+const NEAR_BOTTOM_PX = 48;
+
+const $ = (id) => document.getElementById(id);
+const ui = {
+  filterProject: $("f-project"),
+  filterSeat: $("f-seat"),
+  filterTitle: $("f-title"),
+  rows: $("rows"),
+  catalogueNote: $("catalogue-note"),
+  refusedRoots: $("refused-roots"),
+  empty: $("conv-empty"),
+  conv: $("conv"),
+  title: $("conv-title"),
+  meta: $("conv-meta"),
+  flags: $("conv-flags"),
+  branches: $("branches"),
+  refusal: $("conv-refusal"),
+  scroller: $("history"),
+  parts: $("parts"),
+  loadMore: $("load-more"),
+  followStatus: $("follow-status"),
+  resume: $("resume"),
+};
+
+let rows = [];
+let conv = null;
+let generation = 0;
+let pollTimer = 0;
+let lastScrollTop = 0;
+const history = createHistory(ui.parts, (entry) => {
+  if (conv) navigate({ c: conv.id, b: conv.branch, e: entry });
+});
+
+// ---- refusals
+
+function refusalBox(refusal, onReconcile) {
+  const box = el("div", "refusal");
+  box.setAttribute("role", "alert");
+  box.append(textEl("strong", "code", refusal.code, true), textEl("span", "", ` ${refusal.message}`));
+  if (refusal.reconcile && onReconcile) {
+    const again = el("button", "reconcile", "Read again from the start");
+    again.type = "button";
+    again.addEventListener("click", onReconcile);
+    box.append(again);
+  }
+  return box;
+}
+
+// ---- catalogue
+
+async function loadCatalogue() {
+  const c = await fetchCatalogue();
+  ui.catalogueNote.replaceChildren();
+  if (!c.ok) {
+    ui.catalogueNote.append(refusalBox(c.refusal, () => loadCatalogue()));
+    return;
+  }
+  rows = [...c.conversations].sort((a, b) =>
+    String(b.modifiedAt ?? "").localeCompare(String(a.modifiedAt ?? "")),
+  );
+  fillFilter(ui.filterProject, "All projects", rows.map((r) => r.project));
+  fillFilter(ui.filterSeat, "All seats", rows.map((r) => r.seat));
+  renderRows();
+  ui.refusedRoots.replaceChildren();
+  for (const root of c.refusedRoots) {
+    const li = el("li", "");
+    li.append(textEl("span", "", `${root.project} / ${root.seat}: `, true));
+    li.append(refusalBox(root, null));
+    ui.refusedRoots.append(li);
+  }
+  if (conv) renderConvHead();
+}
+
+/** Options are indices into the distinct values, so no value attribute carries file text. */
+function fillFilter(select, allLabel, values) {
+  const chosen = select.selectedIndex > 0 ? select.options[select.selectedIndex].textContent : null;
+  const distinct = [...new Set(values)].sort();
+  select.replaceChildren(el("option", "", allLabel));
+  select.options[0].value = "";
+  distinct.forEach((v, i) => {
+    const option = textEl("option", "", v, true);
+    option.value = String(i + 1);
+    select.append(option);
+    if (option.textContent === chosen) select.selectedIndex = i + 1;
+  });
+  select.distinct = distinct;
+}
+
+function chosenValue(select) {
+  return select.selectedIndex > 0 ? select.distinct[select.selectedIndex - 1] : null;
+}
+
+function renderRows() {
+  const project = chosenValue(ui.filterProject);
+  const seat = chosenValue(ui.filterSeat);
+  const text = ui.filterTitle.value.trim().toLowerCase();
+  ui.rows.replaceChildren();
+  let shown = 0;
+  for (const row of rows) {
+    if (project !== null && row.project !== project) continue;
+    if (seat !== null && row.seat !== seat) continue;
+    const title = row.title ?? row.fileName ?? "";
+    if (text && !title.toLowerCase().includes(text)) continue;
+    ui.rows.append(rowElement(row));
+    shown++;
+  }
+  if (shown === 0) {
+    const td = el("td", "none", rows.length ? "No conversation matches." : "No conversations.");
+    td.colSpan = 5;
+    const tr = el("tr", "");
+    tr.append(td);
+    ui.rows.append(tr);
+  }
+}
+
+function rowElement(row) {
+  const tr = el("tr", `row${conv?.id === row.conversation ? " selected" : ""}`);
+  tr.append(textEl("td", "project", row.project, true), textEl("td", "seat", row.seat, true));
+  const titleCell = el("td", "title");
+  const open = el("button", "open");
+  open.type = "button";
+  if (row.title) textEl("span", "", row.title, true);
+  open.append(
+    row.title !== null
+      ? textEl("span", "", row.title, true)
+      : textEl("span", "muted", row.fileName ?? "(no title)", true),
+  );
+  open.addEventListener("click", () => navigate({ c: row.conversation }));
+  titleCell.append(open);
+  if (row.unsupportedReason !== null) {
+    const reason = el("span", "reason");
+    reason.append(textEl("code", "", row.unsupportedReason, true));
+    if (row.harness) reason.append(textEl("span", "", ` (${row.harness})`, true));
+    titleCell.append(reason);
+  }
+  tr.append(titleCell);
+  tr.append(el("td", "when", formatTime(row.modifiedAt)), el("td", "size", formatSize(row.size)));
+  return tr;
+}
+
+// ---- one conversation
+
+function rowOf(id) {
+  return rows.find((r) => r.conversation === id) ?? null;
+}
+
+function renderConvHead() {
+  const row = rowOf(conv.id);
+  ui.title.replaceChildren();
+  textEl("span", "", "", true);
+  ui.title.append(
+    textEl("span", "", row?.title ?? row?.fileName ?? "Conversation", true),
+  );
+  ui.meta.replaceChildren();
+  if (row) ui.meta.append(textEl("span", "", `${row.project} / ${row.seat}`, true));
+  ui.meta.append(textEl("code", "conv-id", conv.id, true));
+  for (const tr of ui.rows.children) tr.classList.remove("selected");
+}
+
+function renderView(view) {
+  ui.flags.replaceChildren();
+  if (view.incomplete) ui.flags.append(el("span", "flag", "The last line is still being written."));
+  if (view.forkedFromEarlierSession) {
+    ui.flags.append(el("span", "flag", "Forked from an earlier session, which is not opened."));
+  }
+  if (view.unreadableLines > 0) {
+    ui.flags.append(
+      el("span", "flag warn", `${view.unreadableLines} unreadable line(s), shown as notices.`),
+    );
+  }
+  ui.branches.replaceChildren();
+  for (const b of view.branches) {
+    const li = el("li", `branch${b.name === conv.branch ? " current" : ""}`);
+    const pick = el("button", "pick");
+    pick.type = "button";
+    pick.append(textEl("span", "name", b.name, true));
+    if (b.name === conv.branch) pick.setAttribute("aria-current", "true");
+    pick.addEventListener("click", () => navigate({ c: conv.id, b: b.name }));
+    li.append(pick);
+    if (b.name === view.defaultBranch) li.append(el("span", "badge default", "default"));
+    if (b.forksFrom) {
+      const at = el("button", "forks");
+      at.type = "button";
+      at.append(textEl("span", "", `forks from ${b.forksFrom.branch} at ${b.forksFrom.entry}`, true));
+      const { branch, entry } = b.forksFrom;
+      at.addEventListener("click", () => navigate({ c: conv.id, b: branch, e: entry }));
+      li.append(at);
+    } else {
+      li.append(el("span", "root", "root"));
+    }
+    li.append(el("span", "depth", `${b.depth} entries`));
+    ui.branches.append(li);
+  }
+}
+
+function showConvRefusal(refusal) {
+  ui.refusal.replaceChildren(refusalBox(refusal, () => reread(refusal)));
+  ui.refusal.hidden = false;
+}
+
+function reread(refusal) {
+  if (!conv) return;
+  if (refusal.code === "unknown-conversation") void loadCatalogue();
+  const branch = refusal.code === "unknown-branch" ? undefined : conv.branch;
+  void openConversation(conv.id, branch, undefined);
+}
+
+/** Takes a read result's page into the view; false when it was a refusal. */
+function takeResult(result) {
+  if (!result.ok) {
+    conv.next = null;
+    conv.follow = null;
+    conv.refused = result.refusal;
+    showConvRefusal(result.refusal);
+    updateFoot();
+    return false;
+  }
+  conv.next = result.page.nextCursor;
+  conv.follow = result.follow ? result.follow.id : null;
+  history.append(result.page.parts);
+  renderView(result.view);
+  updateFoot();
+  return true;
+}
+
+async function openConversation(id, branch, entry) {
+  const gen = ++generation;
+  clearTimeout(pollTimer);
+  conv = { id, branch: branch ?? null, next: null, follow: null, paused: false, refused: null };
+  ui.empty.hidden = true;
+  ui.conv.hidden = false;
+  ui.refusal.hidden = true;
+  ui.refusal.replaceChildren();
+  ui.branches.replaceChildren();
+  ui.flags.replaceChildren();
+  history.clear();
+  lastScrollTop = ui.scroller.scrollTop;
+  renderConvHead();
+  ui.followStatus.textContent = "Reading…";
+  const result = await fetchPage(id, branch, undefined);
+  if (gen !== generation) return;
+  if (result.ok) conv.branch = result.page.branch;
+  if (!takeResult(result)) return;
+  renderConvHead();
+  renderView(result.view);
+  if (entry) {
+    await revealEntry(entry, gen);
+  } else {
+    scrollToBottom();
+    schedulePoll();
+  }
+}
+
+async function loadMore(gen) {
+  if (!conv?.next || conv.loading) return false;
+  conv.loading = true;
+  updateFoot();
+  const result = await fetchPage(conv.id, conv.branch, conv.next);
+  if (gen !== generation) return false;
+  conv.loading = false;
+  const ok = takeResult(result);
+  if (ok && !conv.paused && isNearBottom()) scrollToBottom();
+  schedulePoll();
+  return ok;
+}
+
+async function revealEntry(entry, gen) {
+  let target = history.elementOf(entry);
+  for (let i = 0; !target && conv.next && i < REVEAL_MAX_PAGES; i++) {
+    if (!(await loadMore(gen)) || gen !== generation) return;
+    target = history.elementOf(entry);
+  }
+  for (const old of ui.parts.querySelectorAll(".target")) old.classList.remove("target");
+  if (!target) {
+    ui.followStatus.textContent = `Entry ${entry} is not on this branch.`;
+    return;
+  }
+  target.classList.add("target");
+  target.scrollIntoView({ block: "start" });
+  lastScrollTop = ui.scroller.scrollTop;
+  if (!isNearBottom()) pause();
+}
+
+// ---- follow
+
+function schedulePoll() {
+  clearTimeout(pollTimer);
+  if (!conv?.follow || conv.paused || conv.refused) return;
+  const gen = generation;
+  pollTimer = setTimeout(() => void poll(gen), FOLLOW_INTERVAL_MS);
+}
+
+async function poll(gen) {
+  if (gen !== generation || !conv.follow || conv.paused) return;
+  const stick = isNearBottom();
+  // A follow page can be one of several when much was appended: read on to the new end.
+  let cursor = conv.follow;
+  while (cursor) {
+    const result = await fetchPage(conv.id, conv.branch, cursor);
+    if (gen !== generation) return;
+    if (!takeResult(result)) return;
+    cursor = conv.next;
+  }
+  if (stick) scrollToBottom();
+  schedulePoll();
+}
+
+function pause() {
+  if (!conv || conv.paused) return;
+  conv.paused = true;
+  clearTimeout(pollTimer);
+  updateFoot();
+}
+
+function resume() {
+  if (!conv) return;
+  conv.paused = false;
+  scrollToBottom();
+  updateFoot();
+  if (conv.follow) void poll(generation);
+}
+
+function updateFoot() {
+  ui.loadMore.hidden = !conv?.next;
+  ui.loadMore.disabled = Boolean(conv?.loading);
+  ui.resume.hidden = !conv?.paused || Boolean(conv?.refused);
+  let status;
+  if (!conv) status = "";
+  else if (conv.refused) status = `Stopped: ${conv.refused.code}.`;
+  else if (conv.next) status = "More history: load it to reach the end and follow.";
+  else if (conv.paused) status = "Following paused.";
+  else if (conv.follow) status = "Following: new parts appear as they are written.";
+  else status = "";
+  ui.followStatus.textContent = status;
+  ui.followStatus.className = conv?.follow && !conv.paused ? "live" : "";
+}
+
+function isNearBottom() {
+  const s = ui.scroller;
+  return s.scrollHeight - s.scrollTop - s.clientHeight <= NEAR_BOTTOM_PX;
+}
+
+function scrollToBottom() {
+  ui.scroller.scrollTop = ui.scroller.scrollHeight;
+  lastScrollTop = ui.scroller.scrollTop;
+}
+
+/** Scrolling up away from the end pauses following; coming back to the end resumes it. */
+function onScroll() {
+  const top = ui.scroller.scrollTop;
+  const wentUp = top < lastScrollTop - 2;
+  lastScrollTop = top;
+  if (!conv || conv.refused) return;
+  if (wentUp && !isNearBottom()) pause();
+  else if (conv.paused && isNearBottom() && !conv.next) resume();
+}
+
+// ---- deep links
+
+function readHash() {
+  const p = new URLSearchParams(location.hash.slice(1));
+  const pick = (k) => (isId(p.get(k)) ? p.get(k) : undefined);
+  return { c: pick("c"), b: pick("b"), e: pick("e") };
+}
+
+function navigate(target) {
+  const p = new URLSearchParams();
+  for (const k of ["c", "b", "e"]) if (target[k]) p.set(k, target[k]);
+  const hash = `#${p}`;
+  if (location.hash === hash) void applyHash();
+  else location.hash = hash;
+}
+
+async function applyHash() {
+  const { c, b, e } = readHash();
+  if (!c) {
+    generation++;
+    clearTimeout(pollTimer);
+    conv = null;
+    ui.conv.hidden = true;
+    ui.empty.hidden = false;
+    return;
+  }
+  if (!conv || conv.id !== c || (b !== undefined && conv.branch !== b)) {
+    await openConversation(c, b, e);
+  } else if (e) {
+    await revealEntry(e, generation);
+  }
+  for (const tr of ui.rows.querySelectorAll("tr.row")) tr.classList.remove("selected");
+  renderRows();
+}
+
+// ---- start
+
+ui.filterProject.addEventListener("change", renderRows);
+ui.filterSeat.addEventListener("change", renderRows);
+ui.filterTitle.addEventListener("input", renderRows);
+$("reload-catalogue").addEventListener("click", () => void loadCatalogue());
+ui.loadMore.addEventListener("click", () => void loadMore(generation));
+ui.resume.addEventListener("click", resume);
+ui.scroller.addEventListener("scroll", onScroll, { passive: true });
+window.addEventListener("hashchange", () => void applyHash());
+
+await loadCatalogue();
+await applyHash();

@@ -1,0 +1,256 @@
+// A branch's history as DOM, part by part and block by block, appended as pages arrive.
+// Fragments of one long string are rejoined into one block even across parts and pages.
+// Conversation text goes in as text nodes only; class names come from the fixed tables here,
+// and the only attribute built from content is an image's data: URL of checked base64.
+import { appendText, el, formatTime, textEl } from "./text.js";
+
+const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+
+const KINDS = {
+  message: { label: "Message", className: "message" },
+  notice: { label: "Notice", className: "notice-part" },
+  compaction: { label: "Compaction", className: "compaction" },
+  "branch-summary": { label: "Branch summary", className: "branch-summary" },
+  "custom-message": { label: "Custom message", className: "custom-message" },
+  "bash-execution": { label: "Bash", className: "bash-execution" },
+};
+const ROLES = {
+  user: { label: "User", className: "user" },
+  assistant: { label: "Assistant", className: "assistant" },
+  toolResult: { label: "Tool result", className: "tool-result-part" },
+};
+const NOTICES = {
+  "malformed-line": { label: "Malformed line", className: "n-malformed" },
+  "ignored-header": { label: "Ignored header", className: "n-unknown" },
+  "missing-parent": { label: "Missing parent", className: "n-missing" },
+  loop: { label: "Loop", className: "n-loop" },
+  "forked-from-earlier-session": { label: "Forked from an earlier session", className: "n-forked" },
+  "unknown-entry-type": { label: "Unknown entry type", className: "n-unknown" },
+  "unknown-role": { label: "Unknown role", className: "n-unknown" },
+  "unknown-content": { label: "Unknown content", className: "n-unknown" },
+  "long-field": { label: "Long field", className: "n-long" },
+  stopped: { label: "Stopped", className: "n-stopped" },
+};
+
+function lookup(table, key) {
+  return Object.hasOwn(table, key) ? table[key] : null;
+}
+
+function bodyOf(block) {
+  if (block.type === "image") return block.data;
+  return typeof block.text === "string" ? block.text : "";
+}
+
+/** A block's element and how its body (or its fragments) are added and finished. */
+function sinkFor(block) {
+  switch (block.type) {
+    case "text":
+      return textSink(el("div", "block text"));
+    case "thinking": {
+      const details = el("details", "block thinking");
+      details.append(el("summary", "", "Thinking"));
+      const body = el("div", "text");
+      details.append(body);
+      return { ...textSink(body), node: details };
+    }
+    case "unavailable":
+      return textSink(el("div", "block unavailable", "Thinking redacted by the provider."));
+    case "tool-call":
+      return toolCallSink(block);
+    case "tool-result": {
+      const node = el("div", "block tool-result");
+      node.append(
+        el("span", "label", "Result of "),
+        textEl("code", "tool-name", block.toolName, true),
+      );
+      node.append(
+        block.isError === true ? el("span", "badge error", "error") : el("span", "badge ok", "ok"),
+      );
+      return textSink(node);
+    }
+    case "image":
+      return imageSink(block);
+    case "bash-command": {
+      const sink = textSink(el("pre", "block bash-command"));
+      sink.node.append(el("span", "prompt", "$ "));
+      return sink;
+    }
+    case "bash-output":
+      return textSink(el("pre", "block bash-output"));
+    case "notice": {
+      const kind = lookup(NOTICES, block.code);
+      const node = el("div", `block notice ${kind ? kind.className : "n-unknown"}`);
+      node.append(kind ? el("strong", "", kind.label) : textEl("strong", "", block.code, true));
+      const body = el("span", "text");
+      node.append(body);
+      return { ...textSink(body), node };
+    }
+    default: {
+      const node = el("div", "block notice n-unknown");
+      node.append(el("strong", "", "Block of an unknown type: "));
+      return textSink(appendText(node, String(block.type), true));
+    }
+  }
+}
+
+function textSink(node) {
+  return { node, add: (s) => appendText(node, s), finish() {} };
+}
+
+/** Arguments show as they arrive, then pretty-printed once the whole JSON text is here. */
+function toolCallSink(block) {
+  const node = el("div", "block tool-call");
+  const head = el("div", "tool-head");
+  head.append(el("span", "label", "Tool call "), textEl("code", "tool-name", block.name, true));
+  head.append(textEl("span", "tool-id", ` ${block.id}`, true));
+  const args = el("pre", "args");
+  node.append(head, args);
+  let raw = "";
+  return {
+    node,
+    add(s) {
+      raw += s;
+      appendText(args, s);
+    },
+    finish() {
+      let pretty;
+      try {
+        pretty = JSON.stringify(JSON.parse(raw), null, 2);
+      } catch {
+        // Not JSON as recorded: the raw text is already shown, nothing is lost.
+        return;
+      }
+      args.replaceChildren();
+      appendText(args, pretty);
+    },
+  };
+}
+
+/** Only the four raster types, only as a data: URL of plain base64; anything else a notice. */
+function imageSink(block) {
+  const node = el("figure", "block image");
+  const waiting = el("figcaption", "", "Image: the rest follows on the next page.");
+  node.append(waiting);
+  let data = "";
+  return {
+    node,
+    add(s) {
+      data += s;
+    },
+    finish() {
+      waiting.remove();
+      const mime = block.mimeType;
+      if (!IMAGE_TYPES.has(mime)) {
+        node.className = "block notice n-unknown";
+        node.append(el("strong", "", "Image not shown: "));
+        appendText(node, `type ${String(mime)} is not PNG, JPEG, GIF or WebP.`, true);
+        return;
+      }
+      if (!BASE64.test(data)) {
+        node.className = "block notice n-unknown";
+        node.append(el("strong", "", "Image not shown: its data is not base64."));
+        return;
+      }
+      const img = el("img", "");
+      img.alt = "Image from the conversation";
+      img.src = `data:${mime};base64,${data}`;
+      node.append(img, textEl("figcaption", "", mime, true));
+    },
+  };
+}
+
+function metaText(meta) {
+  if (!meta) return [];
+  const out = [];
+  if (meta.customType !== undefined) out.push(meta.customType);
+  if (meta.stopReason !== undefined && meta.stopReason !== "stop") {
+    out.push(`stop: ${meta.stopReason}`);
+  }
+  if (meta.exitCode !== undefined) out.push(`exit ${meta.exitCode === null ? "?" : meta.exitCode}`);
+  if (meta.cancelled) out.push("cancelled");
+  if (meta.truncated) out.push("truncated");
+  if (meta.tokensBefore !== undefined) out.push(`${meta.tokensBefore} tokens before`);
+  if (meta.firstKeptEntry !== undefined) out.push(`kept from ${meta.firstKeptEntry}`);
+  if (meta.fromEntry !== undefined) out.push(`from ${meta.fromEntry}`);
+  if (meta.line !== undefined) out.push(`line ${meta.line}`);
+  return out;
+}
+
+/**
+ * The history of one branch, rendered into `container`. `onLink(entry)` is called when a
+ * part's link button is pressed. Returns `{ append(parts), elementOf(entry), clear() }`.
+ */
+export function createHistory(container, onLink) {
+  const entries = new Map();
+  let run = null;
+  let body = null;
+
+  function closeRun() {
+    if (run) run.finish();
+    run = null;
+  }
+
+  function appendBlock(block) {
+    const f = block.fragment;
+    if (f && f.index > 0 && run && run.type === block.type && run.count === f.count) {
+      if (run.next === f.index) {
+        run.add(bodyOf(block));
+        run.next += 1;
+        if (run.next === run.count) closeRun();
+        return;
+      }
+    }
+    closeRun();
+    const sink = sinkFor(block);
+    body.append(sink.node);
+    if (f && f.index > 0) {
+      sink.node.prepend(el("div", "fragment-gap", "A piece of this text is missing here."));
+    }
+    sink.add(bodyOf(block));
+    if (f && f.index < f.count - 1) {
+      run = { ...sink, type: block.type, count: f.count, next: f.index + 1 };
+    } else {
+      sink.finish();
+    }
+  }
+
+  function appendPart(part) {
+    const kind = lookup(KINDS, part.kind) ?? { label: "Part", className: "other" };
+    const role = part.kind === "message" ? lookup(ROLES, part.role) : null;
+    const article = el(
+      "article",
+      `part ${kind.className}${role ? ` ${role.className}` : ""}${part.continues ? " continues" : ""}`,
+    );
+    if (!part.continues) {
+      const head = el("header", "part-head");
+      head.append(el("span", "who", role ? role.label : kind.label));
+      for (const m of metaText(part.meta)) head.append(textEl("span", "meta", m, true));
+      head.append(textEl("time", "when", formatTime(part.timestamp), true));
+      const link = el("button", "link", "¶");
+      link.type = "button";
+      link.title = "Link to this entry";
+      link.addEventListener("click", () => onLink(part.entry));
+      head.append(link);
+      article.append(head);
+    }
+    body = el("div", "part-body");
+    article.append(body);
+    container.append(article);
+    if (!entries.has(part.entry)) entries.set(part.entry, article);
+    for (const block of part.blocks) appendBlock(block);
+  }
+
+  return {
+    append(parts) {
+      for (const part of parts) appendPart(part);
+    },
+    elementOf: (entry) => entries.get(entry) ?? null,
+    clear() {
+      run = null;
+      body = null;
+      entries.clear();
+      container.replaceChildren();
+    },
+  };
+}

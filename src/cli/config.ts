@@ -1,0 +1,155 @@
+// Where the command reads from (SPEC §3): a JSON config file of board specs and seat
+// registrations (`--config FILE`), or one project root and its seats (`--project DIR
+// --seat NAME`). The file is parsed from `unknown` with a check per field; a problem is a
+// value naming the field, never an exception. Nothing here reads a session root.
+import { readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import type { BoardSpec, SeatRegistration } from "../index.ts";
+
+export type Sources = { specs: BoardSpec[]; registrations: SeatRegistration[] };
+export type Checked<T> = { ok: true; value: T } | { ok: false; error: string };
+
+/** The seat names rootsFromSpecs accepts (sources.ts SEAT_NAME); it drops others in silence. */
+const SEAT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+/** The seat `--project` reads when no `--seat` is given. */
+export const DEFAULT_SEAT = "main";
+const CONFIG_MAX_BYTES = 1024 * 1024;
+const REGISTRATION_FIELDS = [
+  "seat",
+  "layout",
+  "project",
+  "sessionsDir",
+  "harness",
+  "startedAt",
+] as const;
+
+export type SourceFlags = { config?: string; project?: string; seat?: string[] };
+
+/**
+ * The sources the flags name: exactly one of `--config` and `--project`; `--seat` (repeatable,
+ * default `main`) only with `--project`. Errors are usage errors.
+ */
+export function sourcesFromFlags(flags: SourceFlags): Checked<Sources> {
+  if (flags.config !== undefined && flags.project !== undefined) {
+    return fail("--config and --project cannot be used together");
+  }
+  if (flags.config !== undefined) {
+    if (flags.seat !== undefined) return fail("--seat goes with --project, not --config");
+    return readConfigFile(flags.config);
+  }
+  if (flags.project === undefined) {
+    return fail("name the sources: --config FILE, or --project DIR [--seat NAME]");
+  }
+  if (flags.project === "") return fail("--project needs a directory");
+  const seats = flags.seat ?? [DEFAULT_SEAT];
+  const specs: BoardSpec[] = [];
+  for (const seat of seats) {
+    if (!SEAT_NAME.test(seat)) return fail(`--seat ${JSON.stringify(seat)} is not a seat name`);
+    specs.push({ kind: "repository", projectRoot: resolve(flags.project), seat });
+  }
+  return { ok: true, value: { specs, registrations: [] } };
+}
+
+/** Reads and checks a config file; relative paths in it are taken from the file's folder. */
+export function readConfigFile(file: string): Checked<Sources> {
+  let text: string;
+  try {
+    const buf = readFileSync(file);
+    if (buf.length > CONFIG_MAX_BYTES) return fail(`config ${file}: larger than 1 MiB`);
+    text = buf.toString("utf8");
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code ?? String(e);
+    return fail(`config ${file}: cannot read it (${code})`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    return fail(`config ${file}: not JSON (${(e as Error).message})`);
+  }
+  const parsed = parseConfig(value, dirname(resolve(file)));
+  return parsed.ok ? parsed : fail(`config ${file}: ${parsed.error}`);
+}
+
+/**
+ * Checks `{ specs: BoardSpec[], registrations?: SeatRegistration[] }`. Repository specs and
+ * registrations are closed objects; fleet and connector specs keep their fields (they are never
+ * roots). A relative `projectRoot` or `sessionsDir` is resolved against `baseDir`.
+ */
+export function parseConfig(value: unknown, baseDir: string): Checked<Sources> {
+  if (!isObject(value)) return fail("expected a JSON object with specs");
+  const extra = Object.keys(value).filter((k) => k !== "specs" && k !== "registrations");
+  if (extra.length > 0) return fail(`unknown field ${JSON.stringify(extra[0])}`);
+  if (!Array.isArray(value.specs)) return fail("specs: expected an array");
+  const specs: BoardSpec[] = [];
+  for (const [i, raw] of value.specs.entries()) {
+    const spec = parseSpec(raw, baseDir);
+    if (!spec.ok) return fail(`specs[${i}]${spec.error}`);
+    specs.push(spec.value);
+  }
+  const registrations: SeatRegistration[] = [];
+  if (value.registrations !== undefined) {
+    if (!Array.isArray(value.registrations)) return fail("registrations: expected an array");
+    for (const [i, raw] of value.registrations.entries()) {
+      const reg = parseRegistration(raw, baseDir);
+      if (!reg.ok) return fail(`registrations[${i}]${reg.error}`);
+      registrations.push(reg.value);
+    }
+  }
+  return { ok: true, value: { specs, registrations } };
+}
+
+function parseSpec(raw: unknown, baseDir: string): Checked<BoardSpec> {
+  if (!isObject(raw)) return fail(": expected an object");
+  const kind = raw.kind;
+  if (kind === "fleet" || kind === "connector") return { ok: true, value: { ...raw, kind } };
+  if (kind !== "repository") {
+    return fail('.kind: expected "repository", "fleet" or "connector"');
+  }
+  const extra = Object.keys(raw).filter((k) => !["kind", "projectRoot", "seat"].includes(k));
+  if (extra.length > 0) return fail(`: unknown field ${JSON.stringify(extra[0])}`);
+  if (typeof raw.projectRoot !== "string" || raw.projectRoot === "") {
+    return fail(".projectRoot: expected a directory path");
+  }
+  if (typeof raw.seat !== "string" || !SEAT_NAME.test(raw.seat)) {
+    return fail(".seat: expected a seat name (letters, digits, '.', '_', '-')");
+  }
+  return {
+    ok: true,
+    value: { kind, projectRoot: resolve(baseDir, raw.projectRoot), seat: raw.seat },
+  };
+}
+
+function parseRegistration(raw: unknown, baseDir: string): Checked<SeatRegistration> {
+  if (!isObject(raw)) return fail(": expected an object");
+  const known: readonly string[] = REGISTRATION_FIELDS;
+  const extra = Object.keys(raw).filter((k) => !known.includes(k));
+  if (extra.length > 0) return fail(`: unknown field ${JSON.stringify(extra[0])}`);
+  for (const field of REGISTRATION_FIELDS) {
+    if (typeof raw[field] !== "string") return fail(`.${field}: expected a string`);
+  }
+  const { seat, layout, project, sessionsDir, harness, startedAt } = raw as Record<
+    (typeof REGISTRATION_FIELDS)[number],
+    string
+  >;
+  if (Number.isNaN(Date.parse(startedAt))) return fail(".startedAt: expected an ISO 8601 time");
+  return {
+    ok: true,
+    value: {
+      seat,
+      layout,
+      project,
+      sessionsDir: resolve(baseDir, sessionsDir),
+      harness,
+      startedAt,
+    },
+  };
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function fail(error: string): { ok: false; error: string } {
+  return { ok: false, error };
+}

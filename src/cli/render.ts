@@ -1,0 +1,280 @@
+// Text for people: the catalogue, a conversation's header and its parts, laid out for a
+// terminal of a given width (80 when not a terminal). Every string from a session passes
+// through wrap.ts, which makes hostile characters visible; headers show LF as `^J`.
+// Fragments are rejoined before they are shown, across parts and pages.
+import type { Block, Catalogue, CatalogueRow, Part, View } from "../index.ts";
+import { makeVisible } from "./visible.ts";
+import { textWidth, wrapText } from "./wrap.ts";
+
+const BODY = 2;
+const NESTED = 4;
+
+/** One line of a header: made visible, LF as `^J`, wrapped when it does not fit. */
+function headerLines(text: string, width: number, indent = 0): string[] {
+  return wrapText(text, { width, indent, oneLine: true });
+}
+
+/** `2026-01-01 10:00:01 UTC` for an ISO time in UTC; anything else as written. */
+export function formatTime(ts: string): string {
+  const m = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})(\.\d+)?Z$/.exec(ts);
+  return m ? `${m[1]} ${m[2]} UTC` : ts;
+}
+
+export function formatSize(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+/** The catalogue, newest activity first: title, id and root, then activity and size. */
+export function renderCatalogue(c: Catalogue, width: number): string[] {
+  const rows = [...c.conversations].sort((a, b) =>
+    (b.modifiedAt ?? "").localeCompare(a.modifiedAt ?? ""),
+  );
+  const n = rows.length;
+  const out: string[] = [n === 1 ? "1 conversation" : `${n} conversations`];
+  for (const row of rows) out.push("", ...renderRow(row, width));
+  for (const r of c.refusedRoots) {
+    out.push(
+      "",
+      ...headerLines(`refused root ${r.project}/${r.seat}: ${r.code}: ${r.message}`, width),
+    );
+  }
+  return out;
+}
+
+function renderRow(row: CatalogueRow, width: number): string[] {
+  const facts: string[] = [];
+  if (row.modifiedAt !== null) facts.push(`last activity ${formatTime(row.modifiedAt)}`);
+  if (row.size !== null) facts.push(formatSize(row.size));
+  const lines = [
+    ...headerLines(row.title ?? "(untitled)", width),
+    ...headerLines(`${row.conversation}  ${row.project}/${row.seat}`, width, BODY),
+  ];
+  if (facts.length > 0) lines.push(...headerLines(facts.join(" · "), width, BODY));
+  if (row.unsupportedReason !== null) {
+    const harness = row.unsupportedReason === "unsupported-harness" ? ` (${row.harness})` : "";
+    lines.push(...headerLines(`cannot be read: ${row.unsupportedReason}${harness}`, width, BODY));
+  }
+  return lines;
+}
+
+/** Above a conversation's parts: title, id, branch, every branch and what is unusual. */
+export function renderHeader(
+  args: { conversation: string; branch: string; view: View; row: CatalogueRow | undefined },
+  width: number,
+): string[] {
+  const { conversation, branch, view, row } = args;
+  const out: string[] = [];
+  if (row) out.push(...headerLines(row.title ?? "(untitled)", width));
+  const where = row ? `  ${row.project}/${row.seat}` : "";
+  const isDefault = branch === view.defaultBranch ? " (default)" : "";
+  out.push(...headerLines(`${conversation}${where}  branch ${branch}${isDefault}`, width));
+  if (view.branches.length > 1) {
+    out.push("branches:");
+    for (const b of view.branches) {
+      const facts = [b.name === view.defaultBranch ? "default" : ""];
+      if (b.forksFrom) facts.push(`forks from ${b.forksFrom.entry} on ${b.forksFrom.branch}`);
+      else if (b.name !== "main") facts.push("a new root");
+      facts.push(b.depth === 1 ? "1 entry" : `${b.depth} entries`);
+      out.push(...headerLines(`${b.name}  ${facts.filter(Boolean).join(" · ")}`, width, BODY));
+    }
+  }
+  const notes: string[] = [];
+  if (view.unreadableLines > 0) {
+    notes.push(`${view.unreadableLines} unreadable line${view.unreadableLines > 1 ? "s" : ""}`);
+  }
+  if (view.forkedFromEarlierSession) notes.push("forked from an earlier session");
+  if (view.incomplete) notes.push("the last line is still being written and is left out");
+  if (notes.length > 0) out.push(...headerLines(`notes: ${notes.join("; ")}`, width));
+  return out;
+}
+
+/** `── label ───── right`, or the same wrapped when it does not fit the width. */
+function rule(label: string, right: string, width: number): string[] {
+  const left = `── ${makeVisible(label, { showNewlines: true })} `;
+  const end = right === "" ? "" : ` ${makeVisible(right, { showNewlines: true })}`;
+  const fill = width - textWidth(left) - textWidth(end);
+  if (fill >= 2) return [left + "─".repeat(fill) + end];
+  return headerLines(`${left}${end}`, width);
+}
+
+function partLabel(p: Part): string {
+  const m = p.meta ?? {};
+  const bits: string[] = [];
+  switch (p.kind) {
+    case "message":
+      if (p.role === "toolResult") bits.push("tool result");
+      else bits.push(p.role ?? "message");
+      if (m.stopReason !== undefined && m.stopReason !== "stop") bits.push(m.stopReason);
+      break;
+    case "notice":
+      bits.push("notice");
+      if (m.line !== undefined) bits.push(`line ${m.line}`);
+      break;
+    case "compaction":
+      bits.push("compaction");
+      if (m.tokensBefore !== undefined) bits.push(`${m.tokensBefore} tokens before`);
+      if (m.firstKeptEntry !== undefined) bits.push(`keeps from ${m.firstKeptEntry}`);
+      break;
+    case "branch-summary":
+      bits.push("branch summary");
+      if (m.fromEntry !== undefined) bits.push(`of ${m.fromEntry}`);
+      break;
+    case "custom-message":
+      bits.push("custom message");
+      if (m.customType !== undefined) bits.push(m.customType);
+      break;
+    case "bash-execution":
+      bits.push("bash");
+      if (m.exitCode !== undefined) bits.push(`exit ${m.exitCode ?? "unknown"}`);
+      if (m.cancelled) bits.push("cancelled");
+      if (m.truncated) bits.push("truncated");
+      break;
+    default:
+      return unreachable(p.kind);
+  }
+  if (p.timestamp !== undefined) bits.push(formatTime(p.timestamp));
+  return bits.join(" · ");
+}
+
+function unreachable(x: never): never {
+  throw new Error(`unhandled part kind ${String(x)}`);
+}
+
+type Fragmented = Extract<Block, { fragment?: unknown }>;
+type Run = { first: Fragmented; bodies: string[]; count: number };
+
+export type PartPrinter = {
+  /** Prints a part; a fragment run is held until its last fragment arrives. */
+  print(part: Part): void;
+  /** Prints a fragment run that never finished, marked as such. */
+  finish(): void;
+};
+
+/** Prints parts as text lines through `write` (one call per part, LF-terminated). */
+export function createPartPrinter(write: (text: string) => void, width: number): PartPrinter {
+  let run: Run | null = null;
+  let lines: string[] = [];
+
+  const emit = () => {
+    if (lines.length > 0) write(`${lines.join("\n")}\n`);
+    lines = [];
+  };
+  const closeRun = (complete: boolean) => {
+    if (!run) return;
+    const joined = run.bodies.join("");
+    const block = {
+      ...run.first,
+      ...(run.first.type === "image" ? { data: joined } : { text: joined }),
+    };
+    delete block.fragment;
+    lines.push(...renderBlock(block as Block, width));
+    if (!complete) {
+      lines.push(
+        ...wrapText(`[only ${run.bodies.length} of ${run.count} fragments]`, {
+          width,
+          indent: BODY,
+        }),
+      );
+    }
+    run = null;
+  };
+  const take = (b: Block) => {
+    const fragment = "fragment" in b ? b.fragment : undefined;
+    if (fragment === undefined) {
+      closeRun(false);
+      lines.push(...renderBlock(b, width));
+      return;
+    }
+    const body = b.type === "image" ? b.data : "text" in b ? b.text : "";
+    const fits =
+      run !== null &&
+      run.first.type === b.type &&
+      run.count === fragment.count &&
+      run.bodies.length === fragment.index;
+    if (!fits) {
+      closeRun(false);
+      run = { first: b as Fragmented, bodies: [], count: fragment.count };
+    }
+    run?.bodies.push(body);
+    if (run && run.bodies.length === run.count) closeRun(true);
+  };
+
+  return {
+    print(part) {
+      if (!part.continues) {
+        closeRun(false);
+        lines.push("", ...rule(partLabel(part), part.entry, width));
+      }
+      for (const b of part.blocks) take(b);
+      emit();
+    },
+    finish() {
+      closeRun(false);
+      emit();
+    },
+  };
+}
+
+/** Drops the LFs that end a body: they show as nothing but an empty line. */
+function trimBody(s: string): string {
+  return s.replace(/\n+$/, "");
+}
+
+export function renderBlock(b: Block, width: number): string[] {
+  const body = (s: string, indent = BODY) => wrapText(trimBody(s), { width, indent });
+  const label = (s: string, indent = BODY) => headerLines(`[${s}]`, width, indent);
+  switch (b.type) {
+    case "text":
+      return body(b.text);
+    case "thinking":
+      return [...label("thinking"), ...body(b.text, NESTED)];
+    case "unavailable":
+      return label("thinking unavailable: redacted by the provider");
+    case "tool-call":
+      return [...label(`tool call: ${b.name} · ${b.id}`), ...renderArguments(b.text, width)];
+    case "tool-result":
+      return label(`${b.isError ? "error from" : "result of"} ${b.toolName} · ${b.toolCallId}`);
+    case "image":
+      return label(`image: ${b.mimeType}, ${formatSize(base64Bytes(b.data))}`);
+    case "bash-command":
+      return wrapText(`$ ${trimBody(b.text)}`, { width, indent: BODY });
+    case "bash-output":
+      return body(b.text);
+    case "notice":
+      return headerLines(`! ${b.code}: ${b.text}`, width, BODY);
+    default:
+      return unreachable(b);
+  }
+}
+
+/** Tool arguments: an object as `key: value` lines (multi-line strings below their key). */
+function renderArguments(text: string, width: number): string[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    // Not JSON after all: shown as recorded.
+    return wrapText(text, { width, indent: NESTED });
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return wrapText(JSON.stringify(value, null, 2), { width, indent: NESTED });
+  }
+  const out: string[] = [];
+  for (const [key, v] of Object.entries(value)) {
+    if (typeof v === "string" && v.includes("\n")) {
+      out.push(...headerLines(`${key}:`, width, NESTED));
+      out.push(...wrapText(trimBody(v), { width, indent: NESTED + 2 }));
+    } else {
+      const shown = typeof v === "string" ? v : JSON.stringify(v);
+      out.push(...wrapText(`${key}: ${shown}`, { width, indent: NESTED }));
+    }
+  }
+  return out;
+}
+
+function base64Bytes(data: string): number {
+  const pad = data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0;
+  return Math.max(0, Math.floor((data.length * 3) / 4) - pad);
+}
