@@ -59,7 +59,7 @@ function renderRow(row: CatalogueRow, width: number): string[] {
   return lines;
 }
 
-/** Above a conversation's parts: title, id, branch, every branch and what is unusual. */
+/** Above a conversation's parts: title, id, root, the branch read and every other branch. */
 export function renderHeader(
   args: { conversation: string; branch: string; view: View; row: CatalogueRow | undefined },
   width: number,
@@ -68,16 +68,20 @@ export function renderHeader(
   const out: string[] = [];
   if (row) out.push(...headerLines(row.title ?? "(untitled)", width));
   const where = row ? `  ${row.project}/${row.seat}` : "";
+  out.push(...headerLines(`${conversation}${where}`, width));
   const isDefault = branch === view.defaultBranch ? " (default)" : "";
-  out.push(...headerLines(`${conversation}${where}  branch ${branch}${isDefault}`, width));
-  if (view.branches.length > 1) {
-    out.push("branches:");
+  if (view.branches.length <= 1) out.push(...headerLines(`branch ${branch}${isDefault}`, width));
+  else {
+    out.push(`${view.branches.length} branches (* the one shown):`);
+    const pad = Math.min(24, Math.max(...view.branches.map((b) => b.name.length)));
     for (const b of view.branches) {
       const facts = [b.name === view.defaultBranch ? "default" : ""];
       if (b.forksFrom) facts.push(`forks from ${b.forksFrom.entry} on ${b.forksFrom.branch}`);
       else if (b.name !== "main") facts.push("a new root");
       facts.push(b.depth === 1 ? "1 entry" : `${b.depth} entries`);
-      out.push(...headerLines(`${b.name}  ${facts.filter(Boolean).join(" · ")}`, width, BODY));
+      const mark = b.name === branch ? "* " : "  ";
+      const line = `${mark}${b.name.padEnd(pad)}  ${facts.filter(Boolean).join(" · ")}`;
+      out.push(...headerLines(line, width));
     }
   }
   const notes: string[] = [];
@@ -114,12 +118,9 @@ function partLabel(p: Part): string {
       break;
     case "compaction":
       bits.push("compaction");
-      if (m.tokensBefore !== undefined) bits.push(`${m.tokensBefore} tokens before`);
-      if (m.firstKeptEntry !== undefined) bits.push(`keeps from ${m.firstKeptEntry}`);
       break;
     case "branch-summary":
       bits.push("branch summary");
-      if (m.fromEntry !== undefined) bits.push(`of ${m.fromEntry}`);
       break;
     case "custom-message":
       bits.push("custom message");
@@ -136,6 +137,16 @@ function partLabel(p: Part): string {
   }
   if (p.timestamp !== undefined) bits.push(formatTime(p.timestamp));
   return bits.join(" · ");
+}
+
+/** Facts a compaction or branch summary carries, shown under its header. */
+function partFacts(p: Part): string | null {
+  const m = p.meta ?? {};
+  const facts: string[] = [];
+  if (m.tokensBefore !== undefined) facts.push(`${m.tokensBefore} tokens before`);
+  if (m.firstKeptEntry !== undefined) facts.push(`the model kept from ${m.firstKeptEntry}`);
+  if (m.fromEntry !== undefined) facts.push(`summarises the path to ${m.fromEntry}`);
+  return facts.length > 0 ? `[${facts.join("; ")}]` : null;
 }
 
 function unreachable(x: never): never {
@@ -206,6 +217,8 @@ export function createPartPrinter(write: (text: string) => void, width: number):
       if (!part.continues) {
         closeRun(false);
         lines.push("", ...rule(partLabel(part), part.entry, width));
+        const facts = partFacts(part);
+        if (facts !== null) lines.push(...headerLines(facts, width, BODY));
       }
       for (const b of part.blocks) take(b);
       emit();

@@ -164,13 +164,15 @@ function readHead(root: PiRoot, path: string, st: BigIntStats, row: CatalogueRow
     );
     const createdAt = header.timestamp;
     let name = findSessionName(whole);
-    if (size > HEAD_BYTES) {
-      const tailStart = Math.max(HEAD_BYTES, size - HEAD_BYTES);
+    if (size > whole.length) {
+      // The tail starts where the head's whole lines end, or 64 KiB before the end: a line that
+      // straddles the head's edge is read whole, and a tail that starts mid-line skips that line.
+      const tailStart = Math.max(whole.length, size - HEAD_BYTES);
       const tail = readRange(fd, tailStart, size - tailStart);
-      const firstNl = tail.indexOf(0x0a);
+      const nl = tail.indexOf(0x0a);
+      const from = tailStart === whole.length ? 0 : nl + 1;
       const end = tail.lastIndexOf(0x0a) + 1;
-      if (firstNl >= 0 && end > firstNl)
-        name = findSessionName(tail.subarray(firstNl + 1, end)) ?? name;
+      if (nl >= 0 && end > from) name = findSessionName(tail.subarray(from, end)) ?? name;
     }
     return {
       ...row,

@@ -46,7 +46,10 @@ const history = createHistory(ui.parts, (entry) => {
 function refusalBox(refusal, onReconcile) {
   const box = el("div", "refusal");
   box.setAttribute("role", "alert");
-  box.append(textEl("strong", "code", refusal.code, true), textEl("span", "", ` ${refusal.message}`));
+  box.append(
+    textEl("strong", "code", refusal.code, true),
+    textEl("span", "", ` ${refusal.message}`),
+  );
   if (refusal.reconcile && onReconcile) {
     const again = el("button", "reconcile", "Read again from the start");
     again.type = "button";
@@ -68,8 +71,16 @@ async function loadCatalogue() {
   rows = [...c.conversations].sort((a, b) =>
     String(b.modifiedAt ?? "").localeCompare(String(a.modifiedAt ?? "")),
   );
-  fillFilter(ui.filterProject, "All projects", rows.map((r) => r.project));
-  fillFilter(ui.filterSeat, "All seats", rows.map((r) => r.seat));
+  fillFilter(
+    ui.filterProject,
+    "All projects",
+    rows.map((r) => r.project),
+  );
+  fillFilter(
+    ui.filterSeat,
+    "All seats",
+    rows.map((r) => r.seat),
+  );
   renderRows();
   ui.refusedRoots.replaceChildren();
   for (const root of c.refusedRoots) {
@@ -81,23 +92,26 @@ async function loadCatalogue() {
   if (conv) renderConvHead();
 }
 
-/** Options are indices into the distinct values, so no value attribute carries file text. */
+/** Each filter's distinct values; options are indices, so no value attribute carries file text. */
+const filterValues = new Map();
+
 function fillFilter(select, allLabel, values) {
-  const chosen = select.selectedIndex > 0 ? select.options[select.selectedIndex].textContent : null;
+  const chosen = chosenValue(select);
   const distinct = [...new Set(values)].sort();
+  filterValues.set(select, distinct);
   select.replaceChildren(el("option", "", allLabel));
   select.options[0].value = "";
   distinct.forEach((v, i) => {
     const option = textEl("option", "", v, true);
     option.value = String(i + 1);
     select.append(option);
-    if (option.textContent === chosen) select.selectedIndex = i + 1;
+    if (v === chosen) select.selectedIndex = i + 1;
   });
-  select.distinct = distinct;
 }
 
 function chosenValue(select) {
-  return select.selectedIndex > 0 ? select.distinct[select.selectedIndex - 1] : null;
+  const distinct = filterValues.get(select);
+  return distinct && select.selectedIndex > 0 ? distinct[select.selectedIndex - 1] : null;
 }
 
 function renderRows() {
@@ -129,7 +143,6 @@ function rowElement(row) {
   const titleCell = el("td", "title");
   const open = el("button", "open");
   open.type = "button";
-  if (row.title) textEl("span", "", row.title, true);
   open.append(
     row.title !== null
       ? textEl("span", "", row.title, true)
@@ -156,15 +169,10 @@ function rowOf(id) {
 
 function renderConvHead() {
   const row = rowOf(conv.id);
-  ui.title.replaceChildren();
-  textEl("span", "", "", true);
-  ui.title.append(
-    textEl("span", "", row?.title ?? row?.fileName ?? "Conversation", true),
-  );
+  ui.title.replaceChildren(textEl("span", "", row?.title ?? row?.fileName ?? "Conversation", true));
   ui.meta.replaceChildren();
   if (row) ui.meta.append(textEl("span", "", `${row.project} / ${row.seat}`, true));
   ui.meta.append(textEl("code", "conv-id", conv.id, true));
-  for (const tr of ui.rows.children) tr.classList.remove("selected");
 }
 
 function renderView(view) {
@@ -191,7 +199,9 @@ function renderView(view) {
     if (b.forksFrom) {
       const at = el("button", "forks");
       at.type = "button";
-      at.append(textEl("span", "", `forks from ${b.forksFrom.branch} at ${b.forksFrom.entry}`, true));
+      at.append(
+        textEl("span", "", `forks from ${b.forksFrom.branch} at ${b.forksFrom.entry}`, true),
+      );
       const { branch, entry } = b.forksFrom;
       at.addEventListener("click", () => navigate({ c: conv.id, b: branch, e: entry }));
       li.append(at);
@@ -251,8 +261,6 @@ async function openConversation(id, branch, entry) {
   if (gen !== generation) return;
   if (result.ok) conv.branch = result.page.branch;
   if (!takeResult(result)) return;
-  renderConvHead();
-  renderView(result.view);
   if (entry) {
     await revealEntry(entry, gen);
   } else {
@@ -396,7 +404,6 @@ async function applyHash() {
   } else if (e) {
     await revealEntry(e, generation);
   }
-  for (const tr of ui.rows.querySelectorAll("tr.row")) tr.classList.remove("selected");
   renderRows();
 }
 

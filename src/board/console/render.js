@@ -143,7 +143,7 @@ function imageSink(block) {
       const mime = block.mimeType;
       if (!IMAGE_TYPES.has(mime)) {
         node.className = "block notice n-unknown";
-        node.append(el("strong", "", "Image not shown: "));
+        node.append(el("strong", "", "Image not shown:"));
         appendText(node, `type ${String(mime)} is not PNG, JPEG, GIF or WebP.`, true);
         return;
       }

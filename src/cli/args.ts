@@ -1,0 +1,244 @@
+// The `conversation` command line: subcommands, their flags and their help texts. Parsing is
+// strict (node:util parseArgs): an unknown flag, a missing or extra argument is a usage error,
+// returned as a value with the help text to point at. Nothing here reads a file.
+import { parseArgs } from "node:util";
+import type { SourceFlags } from "./config.ts";
+
+export const DEFAULT_HOST = "127.0.0.1";
+export const DEFAULT_PORT = 4173;
+
+export type Command =
+  | { name: "help"; text: string }
+  | { name: "catalogue"; sources: SourceFlags; json: boolean }
+  | { name: "read"; sources: SourceFlags; id: string; branch?: string; json: boolean }
+  | {
+      name: "follow";
+      sources: SourceFlags;
+      id: string;
+      branch?: string;
+      json: boolean;
+      fromStart: boolean;
+    }
+  | { name: "serve"; sources: SourceFlags; host: string; port: number; portGiven: boolean };
+
+export type Parsed = { ok: true; command: Command } | { ok: false; error: string; usage: string };
+
+const SOURCES_HELP = `Sources (one of):
+  --config FILE      a JSON file: { "specs": [...], "registrations": [...] }
+                     (board specs and seat registrations; relative paths are
+                     taken from the file's folder)
+  --project DIR      a project root; its conversations are the files in
+                     DIR/.pi/state/<seat>/sessions
+  --seat NAME        a seat under --project (repeatable; default: main)`;
+
+export const HELP = {
+  top: `Usage: conversation <command> [options]
+
+Reads Pi coding-agent conversations; never writes or resumes one.
+
+Commands:
+  catalogue          list the conversations in the sources
+  read <id>          print a branch of a conversation, every page in order
+  follow <id>        print what is appended to a branch until Ctrl-C
+  serve              serve the board and the Console on loopback
+
+${SOURCES_HELP}
+
+  -h, --help         help for a command: conversation <command> --help
+
+Text output is for people (hostile control characters shown as ^[ or
+<U+202E>); --json is for scripts. Exit status: 0 ok; 1 refused or failed
+(stderr: "refused: <code>: <message>"); 2 usage error.
+`,
+  catalogue: `Usage: conversation catalogue (--config FILE | --project DIR [--seat NAME])
+                              [--json]
+
+Lists every conversation in the sources, newest activity first: title, id,
+project/seat, last activity and size. Rows that cannot be read say why.
+
+${SOURCES_HELP}
+
+  --json             the CHAT-01 catalogue record, as the reader returns it
+  -h, --help         this help
+`,
+  read: `Usage: conversation read <id> (--config FILE | --project DIR [--seat NAME])
+                         [--branch NAME] [--json]
+
+Prints one branch of a conversation, every page in order, from one snapshot.
+<id> is a conversation id from \`conversation catalogue\`.
+
+  --branch NAME      the branch to read (default: Pi's default branch)
+  --json             one JSON document: { conversation, branch, view, pages },
+                     each page a CHAT-01 page
+
+${SOURCES_HELP}
+
+  -h, --help         this help
+`,
+  follow: `Usage: conversation follow <id> (--config FILE | --project DIR [--seat NAME])
+                           [--branch NAME] [--from-start] [--json]
+
+Prints the parts appended to a branch as they are written (checked every
+half second) until interrupted; Ctrl-C exits 0. A status line goes to stderr.
+
+  --branch NAME      the branch to follow (default: Pi's default branch)
+  --from-start       print the branch's history first, then follow it
+  --json             JSON lines: one CHAT-01 page per line, for each page
+                     that has parts
+
+${SOURCES_HELP}
+
+  -h, --help         this help
+`,
+  serve: `Usage: conversation serve (--config FILE | --project DIR [--seat NAME])
+                        [--port N] [--host ADDRESS]
+
+Serves the board (GET /api/conversations, GET /api/conversations/:id/page)
+and the Console at / on loopback, and prints the URL. Ctrl-C stops it.
+
+  --port N           the port (default ${DEFAULT_PORT}, or a free one if it is taken;
+                     0 always picks a free one)
+  --host ADDRESS     127.0.0.1 (default), ::1 or localhost; nothing else
+
+${SOURCES_HELP}
+
+  -h, --help         this help
+`,
+} as const;
+
+const SOURCE_OPTIONS = {
+  config: { type: "string" },
+  project: { type: "string" },
+  seat: { type: "string", multiple: true },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+/** Parses `argv` (without node and the script). */
+export function parseCommand(argv: string[]): Parsed {
+  const [name, ...rest] = argv;
+  if (name === undefined) return { ok: false, error: "name a command", usage: HELP.top };
+  if (name === "--help" || name === "-h" || name === "help") {
+    if (name === "help" && rest[0] !== undefined && isCommandName(rest[0])) {
+      return { ok: true, command: { name: "help", text: HELP[rest[0]] } };
+    }
+    return { ok: true, command: { name: "help", text: HELP.top } };
+  }
+  if (!isCommandName(name)) {
+    return { ok: false, error: `unknown command ${JSON.stringify(name)}`, usage: HELP.top };
+  }
+  const usage = HELP[name];
+  try {
+    return parseSubcommand(name, rest);
+  } catch (e) {
+    // parseArgs throws a TypeError with an ERR_PARSE_ARGS_* code for every bad argv.
+    if (!isParseArgsError(e)) throw e;
+    // Its advice on positionals that start with '-' does not apply to these commands.
+    return { ok: false, error: e.message.split(". To specify")[0] ?? e.message, usage };
+  }
+}
+
+type CommandName = "catalogue" | "read" | "follow" | "serve";
+
+function isCommandName(s: string): s is CommandName {
+  return s === "catalogue" || s === "read" || s === "follow" || s === "serve";
+}
+
+function isParseArgsError(e: unknown): e is Error {
+  const code = (e as { code?: unknown } | null)?.code;
+  return e instanceof TypeError && typeof code === "string" && code.startsWith("ERR_PARSE_ARGS");
+}
+
+function sourcesOf(v: { config?: string; project?: string; seat?: string[] }): SourceFlags {
+  const out: SourceFlags = {};
+  if (v.config !== undefined) out.config = v.config;
+  if (v.project !== undefined) out.project = v.project;
+  if (v.seat !== undefined) out.seat = v.seat;
+  return out;
+}
+
+function parseSubcommand(name: CommandName, args: string[]): Parsed {
+  const usage = HELP[name];
+  const bad = (error: string): Parsed => ({ ok: false, error, usage });
+  switch (name) {
+    case "catalogue": {
+      const { values, positionals } = parseArgs({
+        args,
+        options: { ...SOURCE_OPTIONS, json: { type: "boolean" } },
+        allowPositionals: true,
+        strict: true,
+      });
+      if (values.help) return { ok: true, command: { name: "help", text: usage } };
+      if (positionals.length > 0)
+        return bad(`unexpected argument ${JSON.stringify(positionals[0])}`);
+      return {
+        ok: true,
+        command: { name, sources: sourcesOf(values), json: values.json ?? false },
+      };
+    }
+    case "read":
+    case "follow": {
+      const { values, positionals } = parseArgs({
+        args,
+        options: {
+          ...SOURCE_OPTIONS,
+          json: { type: "boolean" },
+          branch: { type: "string" },
+          "from-start": { type: "boolean" },
+        },
+        allowPositionals: true,
+        strict: true,
+      });
+      if (values.help) return { ok: true, command: { name: "help", text: usage } };
+      if (name === "read" && values["from-start"] !== undefined) {
+        return bad("Unknown option '--from-start'");
+      }
+      const [id, extra] = positionals;
+      if (id === undefined || id === "") return bad("missing the conversation <id>");
+      if (extra !== undefined) return bad(`unexpected argument ${JSON.stringify(extra)}`);
+      const branch = values.branch === undefined ? {} : { branch: values.branch };
+      const common = { sources: sourcesOf(values), id, ...branch, json: values.json ?? false };
+      if (name === "read") return { ok: true, command: { name, ...common } };
+      return {
+        ok: true,
+        command: { name, ...common, fromStart: values["from-start"] === true },
+      };
+    }
+    case "serve": {
+      const { values, positionals } = parseArgs({
+        args,
+        options: { ...SOURCE_OPTIONS, port: { type: "string" }, host: { type: "string" } },
+        allowPositionals: true,
+        strict: true,
+      });
+      if (values.help) return { ok: true, command: { name: "help", text: usage } };
+      if (positionals.length > 0)
+        return bad(`unexpected argument ${JSON.stringify(positionals[0])}`);
+      const port = values.port === undefined ? DEFAULT_PORT : parsePort(values.port);
+      if (port === null)
+        return bad(`--port ${JSON.stringify(values.port)} is not a port (0-65535)`);
+      return {
+        ok: true,
+        command: {
+          name,
+          sources: sourcesOf(values),
+          host: values.host ?? DEFAULT_HOST,
+          port,
+          portGiven: values.port !== undefined,
+        },
+      };
+    }
+    default:
+      return unreachable(name);
+  }
+}
+
+/** A decimal port from 0 to 65535, or null. */
+export function parsePort(s: string): number | null {
+  if (!/^\d{1,5}$/.test(s)) return null;
+  const n = Number(s);
+  return n <= 65535 ? n : null;
+}
+
+function unreachable(x: never): never {
+  throw new Error(`unhandled command ${String(x)}`);
+}

@@ -1,0 +1,155 @@
+// `npm start`: the board and the Console on loopback over an embedded demo project, written
+// once into the git-ignored `demo/` by Pi's own SessionManager, with one conversation that
+// keeps growing while the board runs. `--project DIR [--seat NAME]` or `--config FILE` serve
+// real projects instead, and then nothing is written. Ctrl-C stops the board and the writer.
+import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { createReader, rootsFromSpecs } from "../index.ts";
+import { DEFAULT_HOST, DEFAULT_PORT, parsePort } from "./args.ts";
+import { type Sources, sourcesFromFlags } from "./config.ts";
+import { startGrowing } from "./demo-grow.ts";
+import { demoProject, writeDemoProject } from "./demo-sessions.ts";
+import { checkHost, startServing, whenAborted } from "./serve.ts";
+
+const REPO = resolve(import.meta.dirname, "..", "..");
+const DEMO_DIR = join(REPO, "demo");
+const DEMO_PROJECT = join(DEMO_DIR, "demo-project");
+/** Written after the last demo file: without it, a half-written demo is written again. */
+const READY = join(DEMO_DIR, ".ready");
+const GROW_MS = 3000;
+
+const HELP = `Usage: npm start [-- options]
+
+Serves the board and the Console on loopback and prints the URL. With no
+sources, it serves a demo project (written once into demo/ by Pi's own
+SessionManager) with one conversation that grows every few seconds.
+
+  --project DIR      serve a real project root instead (no demo is written)
+  --seat NAME        a seat under --project (repeatable; default: main)
+  --config FILE      serve the specs and registrations of a JSON config file
+  --port N           the port (default ${DEFAULT_PORT}, or a free one if it is taken)
+  --host ADDRESS     127.0.0.1 (default), ::1 or localhost
+  -h, --help         this help
+
+Delete demo/ to write the demo again.
+`;
+
+async function start(argv: string[], signal: AbortSignal): Promise<number> {
+  let values: ReturnType<typeof parse>["values"];
+  try {
+    values = parse(argv).values;
+  } catch (e) {
+    return usage((e as Error).message);
+  }
+  if (values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const port = values.port === undefined ? DEFAULT_PORT : parsePort(values.port);
+  if (port === null) return usage(`--port ${JSON.stringify(values.port)} is not a port (0-65535)`);
+  const host = values.host ?? DEFAULT_HOST;
+  const badHost = await checkHost(host);
+  if (badHost !== null) return usage(badHost);
+
+  const real = values.config !== undefined || values.project !== undefined;
+  let sources: Sources;
+  let stopWriter = () => {};
+  if (real) {
+    const flags = {
+      ...(values.config === undefined ? {} : { config: values.config }),
+      ...(values.project === undefined ? {} : { project: values.project }),
+      ...(values.seat === undefined ? {} : { seat: values.seat }),
+    };
+    const checked = sourcesFromFlags(flags);
+    if (!checked.ok) return usage(checked.error);
+    sources = checked.value;
+  } else {
+    if (values.seat !== undefined) return usage("--seat goes with --project");
+    const demo = await ensureDemo();
+    sources = demo;
+    stopWriter = startGrowing(demo.liveFile, {
+      intervalMs: GROW_MS,
+      onError: (e) => process.stderr.write(`demo writer: ${e.message}\n`),
+    });
+  }
+  const reader = createReader({
+    roots: () => rootsFromSpecs(sources.specs, sources.registrations),
+  });
+  const started = await startServing({ reader, host, port, portGiven: values.port !== undefined });
+  if (!started.ok) {
+    stopWriter();
+    process.stderr.write(`npm start: cannot serve: ${started.error}\n`);
+    return 1;
+  }
+  const { board } = started;
+  process.stdout.write(real ? servingReal(board.url) : servingDemo(board.url));
+  await whenAborted(signal);
+  stopWriter();
+  await board.close();
+  process.stdout.write("Stopped.\n");
+  return 0;
+}
+
+function parse(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    options: {
+      config: { type: "string" },
+      project: { type: "string" },
+      seat: { type: "string", multiple: true },
+      port: { type: "string" },
+      host: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+    allowPositionals: false,
+    strict: true,
+  });
+}
+
+/** The demo project, written now unless a complete one is already there. */
+async function ensureDemo(): Promise<ReturnType<typeof demoProject>> {
+  if (existsSync(READY)) return demoProject(DEMO_PROJECT);
+  // A demo without the marker was cut short while being written: only our folder is removed.
+  rmSync(DEMO_PROJECT, { recursive: true, force: true });
+  process.stdout.write("Writing the demo project with Pi's SessionManager...\n");
+  const demo = await writeDemoProject(DEMO_PROJECT);
+  writeFileSync(READY, "The demo project is complete. Delete demo/ to write it again.\n");
+  return demo;
+}
+
+function servingDemo(url: string): string {
+  const where = relative(process.cwd(), DEMO_PROJECT) || DEMO_PROJECT;
+  return `
+The board is serving the demo on ${url}
+
+Open it in a browser and try:
+  - the catalogue: eight conversations in demo-project (seats main and
+    review) and one seat on another harness, shown with its reason
+  - "Branches: a fork, a summary and a fresh start": switch branches
+  - "A long session (several pages)": load the rest, page by page
+  - "Live: a session that keeps growing": a new message every ${GROW_MS / 1000} s
+  - "Hostile text, shown inert": escape codes and HTML, shown as text
+
+In a terminal, the same conversations:
+  node src/cli/main.ts catalogue --project ${where}
+  node src/cli/main.ts follow <id> --project ${where}
+
+The demo lives in ${where} (delete demo/ to write it again).
+Ctrl-C stops the board and the writer.
+`;
+}
+
+function servingReal(url: string): string {
+  return `The board is serving on ${url}\nOpen it in a browser; Ctrl-C stops it.\n`;
+}
+
+function usage(error: string): number {
+  process.stderr.write(`npm start: ${error}\nRun "npm start -- --help" for usage.\n`);
+  return 2;
+}
+
+const stop = new AbortController();
+process.once("SIGINT", () => stop.abort());
+process.once("SIGTERM", () => stop.abort());
+process.exitCode = await start(process.argv.slice(2), stop.signal);

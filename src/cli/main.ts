@@ -1,0 +1,257 @@
+// The `conversation` command: catalogue, read, follow and serve over the reader (issue 3 §3).
+// It only reads: no session file is written, resumed or controlled. Exit status 0 ok, 1
+// refused or failed (a reader refusal is printed on stderr as `refused: <code>: <message>`),
+// 2 usage error. Text is for people (80 columns when not a terminal), --json for scripts.
+import { setTimeout as sleep } from "node:timers/promises";
+import {
+  createReader,
+  type Page,
+  type Reader,
+  type ReadResult,
+  type RefusalRecord,
+  rootsFromSpecs,
+} from "../index.ts";
+import { type Command, HELP, parseCommand } from "./args.ts";
+import { type Sources, sourcesFromFlags } from "./config.ts";
+import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
+import { checkHost, startServing, whenAborted } from "./serve.ts";
+import { makeVisible } from "./visible.ts";
+
+export const EXIT = { ok: 0, refused: 1, usage: 2 } as const;
+/** How often `follow` asks the reader for what was appended. */
+export const FOLLOW_POLL_MS = 500;
+
+export type Io = {
+  out(text: string): void;
+  err(text: string): void;
+  /** Columns for text output. */
+  width: number;
+};
+
+type Ok = Extract<ReadResult, { ok: true }>;
+
+/** Runs one command line; resolves to the exit status. `signal` ends follow and serve. */
+export async function main(argv: string[], io: Io, signal: AbortSignal): Promise<number> {
+  const parsed = parseCommand(argv);
+  if (!parsed.ok) return usageError(io, parsed.error, parsed.usage);
+  const cmd = parsed.command;
+  if (cmd.name === "help") {
+    io.out(cmd.text);
+    return EXIT.ok;
+  }
+  const sources = sourcesFromFlags(cmd.sources);
+  if (!sources.ok) return usageError(io, sources.error, HELP[cmd.name]);
+  return run(cmd, sources.value, io, signal);
+}
+
+async function run(
+  cmd: Exclude<Command, { name: "help" }>,
+  sources: Sources,
+  io: Io,
+  signal: AbortSignal,
+): Promise<number> {
+  const reader = createReader({
+    roots: () => rootsFromSpecs(sources.specs, sources.registrations),
+  });
+  switch (cmd.name) {
+    case "catalogue": {
+      const catalogue = reader.catalogue();
+      if (cmd.json) io.out(`${JSON.stringify(catalogue)}\n`);
+      else io.out(`${renderCatalogue(catalogue, io.width).join("\n")}\n`);
+      return EXIT.ok;
+    }
+    case "read":
+      return read(reader, cmd, io);
+    case "follow":
+      return follow(reader, cmd, io, signal);
+    case "serve":
+      return serve(reader, cmd, io, signal);
+    default:
+      return unreachable(cmd);
+  }
+}
+
+type ReadCommand = Extract<Command, { name: "read" }>;
+type FollowCommand = Extract<Command, { name: "follow" }>;
+
+function openBranch(reader: Reader, cmd: ReadCommand | FollowCommand): ReadResult {
+  return reader.open(
+    cmd.branch === undefined
+      ? { conversation: cmd.id }
+      : { conversation: cmd.id, branch: cmd.branch },
+  );
+}
+
+/** Every page of the branch from one snapshot, in order; `onPage` sees each as it comes. */
+function readPages(
+  reader: Reader,
+  first: Ok,
+  onPage: (page: Page) => void,
+): { ok: true; last: Ok } | { ok: false; refusal: RefusalRecord } {
+  let r: ReadResult = first;
+  onPage(r.page);
+  while (r.cursor) {
+    r = reader.next({
+      cursor: r.cursor.id,
+      conversation: r.page.conversation,
+      branch: r.page.branch,
+    });
+    if (!r.ok) return r;
+    onPage(r.page);
+  }
+  return { ok: true, last: r };
+}
+
+function read(reader: Reader, cmd: ReadCommand, io: Io): number {
+  const first = openBranch(reader, cmd);
+  if (!first.ok) return refused(io, first.refusal);
+  const { conversation, branch } = first.page;
+  if (cmd.json) {
+    const pages: string[] = [];
+    const done = readPages(reader, first, (page) => pages.push(JSON.stringify(page)));
+    if (!done.ok) return refused(io, done.refusal);
+    const head = JSON.stringify({ conversation, branch, view: first.view }).slice(0, -1);
+    io.out(`${head},"pages":[${pages.join(",")}]}\n`);
+    return EXIT.ok;
+  }
+  const row = reader.catalogue().conversations.find((r) => r.conversation === conversation);
+  io.out(`${renderHeader({ conversation, branch, view: first.view, row }, io.width).join("\n")}\n`);
+  const printer = createPartPrinter(io.out, io.width);
+  let parts = 0;
+  let pages = 0;
+  const done = readPages(reader, first, (page) => {
+    pages++;
+    parts += page.parts.length;
+    for (const part of page.parts) printer.print(part);
+  });
+  printer.finish();
+  if (!done.ok) return refused(io, done.refusal);
+  const tally = `${parts} part${parts === 1 ? "" : "s"}, ${pages} page${pages === 1 ? "" : "s"}`;
+  io.out(`\n${makeVisible(`(end of branch ${branch}: ${tally})`, { showNewlines: true })}\n`);
+  return EXIT.ok;
+}
+
+async function follow(
+  reader: Reader,
+  cmd: FollowCommand,
+  io: Io,
+  signal: AbortSignal,
+): Promise<number> {
+  const first = openBranch(reader, cmd);
+  if (!first.ok) return refused(io, first.refusal);
+  const { conversation, branch } = first.page;
+  const printer = createPartPrinter(io.out, io.width);
+  const show = (page: Page) => {
+    if (page.parts.length === 0) return;
+    if (cmd.json) io.out(`${JSON.stringify(page)}\n`);
+    else for (const part of page.parts) printer.print(part);
+  };
+  let done = readPages(reader, first, cmd.fromStart ? show : () => {});
+  if (!done.ok) return refused(io, done.refusal);
+  let defaultBranch = first.view.defaultBranch;
+  io.err(`following ${conversation} on branch ${makeVisible(branch)}; Ctrl-C to stop\n`);
+  while (await pause(FOLLOW_POLL_MS, signal)) {
+    const cursor = done.last.follow;
+    if (!cursor) throw new Error("the last page of a branch carries no follow cursor");
+    const r = reader.next({ cursor: cursor.id, conversation, branch });
+    if (!r.ok) {
+      printer.finish();
+      return refused(io, r.refusal);
+    }
+    done = readPages(reader, r, show);
+    if (!done.ok) {
+      printer.finish();
+      return refused(io, done.refusal);
+    }
+    if (r.view.defaultBranch !== defaultBranch) {
+      defaultBranch = r.view.defaultBranch;
+      const shown = makeVisible(defaultBranch, { showNewlines: true });
+      if (defaultBranch !== branch) {
+        io.err(`Pi's default branch is now ${shown}; follow it with --branch ${shown}\n`);
+      }
+    }
+  }
+  printer.finish();
+  return EXIT.ok;
+}
+
+/** Waits `ms`; false when `signal` aborted first. */
+async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return false;
+  try {
+    await sleep(ms, undefined, { signal });
+    return true;
+  } catch (e) {
+    if (signal.aborted) return false;
+    throw e;
+  }
+}
+
+async function serve(
+  reader: Reader,
+  cmd: Extract<Command, { name: "serve" }>,
+  io: Io,
+  signal: AbortSignal,
+): Promise<number> {
+  const badHost = await checkHost(cmd.host);
+  if (badHost !== null) return usageError(io, badHost, HELP.serve);
+  const started = await startServing({ reader, ...cmd });
+  if (!started.ok) {
+    io.err(`conversation: cannot serve: ${started.error}\n`);
+    return EXIT.refused;
+  }
+  const { board } = started;
+  io.out(`The board is serving on ${board.url}\nOpen it in a browser; Ctrl-C stops it.\n`);
+  await whenAborted(signal);
+  await board.close();
+  return EXIT.ok;
+}
+
+function refused(io: Io, refusal: RefusalRecord): number {
+  const message = makeVisible(refusal.message, { showNewlines: true });
+  io.err(`refused: ${makeVisible(refusal.code)}: ${message}\n`);
+  return EXIT.refused;
+}
+
+function usageError(io: Io, error: string, usage: string): number {
+  const first = usage.split("\n", 1)[0] ?? "";
+  const command = /^Usage: (conversation(?: \w+)?)/.exec(first)?.[1] ?? "conversation";
+  io.err(`conversation: ${makeVisible(error, { showNewlines: true })}\n`);
+  io.err(`Run "${command} --help" for usage.\n`);
+  return EXIT.usage;
+}
+
+function unreachable(x: never): never {
+  throw new Error(`unhandled command ${JSON.stringify(x)}`);
+}
+
+/** The process's own streams; text is laid out for the terminal, or 80 columns. */
+export function processIo(): Io {
+  const columns = process.stdout.isTTY ? process.stdout.columns : 80;
+  return {
+    out: (text) => process.stdout.write(text),
+    err: (text) => process.stderr.write(text),
+    width: Math.min(160, Math.max(40, columns || 80)),
+  };
+}
+
+/** Runs the process's command line: SIGINT and SIGTERM end follow and serve with status 0. */
+export async function runProcess(): Promise<void> {
+  const stop = new AbortController();
+  const abort = () => stop.abort();
+  process.once("SIGINT", abort);
+  process.once("SIGTERM", abort);
+  // A reader of our stdout that went away (`| head`): stop quietly, as a pipe's writer should.
+  process.stdout.on("error", (e: NodeJS.ErrnoException) => {
+    if (e.code !== "EPIPE") throw e;
+    process.exit(EXIT.ok);
+  });
+  try {
+    process.exitCode = await main(process.argv.slice(2), processIo(), stop.signal);
+  } finally {
+    process.off("SIGINT", abort);
+    process.off("SIGTERM", abort);
+  }
+}
+
+if (import.meta.main) await runProcess();

@@ -1,0 +1,51 @@
+// Starts the board for the command and for `npm start`: a loopback address only, and the
+// default port falls back to a free one when it is taken (a port the user named never does).
+// The board module is loaded only here, so the other commands never load it.
+import type { Reader } from "../index.ts";
+
+export type Serving = { url: string; port: number; close(): Promise<void> };
+export type ServeRequest = { reader: Reader; host: string; port: number; portGiven: boolean };
+
+/** Why `host` cannot be served on, or null when it is a loopback name the board accepts. */
+export async function checkHost(host: string): Promise<string | null> {
+  const { loopbackAddress } = await import("../board/index.ts");
+  try {
+    loopbackAddress(host);
+    return null;
+  } catch (e) {
+    return (e as Error).message;
+  }
+}
+
+/** Starts the board, or says why it could not (a failed listen, a refused host). */
+export async function startServing(
+  req: ServeRequest,
+): Promise<{ ok: true; board: Serving } | { ok: false; error: string }> {
+  const { startBoard } = await import("../board/index.ts");
+  const attempt = async (port: number) => startBoard({ reader: req.reader, host: req.host, port });
+  try {
+    return { ok: true, board: await attempt(req.port) };
+  } catch (e) {
+    const taken = (e as NodeJS.ErrnoException).code === "EADDRINUSE";
+    if (!taken || req.portGiven || req.port === 0) return { ok: false, error: describe(e) };
+  }
+  try {
+    return { ok: true, board: await attempt(0) };
+  } catch (e) {
+    return { ok: false, error: describe(e) };
+  }
+}
+
+function describe(e: unknown): string {
+  const err = e as NodeJS.ErrnoException;
+  if (err.code === "EADDRINUSE") return `${err.message}: the port is taken; try another --port`;
+  return err instanceof Error ? err.message : String(e);
+}
+
+/** Resolves when `signal` aborts (at once if it already has). */
+export function whenAborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) =>
+    signal.addEventListener("abort", () => resolve(), { once: true }),
+  );
+}
