@@ -6,7 +6,7 @@ import type { Socket } from "node:net";
 import type { Reader } from "../reader/reader.ts";
 import { loadAssets } from "./assets.ts";
 import { SECURITY_HEADERS } from "./reply.ts";
-import { createHandler } from "./routes.ts";
+import { createHandler, type Handler } from "./routes.ts";
 
 export type BoardOptions = {
   reader: Reader;
@@ -97,11 +97,7 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
   };
 }
 
-function respond(
-  req: IncomingMessage,
-  res: ServerResponse,
-  handle: ReturnType<typeof createHandler>,
-): void {
+function respond(req: IncomingMessage, res: ServerResponse, handle: Handler): void {
   const method = req.method ?? "";
   const out = handle({ method, target: req.url ?? "", host: req.headers.host });
   res.writeHead(out.status, out.headers);

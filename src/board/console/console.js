@@ -37,11 +37,9 @@ let conv = null;
 let generation = 0;
 let pollTimer = 0;
 let lastScrollTop = 0;
-const history = createHistory(ui.parts, (entry) => {
+const timeline = createHistory(ui.parts, (entry) => {
   if (conv) navigate({ c: conv.id, b: conv.branch, e: entry });
 });
-
-// ---- refusals
 
 function refusalBox(refusal, onReconcile) {
   const box = el("div", "refusal");
@@ -58,8 +56,6 @@ function refusalBox(refusal, onReconcile) {
   }
   return box;
 }
-
-// ---- catalogue
 
 async function loadCatalogue() {
   const c = await fetchCatalogue();
@@ -157,11 +153,10 @@ function rowElement(row) {
     titleCell.append(reason);
   }
   tr.append(titleCell);
-  tr.append(el("td", "when", formatTime(row.modifiedAt)), el("td", "size", formatSize(row.size)));
+  tr.append(textEl("td", "when", formatTime(row.modifiedAt), true));
+  tr.append(el("td", "size", formatSize(row.size)));
   return tr;
 }
-
-// ---- one conversation
 
 function rowOf(id) {
   return rows.find((r) => r.conversation === id) ?? null;
@@ -208,7 +203,7 @@ function renderView(view) {
     } else {
       li.append(el("span", "root", "root"));
     }
-    li.append(el("span", "depth", `${b.depth} entries`));
+    li.append(el("span", "depth", b.depth === 1 ? "1 entry" : `${b.depth} entries`));
     ui.branches.append(li);
   }
 }
@@ -220,7 +215,7 @@ function showConvRefusal(refusal) {
 
 function reread(refusal) {
   if (!conv) return;
-  if (refusal.code === "unknown-conversation") void loadCatalogue();
+  void loadCatalogue();
   const branch = refusal.code === "unknown-branch" ? undefined : conv.branch;
   void openConversation(conv.id, branch, undefined);
 }
@@ -237,7 +232,7 @@ function takeResult(result) {
   }
   conv.next = result.page.nextCursor;
   conv.follow = result.follow ? result.follow.id : null;
-  history.append(result.page.parts);
+  timeline.append(result.page.parts);
   renderView(result.view);
   updateFoot();
   return true;
@@ -253,7 +248,7 @@ async function openConversation(id, branch, entry) {
   ui.refusal.replaceChildren();
   ui.branches.replaceChildren();
   ui.flags.replaceChildren();
-  history.clear();
+  timeline.clear();
   lastScrollTop = ui.scroller.scrollTop;
   renderConvHead();
   ui.followStatus.textContent = "Reading…";
@@ -261,32 +256,30 @@ async function openConversation(id, branch, entry) {
   if (gen !== generation) return;
   if (result.ok) conv.branch = result.page.branch;
   if (!takeResult(result)) return;
-  if (entry) {
-    await revealEntry(entry, gen);
-  } else {
-    scrollToBottom();
-    schedulePoll();
-  }
+  if (entry) await revealEntry(entry, gen);
+  else scrollToBottom();
+  if (gen === generation) schedulePoll();
 }
 
+/** Reads the next page; one read at a time, so a cursor is never used twice. */
 async function loadMore(gen) {
-  if (!conv?.next || conv.loading) return false;
-  conv.loading = true;
+  const c = conv;
+  if (!c?.next || c.loading) return false;
+  c.loading = true;
   updateFoot();
-  const result = await fetchPage(conv.id, conv.branch, conv.next);
+  const result = await fetchPage(c.id, c.branch, c.next);
+  c.loading = false;
   if (gen !== generation) return false;
-  conv.loading = false;
   const ok = takeResult(result);
-  if (ok && !conv.paused && isNearBottom()) scrollToBottom();
   schedulePoll();
   return ok;
 }
 
 async function revealEntry(entry, gen) {
-  let target = history.elementOf(entry);
+  let target = timeline.elementOf(entry);
   for (let i = 0; !target && conv.next && i < REVEAL_MAX_PAGES; i++) {
     if (!(await loadMore(gen)) || gen !== generation) return;
-    target = history.elementOf(entry);
+    target = timeline.elementOf(entry);
   }
   for (const old of ui.parts.querySelectorAll(".target")) old.classList.remove("target");
   if (!target) {
@@ -299,8 +292,6 @@ async function revealEntry(entry, gen) {
   if (!isNearBottom()) pause();
 }
 
-// ---- follow
-
 function schedulePoll() {
   clearTimeout(pollTimer);
   if (!conv?.follow || conv.paused || conv.refused) return;
@@ -309,22 +300,27 @@ function schedulePoll() {
 }
 
 async function poll(gen) {
-  if (gen !== generation || !conv.follow || conv.paused) return;
+  const c = conv;
+  if (gen !== generation || !c.follow || c.paused || c.loading) return;
+  c.loading = true;
   const stick = isNearBottom();
+  let ok = true;
   // A follow page can be one of several when much was appended: read on to the new end.
-  let cursor = conv.follow;
-  while (cursor) {
-    const result = await fetchPage(conv.id, conv.branch, cursor);
+  for (let cursor = c.follow; ok && cursor; cursor = c.next) {
+    const result = await fetchPage(c.id, c.branch, cursor);
     if (gen !== generation) return;
-    if (!takeResult(result)) return;
-    cursor = conv.next;
+    ok = takeResult(result);
   }
-  if (stick) scrollToBottom();
+  c.loading = false;
+  updateFoot();
+  if (!ok) return;
+  if (stick && !c.paused) scrollToBottom();
   schedulePoll();
 }
 
+/** Pauses following; before the last page is read there is nothing to follow yet. */
 function pause() {
-  if (!conv || conv.paused) return;
+  if (!conv?.follow || conv.paused) return;
   conv.paused = true;
   clearTimeout(pollTimer);
   updateFoot();
@@ -373,8 +369,6 @@ function onScroll() {
   else if (conv.paused && isNearBottom() && !conv.next) resume();
 }
 
-// ---- deep links
-
 function readHash() {
   const p = new URLSearchParams(location.hash.slice(1));
   const pick = (k) => (isId(p.get(k)) ? p.get(k) : undefined);
@@ -406,8 +400,6 @@ async function applyHash() {
   }
   renderRows();
 }
-
-// ---- start
 
 ui.filterProject.addEventListener("change", renderRows);
 ui.filterSeat.addEventListener("change", renderRows);
