@@ -118,7 +118,9 @@ export type GrowOptions = {
 export function startGrowing(file: string, options: GrowOptions = {}): () => void {
   const timer = setInterval(() => {
     try {
-      options.onAppend?.(appendNext(file));
+      // Appended first: `onAppend?.(appendNext(...))` would skip the append with no listener.
+      const entry = appendNext(file);
+      options.onAppend?.(entry);
     } catch (e) {
       options.onError?.(e as Error);
     }

@@ -109,11 +109,13 @@ function parse(argv: string[]) {
 
 /** The demo project, written now unless a complete one is already there. */
 async function ensureDemo(): Promise<ReturnType<typeof demoProject>> {
-  if (existsSync(READY)) return demoProject(DEMO_PROJECT);
-  // A demo without the marker was cut short while being written: only our folder is removed.
+  const demo = demoProject(DEMO_PROJECT);
+  if (existsSync(READY) && existsSync(demo.liveFile)) return demo;
+  // Cut short while being written, or its files removed: written again. Only our folder goes.
+  rmSync(READY, { force: true });
   rmSync(DEMO_PROJECT, { recursive: true, force: true });
   process.stdout.write("Writing the demo project with Pi's SessionManager...\n");
-  const demo = await writeDemoProject(DEMO_PROJECT);
+  await writeDemoProject(DEMO_PROJECT);
   writeFileSync(READY, "The demo project is complete. Delete demo/ to write it again.\n");
   return demo;
 }

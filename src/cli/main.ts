@@ -110,6 +110,7 @@ function read(reader: Reader, cmd: ReadCommand, io: Io): number {
     const pages: string[] = [];
     const done = readPages(reader, first, (page) => pages.push(JSON.stringify(page)));
     if (!done.ok) return refused(io, done.refusal);
+    // Each page is serialized once, as it comes; the document is assembled around them.
     const head = JSON.stringify({ conversation, branch, view: first.view }).slice(0, -1);
     io.out(`${head},"pages":[${pages.join(",")}]}\n`);
     return EXIT.ok;

@@ -2,7 +2,7 @@
 // terminal of a given width (80 when not a terminal). Every string from a session passes
 // through wrap.ts, which makes hostile characters visible; headers show LF as `^J`.
 // Fragments are rejoined before they are shown, across parts and pages.
-import type { Block, Catalogue, CatalogueRow, Part, View } from "../index.ts";
+import type { Block, Catalogue, CatalogueRow, Fragment, Part, View } from "../index.ts";
 import { makeVisible } from "./visible.ts";
 import { textWidth, wrapText } from "./wrap.ts";
 
@@ -20,6 +20,7 @@ export function formatTime(ts: string): string {
   return m ? `${m[1]} ${m[2]} UTC` : ts;
 }
 
+/** `512 B`, `12.4 KiB`, `3.1 MiB`. */
 export function formatSize(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;
   if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
@@ -153,8 +154,15 @@ function unreachable(x: never): never {
   throw new Error(`unhandled part kind ${String(x)}`);
 }
 
-type Fragmented = Extract<Block, { fragment?: unknown }>;
-type Run = { first: Fragmented; bodies: string[]; count: number };
+type Run = { first: Block; bodies: string[]; count: number };
+
+/** The block a fragment run stands for: the first fragment's fields, the whole body. */
+function joinRun(run: Run): Block {
+  const body = run.bodies.join("");
+  // Every fragmentable block has `text` or (image) `data` as its body (docs/contracts.md).
+  const { fragment: _, ...rest } = run.first as Block & { fragment?: Fragment };
+  return (rest.type === "image" ? { ...rest, data: body } : { ...rest, text: body }) as Block;
+}
 
 export type PartPrinter = {
   /** Prints a part; a fragment run is held until its last fragment arrives. */
@@ -166,23 +174,18 @@ export type PartPrinter = {
 /** Prints parts as text lines through `write` (one call per part, LF-terminated). */
 export function createPartPrinter(write: (text: string) => void, width: number): PartPrinter {
   let run: Run | null = null;
-  let lines: string[] = [];
+  /** Text waiting for the end of the part: one chunk of lines per header or block. */
+  let chunks: string[] = [];
 
   const emit = () => {
-    if (lines.length > 0) write(`${lines.join("\n")}\n`);
-    lines = [];
+    if (chunks.length > 0) write(`${chunks.join("\n")}\n`);
+    chunks = [];
   };
   const closeRun = (complete: boolean) => {
     if (!run) return;
-    const joined = run.bodies.join("");
-    const block = {
-      ...run.first,
-      ...(run.first.type === "image" ? { data: joined } : { text: joined }),
-    };
-    delete block.fragment;
-    lines.push(...renderBlock(block as Block, width));
+    chunks.push(renderBlock(joinRun(run), width).join("\n"));
     if (!complete) {
-      lines.push(
+      chunks.push(
         ...wrapText(`[only ${run.bodies.length} of ${run.count} fragments]`, {
           width,
           indent: BODY,
@@ -195,7 +198,7 @@ export function createPartPrinter(write: (text: string) => void, width: number):
     const fragment = "fragment" in b ? b.fragment : undefined;
     if (fragment === undefined) {
       closeRun(false);
-      lines.push(...renderBlock(b, width));
+      chunks.push(renderBlock(b, width).join("\n"));
       return;
     }
     const body = b.type === "image" ? b.data : "text" in b ? b.text : "";
@@ -206,7 +209,7 @@ export function createPartPrinter(write: (text: string) => void, width: number):
       run.bodies.length === fragment.index;
     if (!fits) {
       closeRun(false);
-      run = { first: b as Fragmented, bodies: [], count: fragment.count };
+      run = { first: b, bodies: [], count: fragment.count };
     }
     run?.bodies.push(body);
     if (run && run.bodies.length === run.count) closeRun(true);
@@ -216,9 +219,9 @@ export function createPartPrinter(write: (text: string) => void, width: number):
     print(part) {
       if (!part.continues) {
         closeRun(false);
-        lines.push("", ...rule(partLabel(part), part.entry, width));
+        chunks.push("", ...rule(partLabel(part), part.entry, width));
         const facts = partFacts(part);
-        if (facts !== null) lines.push(...headerLines(facts, width, BODY));
+        if (facts !== null) chunks.push(...headerLines(facts, width, BODY));
       }
       for (const b of part.blocks) take(b);
       emit();
@@ -235,6 +238,7 @@ function trimBody(s: string): string {
   return s.replace(/\n+$/, "");
 }
 
+/** The lines of one whole block (fragments already rejoined), indented under its part. */
 export function renderBlock(b: Block, width: number): string[] {
   const body = (s: string, indent = BODY) => wrapText(trimBody(s), { width, indent });
   const label = (s: string, indent = BODY) => headerLines(`[${s}]`, width, indent);
@@ -274,14 +278,15 @@ function renderArguments(text: string, width: number): string[] {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     return wrapText(JSON.stringify(value, null, 2), { width, indent: NESTED });
   }
-  const out: string[] = [];
+  let out: string[] = [];
   for (const [key, v] of Object.entries(value)) {
     if (typeof v === "string" && v.includes("\n")) {
-      out.push(...headerLines(`${key}:`, width, NESTED));
-      out.push(...wrapText(trimBody(v), { width, indent: NESTED + 2 }));
+      // concat, not push(...): a long value has more lines than a call may take arguments.
+      out = out.concat(headerLines(`${key}:`, width, NESTED));
+      out = out.concat(wrapText(trimBody(v), { width, indent: NESTED + 2 }));
     } else {
       const shown = typeof v === "string" ? v : JSON.stringify(v);
-      out.push(...wrapText(`${key}: ${shown}`, { width, indent: NESTED }));
+      out = out.concat(wrapText(`${key}: ${shown}`, { width, indent: NESTED }));
     }
   }
   return out;

@@ -6,8 +6,12 @@ import { makeVisible, markerFor } from "./visible.ts";
 
 const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
 const TAB_STOP = 8;
-/** Printable ASCII without a space: one column per character, one cluster per character. */
-const PLAIN_WORD = /^[\x21-\x7e]+$/;
+/**
+ * Printable ASCII and Latin up to U+02FF, without a space: one code unit, one cluster and one
+ * column per character, and nothing to make visible (C1 controls are below U+00A0).
+ */
+const PLAIN_WORD = /^[\x21-\x7e\u00a0-\u02ff]+$/;
+const PLAIN_LINE = /^[\x20-\x7e\u00a0-\u02ff]*$/;
 const EMOJI = /\p{Emoji_Presentation}|\p{Regional_Indicator}|\p{Extended_Pictographic}\uFE0F/u;
 
 type Unit = { text: string; width: number };
@@ -56,6 +60,8 @@ function layoutLine(source: string, room: number, oneLine: boolean): string[] {
     line += u.text;
     col += u.width;
   };
+  // Most lines are short and plain: nothing to wrap or make visible.
+  if (source.length <= room && PLAIN_LINE.test(source)) return [source.trimEnd()];
   for (const token of tokenize(expandTabs(source), oneLine)) {
     if (token.space) {
       // Spaces at a wrap vanish; a source line's own indentation stays.
@@ -69,28 +75,45 @@ function layoutLine(source: string, room: number, oneLine: boolean): string[] {
       continue;
     }
     if (col > 0 && col + token.width > room && token.width <= room) newLine();
-    for (const u of token.units) put(u);
+    if (!token.plain) {
+      for (const u of token.units) put(u);
+      continue;
+    }
+    // One column per character: cut a word longer than the line by slicing.
+    let rest = token.units[0]?.text ?? "";
+    while (rest.length > 0) {
+      if (col >= room) newLine();
+      const piece = rest.slice(0, room - col);
+      line += piece;
+      col += piece.length;
+      rest = rest.slice(piece.length);
+    }
   }
   lines.push(line.trimEnd());
   return lines;
 }
 
-type Token = { space: boolean; width: number; units: Unit[] };
+/** A run of spaces, or a word; a plain word (PLAIN_WORD) is one unit. */
+type Token = { space: boolean; plain: boolean; width: number; units: Unit[] };
 
 function tokenize(source: string, oneLine: boolean): Token[] {
   const tokens: Token[] = [];
   for (const word of source.split(/( +)/)) {
     if (word === "") continue;
     if (word[0] === " ") {
-      tokens.push({ space: true, width: word.length, units: [{ text: word, width: word.length }] });
+      const units = [{ text: word, width: word.length }];
+      tokens.push({ space: true, plain: true, width: word.length, units });
       continue;
     }
-    const units = PLAIN_WORD.test(word)
-      ? [...word].map((ch) => ({ text: ch, width: 1 }))
-      : unitsOf(word, oneLine);
+    if (PLAIN_WORD.test(word)) {
+      const units = [{ text: word, width: word.length }];
+      tokens.push({ space: false, plain: true, width: word.length, units });
+      continue;
+    }
+    const units = unitsOf(word, oneLine);
     let width = 0;
     for (const u of units) width += u.width;
-    tokens.push({ space: false, width, units });
+    tokens.push({ space: false, plain: false, width, units });
   }
   return tokens;
 }

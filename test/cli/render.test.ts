@@ -3,6 +3,7 @@ import { describe, it } from "node:test";
 import { createPartPrinter, formatTime, renderBlock } from "../../src/cli/render.ts";
 import { textWidth, wrapText } from "../../src/cli/wrap.ts";
 import type { Block, Part } from "../../src/index.ts";
+import { firstForbidden } from "./hostile.ts";
 
 function widest(lines: string[]): number {
   return Math.max(0, ...lines.map(textWidth));
@@ -25,6 +26,17 @@ describe("wrapText", () => {
     assert.equal(lines.join("").replace(/ /g, ""), `a${token}b`);
   });
 
+  it("cuts long Latin words by columns when they are wider than the line", () => {
+    const lines = wrapText(`café ${"é".repeat(50)} naïve`, { width: 20, indent: 2 });
+    // A word wider than a line starts where the line is, and fills every line it needs.
+    assert.deepEqual(lines, [
+      `  café ${"é".repeat(13)}`,
+      `  ${"é".repeat(18)}`,
+      `  ${"é".repeat(18)}`,
+      "  é naïve",
+    ]);
+  });
+
   it("never cuts a marker or a grapheme cluster when they sit at the edge", () => {
     const family = "👨\u200d👩\u200d👧";
     const text = `${"\u202e\u001b".repeat(30)}${family.repeat(30)}`;
@@ -38,7 +50,7 @@ describe("wrapText", () => {
   it("counts wide characters as two columns when text is CJK", () => {
     const lines = wrapText("日本語".repeat(30), { width: 20 });
     assert.ok(lines.every((l) => textWidth(l) <= 20));
-    assert.equal(lines[0], "日本語".repeat(3) + "日");
+    assert.equal(lines[0], `${"日本語".repeat(3)}日`);
   });
 
   it("expands TAB to the next stop and keeps leading indentation when code is shown", () => {
@@ -115,7 +127,7 @@ describe("text rendering", () => {
       ...renderBlock({ type: "tool-call", id: "t1", name: "x\u001b[2J\ny", text: "{}" }, 80),
       ...renderBlock({ type: "image", mimeType: "image/png\u202e", data: "AAAA" }, 80),
     ];
-    assert.ok(lines.every((l) => !/[\u001b\u202e\n]/.test(l)));
+    assert.ok(lines.every((l) => firstForbidden(l, true) === null));
     assert.equal(lines[0], "  [tool call: x^[[2J^Jy · t1]");
     assert.equal(lines[1], "  [image: image/png<U+202E>, 3 B]");
   });

@@ -1,32 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { codePointMarker, makeVisible } from "../../src/cli/visible.ts";
-
-/** What must never reach a terminal raw, stated independently of the implementation. */
-function isForbidden(cp: number, newlines = false): boolean {
-  if (cp === 0x09 || cp === 0x200c || cp === 0x200d) return false;
-  if (cp === 0x0a) return newlines;
-  return (
-    cp < 0x20 ||
-    (cp >= 0x7f && cp <= 0x9f) ||
-    [0x061c, 0x200b, 0x200e, 0x200f, 0x2028, 0x2029, 0xfeff].includes(cp) ||
-    (cp >= 0x202a && cp <= 0x202e) ||
-    (cp >= 0x2060 && cp <= 0x2064) ||
-    (cp >= 0x2066 && cp <= 0x2069) ||
-    (cp >= 0xd800 && cp <= 0xdfff) ||
-    (cp >= 0xe0000 && cp <= 0xe007f)
-  );
-}
-
-/** The first forbidden code point in `s` (a lone surrogate counts), or null. */
-function firstForbidden(s: string, newlines = false): string | null {
-  for (let i = 0; i < s.length; i++) {
-    const cp = s.codePointAt(i) ?? 0;
-    if (isForbidden(cp, newlines)) return codePointMarker(cp);
-    if (cp > 0xffff) i++;
-  }
-  return null;
-}
+import { firstForbidden, isForbidden } from "./hostile.ts";
 
 describe("makeVisible", () => {
   it("passes printable text, LF, TAB, ZWJ and ZWNJ unchanged when nothing is hostile", () => {
@@ -74,10 +49,7 @@ describe("makeVisible", () => {
   it("shows tag characters as <U+Exxxx> when a flag sequence carries them", () => {
     assert.equal(makeVisible("\u{e0001}\u{e0041}\u{e007f}"), "<U+E0001><U+E0041><U+E007F>");
     const england = "🏴\u{e0067}\u{e0062}\u{e0065}\u{e006e}\u{e0067}\u{e007f}";
-    assert.equal(
-      makeVisible(england),
-      "🏴<U+E0067><U+E0062><U+E0065><U+E006E><U+E0067><U+E007F>",
-    );
+    assert.equal(makeVisible(england), "🏴<U+E0067><U+E0062><U+E0065><U+E006E><U+E0067><U+E007F>");
   });
 
   it("shows lone surrogates as <U+D800> and keeps valid pairs when surrogates are unpaired", () => {

@@ -1,0 +1,81 @@
+// Runs the `conversation` command as a child process, as a person or a script would, with a
+// deadline on everything: a child that outlives its test is killed and the test fails.
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import type { TestContext } from "node:test";
+
+export const MAIN = join(import.meta.dirname, "..", "..", "src", "cli", "main.ts");
+const DEADLINE_MS = 10_000;
+
+export type Exit = { code: number | null; signal: NodeJS.Signals | null };
+export type Child = {
+  proc: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves when `test` holds for the output so far; rejects at the deadline. */
+  waitFor(what: string, test: (c: Child) => boolean, ms?: number): Promise<void>;
+  exited: Promise<Exit>;
+};
+
+/** Starts `node src/cli/main.ts ...args`; the child is killed when the test ends. */
+export function startCli(t: TestContext, args: string[]): Child {
+  const proc = spawn(process.execPath, [MAIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  const listeners = new Set<() => void>();
+  const changed = () => {
+    for (const l of listeners) l();
+  };
+  proc.stdout.setEncoding("utf8").on("data", (d: string) => {
+    out += d;
+    changed();
+  });
+  proc.stderr.setEncoding("utf8").on("data", (d: string) => {
+    err += d;
+    changed();
+  });
+  const exited = new Promise<Exit>((resolve) => {
+    proc.on("close", (code, signal) => {
+      resolve({ code, signal });
+      changed();
+    });
+  });
+  t.after(() => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
+  });
+  const child: Child = {
+    proc,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    waitFor: (what, test, ms = DEADLINE_MS) =>
+      new Promise<void>((resolve, reject) => {
+        const check = () => {
+          if (!test(child)) return;
+          clearTimeout(timer);
+          listeners.delete(check);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          listeners.delete(check);
+          reject(new Error(`timed out waiting for ${what}\nstdout: ${out}\nstderr: ${err}`));
+        }, ms);
+        listeners.add(check);
+        check();
+      }),
+  };
+  return child;
+}
+
+export type Result = { code: number | null; stdout: string; stderr: string };
+
+/** Runs the command to its end (within the deadline). */
+export async function runCli(t: TestContext, args: string[]): Promise<Result> {
+  const child = startCli(t, args);
+  await child.waitFor(
+    "the command to exit",
+    (c) => c.proc.exitCode !== null || c.proc.signalCode !== null,
+  );
+  const { code } = await child.exited;
+  return { code, stdout: child.stdout(), stderr: child.stderr() };
+}
