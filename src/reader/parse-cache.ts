@@ -40,6 +40,12 @@ export class ParseCache {
     return hit;
   }
 
+  /** The newest cached snapshot of a file, if any. */
+  latest(dev: bigint, ino: bigint): Parsed | undefined {
+    const list = this.#files.get(`${dev}:${ino}`);
+    return list?.[list.length - 1];
+  }
+
   put(parsed: Parsed): void {
     const key = `${parsed.data.dev}:${parsed.data.ino}`;
     const list = (this.#files.get(key) ?? []).filter(

@@ -59,16 +59,44 @@ export function fragmentBlock(b: Block): Block[] {
   return pieces.map((text, index) => ({ ...b, text, fragment: { index, count: pieces.length } }));
 }
 
+/** Lines up to this size, when valid UTF-8, are sized from their bytes (see sourceBound). */
+export const SMALL_LINE_BYTES = 256 * 1024;
+/** Room per block, and for the part around them, for what the source line does not hold. */
+const OVERHEAD_PER_BLOCK = 1024;
+
+/**
+ * An upper bound on the JSON of the parts rendered from one small source line, or null when
+ * the line is not small enough to bound this way. Why it holds: the line is valid UTF-8, so
+ * every string in it re-serializes to at most the bytes it took in the line (JSON.stringify
+ * never escapes what the source could leave raw), and each string appears once in the blocks;
+ * a line of at most 256 KiB also holds no string over 262,144 UTF-16 units. What the line does
+ * not hold — keys, types, hashed ids (42 characters), our notice texts — fits in 1 KiB per
+ * block. Tool arguments are re-serialized (numbers can grow), so they are measured exactly.
+ */
+export function sourceBound(lineBytes: number, draft: DraftPart): number | null {
+  if (lineBytes > SMALL_LINE_BYTES || draft.blocks.length > LIMITS.blocksPerPart) return null;
+  let bytes = lineBytes + OVERHEAD_PER_BLOCK * (draft.blocks.length + 1);
+  for (const b of draft.blocks) {
+    if (b.type === "tool-call") {
+      if (b.text.length > LIMITS.stringChars) return null;
+      bytes += jsonBytes(b.text);
+    }
+  }
+  return bytes <= LIMITS.partBytes ? bytes : null;
+}
+
 /**
  * The parts of one entry: its blocks fragmented and grouped, at most 64 blocks and 4 MiB of
  * JSON each. Every part after the first says `continues: true`. An entry with no blocks still
- * has one (empty) part, so a message without content is visible.
+ * has one (empty) part, so a message without content is visible. `bound`, from sourceBound,
+ * says the whole entry fits one part of at most that many bytes, with no string to cut.
  */
-export function toParts(entry: string, draft: DraftPart): SizedPart[] {
-  const head: Omit<Part, "id" | "blocks"> = { entry, kind: draft.kind };
-  if (draft.role !== undefined) head.role = draft.role;
-  if (draft.timestamp !== undefined) head.timestamp = draft.timestamp;
-  if (draft.meta !== undefined && Object.keys(draft.meta).length > 0) head.meta = draft.meta;
+export function toParts(entry: string, draft: DraftPart, bound: number | null = null): SizedPart[] {
+  if (bound !== null) {
+    const part: Part = { id: `${entry}.0`, ...headOf(entry, draft), blocks: draft.blocks };
+    return [{ part, bytes: bound }];
+  }
+  const head = headOf(entry, draft);
   const envelope = jsonBytes({ id: `${entry}.0000`, continues: true, ...head, blocks: [] });
   const out: SizedPart[] = [];
   let blocks: Block[] = [];
@@ -96,6 +124,14 @@ export function toParts(entry: string, draft: DraftPart): SizedPart[] {
   }
   if (blocks.length > 0 || out.length === 0) flush();
   return out;
+}
+
+function headOf(entry: string, draft: DraftPart): Omit<Part, "id" | "blocks"> {
+  const head: Omit<Part, "id" | "blocks"> = { entry, kind: draft.kind };
+  if (draft.role !== undefined) head.role = draft.role;
+  if (draft.timestamp !== undefined) head.timestamp = draft.timestamp;
+  if (draft.meta !== undefined && Object.keys(draft.meta).length > 0) head.meta = draft.meta;
+  return head;
 }
 
 export type Position = { item: number; part: number };

@@ -2,6 +2,7 @@
 // controls anything, and takes no path from a caller: a conversation id is resolved by listing
 // the current roots. Refusals are values: every Refusal thrown below is returned here as
 // `{ ok: false, refusal }`, and anything else is a bug and propagates.
+import { isUtf8 } from "node:buffer";
 import { createHash } from "node:crypto";
 import type {
   Catalogue,
@@ -13,9 +14,17 @@ import type {
 } from "../protocol/chat-01.ts";
 import { renderEntry } from "./blocks.ts";
 import { listRoot, readCatalogue } from "./catalogue.ts";
+import { isUnchangedSince, type PrefixCheck, trustsChangeTime } from "./change-time.ts";
 import { type Binding, type CursorState, CursorStore } from "./cursors.ts";
 import { ParseCache, type Parsed } from "./parse-cache.ts";
-import { fillPage, type Position, type SizedPart, toParts } from "./parts.ts";
+import {
+  fillPage,
+  type Position,
+  type SizedPart,
+  SMALL_LINE_BYTES,
+  sourceBound,
+  toParts,
+} from "./parts.ts";
 import {
   branchItems,
   type EntryRec,
@@ -34,7 +43,7 @@ import {
   type SnapshotData,
   takeSnapshot,
   verifyAndExtend,
-  verifyPrefix,
+  verifyPinned,
 } from "./snapshot.ts";
 import { conversationId, type PiRoot, type Root, unsupportedRowId } from "./sources.ts";
 
@@ -43,6 +52,11 @@ export const PURPOSE = "history";
 
 export type ReaderOptions = {
   roots: Root[] | (() => Root[]);
+  /**
+   * How `next` checks the pinned bytes: `auto` trusts the change time where it proves a file
+   * untouched (change-time.ts) and re-reads and hashes otherwise; `bytes` always re-reads.
+   */
+  prefixCheck?: PrefixCheck;
   now?: () => number;
   cursorCap?: number;
   cursorTtlMs?: number;
@@ -74,6 +88,7 @@ export type Reader = {
 
 export function createReader(options: ReaderOptions): Reader {
   const now = options.now ?? Date.now;
+  const prefixCheck = options.prefixCheck ?? "auto";
   const cursors = new CursorStore({
     now,
     ...(options.cursorCap === undefined ? {} : { cap: options.cursorCap }),
@@ -136,8 +151,14 @@ export function createReader(options: ReaderOptions): Reader {
    */
   function parse(data: SnapshotData, root: PiRoot, from?: SnapshotData["snapshot"]): Parsed {
     const hit = parses.get(data);
-    if (hit) return hit;
+    if (hit) {
+      // Bytes verified again: later checks may rely on the newer stamp.
+      hit.data.stamp = data.stamp;
+      return hit;
+    }
     const prev = from && parses.get({ dev: data.dev, ino: data.ino, snapshot: from });
+    // The new snapshot starts with the verified bytes of the old: share them, keep one copy.
+    if (prev) prev.data.buf = data.buf.subarray(0, prev.data.buf.length);
     const header = prev
       ? prev.session.header
       : parseHeader(data.buf, data.incomplete, root.projectRoot);
@@ -208,7 +229,13 @@ export function createReader(options: ReaderOptions): Reader {
     const file = openSessionFile(root.projectRoot, root.sessionsDir, name);
     let data: SnapshotData;
     try {
-      data = takeSnapshot(file);
+      // Opening again an untouched file reuses its latest snapshot (the fstat of the open is
+      // the proof; see change-time.ts), else reads the file whole.
+      const { identity } = file;
+      const latest = parses.latest(identity.dev, identity.ino)?.data;
+      const trust = prefixCheck === "auto" && trustsChangeTime(root.sessionsDir, identity.dev);
+      data =
+        latest && trust && isUnchangedSince(latest.stamp, identity) ? latest : takeSnapshot(file);
     } finally {
       closeFile(file);
     }
@@ -248,21 +275,15 @@ export function createReader(options: ReaderOptions): Reader {
 
   function resume(state: CursorState, root: PiRoot, name: string, binding: Binding): ReadResult {
     const pinned = { dev: state.dev, ino: state.ino, snapshot: state.record.snapshot };
+    const known = parses.get(pinned)?.data;
+    const trust = prefixCheck === "auto" && trustsChangeTime(root.sessionsDir, state.dev);
     const file = openSessionFile(root.projectRoot, root.sessionsDir, name);
     let data: SnapshotData;
     try {
-      if (state.record.kind === "page") {
-        const buf = verifyPrefix(file, pinned);
-        data = {
-          buf,
-          snapshot: pinned.snapshot,
-          incomplete: false,
-          dev: state.dev,
-          ino: state.ino,
-        };
-      } else {
-        data = verifyAndExtend(file, pinned);
-      }
+      data =
+        state.record.kind === "page"
+          ? verifyPinned(file, pinned, known, trust)
+          : verifyAndExtend(file, pinned, known, trust);
     } finally {
       closeFile(file);
     }
@@ -354,8 +375,11 @@ function renderItem(buf: Buffer, item: Item): SizedPart[] {
       blocks: [{ type: "notice", code: item.code, text: item.text }],
     });
   }
-  const draft = renderEntry(entryObject(buf, item.rec));
-  return draft ? toParts(item.rec.key, draft) : [];
+  const { rec } = item;
+  const draft = renderEntry(entryObject(buf, rec));
+  if (!draft) return [];
+  const small = rec.end - rec.start <= SMALL_LINE_BYTES && isUtf8(buf.subarray(rec.start, rec.end));
+  return toParts(rec.key, draft, small ? sourceBound(rec.end - rec.start, draft) : null);
 }
 
 function viewOf(session: ParsedSession): Omit<View, "incomplete"> {

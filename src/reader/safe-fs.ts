@@ -23,7 +23,7 @@ const SESSION_NAME = /^[^/\\\0]{1,249}\.jsonl$/;
 export type Stamp = { path: string; dev: bigint; ino: bigint };
 
 /** The identity of an opened file as the descriptor saw it. */
-export type FileIdentity = { dev: bigint; ino: bigint; size: number; mtimeMs: number };
+export type FileIdentity = { dev: bigint; ino: bigint; size: number; ctimeNs: bigint };
 
 function errnoOf(e: unknown): string | undefined {
   return e instanceof Error && "code" in e && typeof e.code === "string" ? e.code : undefined;
@@ -157,7 +157,7 @@ export function openSessionFile(projectRoot: string, sessionsDir: string, name: 
     if (size > LIMITS.fileBytes) {
       throw new Refusal("too-large", `The session file is ${size} bytes; the limit is 256 MiB.`);
     }
-    return { fd, identity: { dev: st.dev, ino: st.ino, size, mtimeMs: Number(st.mtimeMs) } };
+    return { fd, identity: identityOf(st) };
   } catch (e) {
     closeSync(fd);
     throw e;
@@ -171,7 +171,11 @@ export function closeFile(file: OpenFile): void {
 /** Re-reads the descriptor's identity (size may have grown since the open). */
 export function statOpenFile(file: OpenFile): FileIdentity {
   const st = fstatSync(file.fd, { bigint: true });
-  return { dev: st.dev, ino: st.ino, size: Number(st.size), mtimeMs: Number(st.mtimeMs) };
+  return identityOf(st);
+}
+
+function identityOf(st: BigIntStats): FileIdentity {
+  return { dev: st.dev, ino: st.ino, size: Number(st.size), ctimeNs: st.ctimeNs };
 }
 
 /**

@@ -1,11 +1,22 @@
 // Snapshots and their verification (seed: Snapshots, epochs, cursors). A snapshot is the file
 // up to its last newline when the descriptor was read; its digest is the SHA-256 of those bytes.
-// Every later read checks the pinned prefix byte for byte (by digest), the (dev, ino) and the
-// length, and refuses source-replaced on any difference.
+// Every later read checks the (dev, ino), the length and the pinned bytes, and refuses
+// source-replaced on any difference. The bytes are re-read and hashed unless the change time
+// proves the file untouched since they were last verified (change-time.ts says when it can).
 import { createHash } from "node:crypto";
 import type { Snapshot } from "../protocol/chat-01.ts";
+import { isUnchangedSince } from "./change-time.ts";
 import { Refusal } from "./refusal.ts";
 import { type OpenFile, readRange, statOpenFile } from "./safe-fs.ts";
+
+/**
+ * The (ctime, size) an fstat saw right before the whole file was read: the file was then the
+ * snapshot plus, past it, at most a partial line. Equal values later prove it still is.
+ */
+export type FileStamp = { ctimeNs: bigint; size: number };
+
+/** A stamp that proves nothing (a ctime with no nanoseconds is never trusted). */
+const UNPROVEN: FileStamp = { ctimeNs: 0n, size: -1 };
 
 export type SnapshotData = {
   /** The whole lines of the snapshot (ends with a newline, or is empty). */
@@ -15,7 +26,11 @@ export type SnapshotData = {
   incomplete: boolean;
   dev: bigint;
   ino: bigint;
+  /** Updated each time the bytes are verified again. */
+  stamp: FileStamp;
 };
+
+export type Pinned = { dev: bigint; ino: bigint; snapshot: Snapshot };
 
 function sha256(buf: Buffer): string {
   return createHash("sha256").update(buf).digest("hex");
@@ -26,22 +41,20 @@ export function epochOf(dev: bigint, ino: bigint, digest: string): string {
   return `e-${createHash("sha256").update(`${dev}:${ino}:${digest}`).digest("hex").slice(0, 40)}`;
 }
 
-function cut(raw: Buffer, file: OpenFile): SnapshotData {
+/** Reads a fresh snapshot through an open descriptor (the fstat first: see change-time.ts). */
+export function takeSnapshot(file: OpenFile): SnapshotData {
+  const now = statOpenFile(file);
+  const raw = readRange(file.fd, 0, now.size);
   const end = raw.lastIndexOf(0x0a) + 1;
   const buf = raw.subarray(0, end);
   return {
     buf,
     snapshot: { bytes: end, digest: sha256(buf) },
     incomplete: end < raw.length,
-    dev: file.identity.dev,
-    ino: file.identity.ino,
+    dev: now.dev,
+    ino: now.ino,
+    stamp: { ctimeNs: now.ctimeNs, size: now.size },
   };
-}
-
-/** Reads a fresh snapshot through an open descriptor. */
-export function takeSnapshot(file: OpenFile): SnapshotData {
-  const { size } = statOpenFile(file);
-  return cut(readRange(file.fd, 0, size), file);
 }
 
 function replaced(why: string): Refusal {
@@ -51,40 +64,55 @@ function replaced(why: string): Refusal {
   );
 }
 
-function checkIdentity(
-  file: OpenFile,
-  pinned: { dev: bigint; ino: bigint; snapshot: Snapshot },
-): number {
-  if (file.identity.dev !== pinned.dev || file.identity.ino !== pinned.ino) {
+function statPinned(file: OpenFile, pinned: Pinned): FileStamp {
+  const now = statOpenFile(file);
+  if (now.dev !== pinned.dev || now.ino !== pinned.ino)
     throw replaced("it is a different file now");
-  }
-  const { size } = statOpenFile(file);
-  if (size < pinned.snapshot.bytes) throw replaced("it is shorter than before");
-  return size;
+  if (now.size < pinned.snapshot.bytes) throw replaced("it is shorter than before");
+  return { ctimeNs: now.ctimeNs, size: now.size };
 }
 
 /**
- * Re-reads and hashes the pinned prefix: refuses source-replaced when the file is another
- * inode, is shorter, or any byte of the prefix differs. Returns the prefix bytes.
+ * The pinned snapshot, verified: `known` as it is when `trustCtime` and the file is untouched
+ * since `known` was verified; otherwise the pinned bytes re-read and hashed. Refuses
+ * source-replaced for another inode, a shorter file, or any pinned byte that differs.
  */
-export function verifyPrefix(
+export function verifyPinned(
   file: OpenFile,
-  pinned: { dev: bigint; ino: bigint; snapshot: Snapshot },
-): Buffer {
-  checkIdentity(file, pinned);
-  const prefix = readRange(file.fd, 0, pinned.snapshot.bytes);
-  if (prefix.length < pinned.snapshot.bytes) throw replaced("it was truncated while being read");
-  if (sha256(prefix) !== pinned.snapshot.digest) throw replaced("earlier bytes were rewritten");
-  return prefix;
+  pinned: Pinned,
+  known: SnapshotData | undefined,
+  trustCtime: boolean,
+): SnapshotData {
+  const now = statPinned(file, pinned);
+  if (known && trustCtime && isUnchangedSince(known.stamp, now)) return known;
+  const buf = readRange(file.fd, 0, pinned.snapshot.bytes);
+  if (buf.length < pinned.snapshot.bytes) throw replaced("it was truncated while being read");
+  if (sha256(buf) !== pinned.snapshot.digest) throw replaced("earlier bytes were rewritten");
+  // Only the pinned bytes were read, not the whole file: this read proves nothing about the rest.
+  const stamp = known?.stamp ?? UNPROVEN;
+  return {
+    buf,
+    snapshot: pinned.snapshot,
+    incomplete: false,
+    dev: pinned.dev,
+    ino: pinned.ino,
+    stamp,
+  };
 }
 
-/** Verifies the pinned prefix and takes a fresh snapshot of the whole file, in one read. */
+/**
+ * Verifies the pinned prefix and takes a fresh snapshot of the whole file, in one read; or
+ * returns `known` (the pinned snapshot) when the change time proves nothing was written since.
+ */
 export function verifyAndExtend(
   file: OpenFile,
-  pinned: { dev: bigint; ino: bigint; snapshot: Snapshot },
+  pinned: Pinned,
+  known: SnapshotData | undefined,
+  trustCtime: boolean,
 ): SnapshotData {
-  const size = checkIdentity(file, pinned);
-  const raw = readRange(file.fd, 0, size);
+  const now = statPinned(file, pinned);
+  if (known && trustCtime && isUnchangedSince(known.stamp, now)) return known;
+  const raw = readRange(file.fd, 0, now.size);
   const n = pinned.snapshot.bytes;
   if (raw.length < n) throw replaced("it was truncated while being read");
   const hash = createHash("sha256").update(raw.subarray(0, n));
@@ -96,7 +124,8 @@ export function verifyAndExtend(
     buf: raw.subarray(0, end),
     snapshot: { bytes: end, digest: hash.digest("hex") },
     incomplete: end < raw.length,
-    dev: file.identity.dev,
-    ino: file.identity.ino,
+    dev: pinned.dev,
+    ino: pinned.ino,
+    stamp: now,
   };
 }
