@@ -4,11 +4,16 @@
 // peak memory (child processes); the catalogue over 50 roots against lstat. Prints tables and
 // writes the raw numbers to bench/results/<timestamp>.json.
 //
-//   npm run bench -- [--sizes 1,20,100] [--runs 5] [--quick] [--seed 1] [--budget 200]
+//   npm run bench -- [--sizes 1,20,100] [--runs 5] [--quick] [--seed 1] [--budget 240]
+//                    [--bytes-runs 2]
 //
-// --quick: sizes 1 and 5 MiB, 2 runs. --budget: seconds per size after which no further run
-// starts once two are done (0: no limit); the 100 MiB traversal takes ~30 s here, so the full
-// run keeps within about five minutes. Generated sessions are cached in bench/results/cache/.
+// --quick: sizes 1 and 5 MiB, 2 runs. --bytes-runs: how many of the runs also time a cold
+// traversal with `prefixCheck: "bytes"` (every page re-reads and hashes the whole pinned
+// prefix, as where the change time proves nothing): 30-40 s at 100 MiB on 2 cores, hence only
+// two by default. --budget: seconds per size; once two runs are done, no run starts that would
+// end past it (0: no limit), so the full run stays within about five minutes.
+// Generated sessions are cached in bench/results/cache/ (git-ignored), keyed by size, seed and
+// a hash of the generator's sources and Pi's version.
 import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import {
@@ -25,7 +30,7 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
-import { cpus, arch as osArch, platform, release, tmpdir, totalmem } from "node:os";
+import { cpus, loadavg, arch as osArch, platform, release, tmpdir, totalmem } from "node:os";
 import { basename, dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -71,7 +76,8 @@ const { values } = parseArgs({
     runs: { type: "string" },
     quick: { type: "boolean", default: false },
     seed: { type: "string", default: "1" },
-    budget: { type: "string", default: "200" },
+    budget: { type: "string", default: "240" },
+    "bytes-runs": { type: "string", default: "2" },
     worker: { type: "string" },
     file: { type: "string" },
     project: { type: "string" },
@@ -81,7 +87,7 @@ const { values } = parseArgs({
 
 function usage(message: string): never {
   process.stderr.write(
-    `${message}\nusage: node bench/reader.bench.ts [--sizes 1,20,100] [--runs N] [--quick] [--seed S] [--budget SECONDS]\n`,
+    `${message}\nusage: node bench/reader.bench.ts [--sizes 1,20,100] [--runs N] [--quick] [--seed S] [--budget SECONDS] [--bytes-runs N]\n`,
   );
   process.exit(2);
 }
@@ -147,6 +153,8 @@ type SizeResult = {
   pi: Series;
   readerCold: Series;
   readerWarm: Series;
+  /** A cold traversal with `prefixCheck: "bytes"`: every page re-reads and hashes the prefix. */
+  readerBytes: Series;
   /** Every page `next` of every run, cold and warm. */
   pageCold: Series;
   pageWarm: Series;
@@ -178,6 +186,9 @@ type MemoryResult = {
   /** The high-water mark rose during the measured work (else the peak is a startup one). */
   peakDuringWork: boolean;
   sampledPeakRss: number;
+  /** Largest heapUsed and arrayBuffers (Buffers) seen after a reader call, and after the work. */
+  sampledPeakHeap: number;
+  sampledPeakBuffers: number;
   ms: number;
   detail: Record<string, number | string>;
 };
@@ -214,6 +225,7 @@ function measureSize(
   Pi: PiModule,
   tmp: string,
   runs: number,
+  bytesRuns: number,
   budgetMs: number,
   keepLast: boolean,
 ): { result: SizeResult; last: { reader: Reader; traversal: Traversal } | null } {
@@ -221,6 +233,7 @@ function measureSize(
   const pi: number[] = [];
   const cold: number[] = [];
   const warm: number[] = [];
+  const bytes: number[] = [];
   const pageCold: number[] = [];
   const pageWarm: number[] = [];
   const openCold: number[] = [];
@@ -271,10 +284,22 @@ function measureSize(
     checkTraversal(w.value, shape, piLeaf);
     last = keepLast ? { reader: c.value.reader, traversal: w.value } : null;
 
+    let b: number | undefined;
+    if (run < bytesRuns) {
+      gc();
+      const t = timed(() =>
+        traverse(createReader({ roots: s.roots, prefixCheck: "bytes" }), s.conversation),
+      );
+      b = t.ms;
+      bytes.push(t.ms);
+      checkTraversal(t.value, shape, piLeaf);
+    }
+
     lastIteration = performance.now() - iteration;
     process.stderr.write(
       `  ${s.cached.mib} MiB run ${run + 1}: floor ${ms(f.ms)} ms, pi ${ms(p.ms)} ms, ` +
-        `reader cold ${ms(c.ms)} ms, warm ${ms(w.ms)} ms\n`,
+        `reader cold ${ms(c.ms)} ms, warm ${ms(w.ms)} ms` +
+        `${b === undefined ? "" : `, cold with byte checks ${ms(b)} ms`}\n`,
     );
   }
   if (!shape) throw new Error("no run");
@@ -290,6 +315,7 @@ function measureSize(
       pi: summarize(pi),
       readerCold: summarize(cold),
       readerWarm: summarize(warm),
+      readerBytes: summarize(bytes),
       pageCold: summarize(pageCold),
       pageWarm: summarize(pageWarm),
       openCold: summarize(openCold),
@@ -434,9 +460,13 @@ async function memoryWorker(mode: string, file: string, projectRoot: string): Pr
   const baselineRss = process.memoryUsage.rss();
   const maxBefore = process.resourceUsage().maxRSS * 1024;
   let sampledPeakRss = baselineRss;
+  let sampledPeakHeap = 0;
+  let sampledPeakBuffers = 0;
   const sample = (): void => {
-    const rss = process.memoryUsage.rss();
-    if (rss > sampledPeakRss) sampledPeakRss = rss;
+    const m = process.memoryUsage();
+    sampledPeakRss = Math.max(sampledPeakRss, m.rss);
+    sampledPeakHeap = Math.max(sampledPeakHeap, m.heapUsed);
+    sampledPeakBuffers = Math.max(sampledPeakBuffers, m.arrayBuffers);
   };
   const t = timed(() => work(sample));
   sample();
@@ -450,6 +480,8 @@ async function memoryWorker(mode: string, file: string, projectRoot: string): Pr
     aboveBaseline: peakRss - baselineRss,
     peakDuringWork: maxAfter > maxBefore,
     sampledPeakRss,
+    sampledPeakHeap,
+    sampledPeakBuffers,
     ms: t.ms,
     detail: t.value,
   };
@@ -512,6 +544,7 @@ function measureCatalogue(tmp: string, runs: number): CatalogueResult {
 function machine(): Record<string, string | number> {
   const cpu = cpus();
   return {
+    loadAvg1m: Number(loadavg()[0]?.toFixed(2)),
     cpu: cpu[0]?.model ?? "unknown",
     cores: cpu.length,
     totalMemGiB: Number((totalmem() / 1024 ** 3).toFixed(1)),
@@ -535,14 +568,25 @@ function report(r: {
   catalogue: CatalogueResult;
   budgetS: number;
   totalMs: number;
+  loadAtEnd: number;
 }): string {
   const m = r.machine;
   const out: string[] = [];
   out.push(`@mosaic/conversation reader benchmark, ${r.startedAt}`);
   out.push(`command: ${r.command}`);
   out.push(`machine: ${m.cpu}, ${m.cores} cores, ${m.totalMemGiB} GiB, node ${m.node}, ${m.os}`);
+  out.push(
+    `load average (1 min): ${m.loadAvg1m} at start, ${r.loadAtEnd.toFixed(2)} at the end` +
+      (Math.max(Number(m.loadAvg1m), r.loadAtEnd) > Number(m.cores)
+        ? " (other work was running: expect noise)"
+        : ""),
+  );
   out.push("");
   out.push("Traversal: medians in ms (reader = open + every page of every branch + a follow each)");
+  out.push(
+    'bytes-check = a cold traversal with createReader({ prefixCheck: "bytes" }): every page ' +
+      "re-reads and hashes the pinned prefix",
+  );
   out.push(
     table(
       [
@@ -553,10 +597,12 @@ function report(r: {
         "pi",
         "reader cold",
         "reader warm",
+        "bytes-check",
         "cold/floor",
         "cold/pi",
         "warm/floor",
         "warm/pi",
+        "bytes/floor",
         "branches",
         "pages",
         "parts",
@@ -570,10 +616,12 @@ function report(r: {
         ms(s.pi.median),
         ms(s.readerCold.median),
         ms(s.readerWarm.median),
+        ms(s.readerBytes.median),
         ratio(s.readerCold.median, s.floor.median),
         ratio(s.readerCold.median, s.pi.median),
         ratio(s.readerWarm.median, s.floor.median),
         ratio(s.readerWarm.median, s.pi.median),
+        ratio(s.readerBytes.median, s.floor.median),
         String(s.branches),
         int(s.pages),
         int(s.parts),
@@ -591,6 +639,7 @@ function report(r: {
         "pi",
         "reader cold",
         "reader warm",
+        "bytes-check (runs)",
         "open (cold)",
         "page (warm)",
         "lines",
@@ -602,6 +651,7 @@ function report(r: {
         spread(s.pi),
         spread(s.readerCold),
         spread(s.readerWarm),
+        s.readerBytes.n === 0 ? "-" : `${spread(s.readerBytes)} (${s.readerBytes.n})`,
         spread(s.openCold),
         spread(s.pageWarm),
         int(s.lines),
@@ -651,21 +701,34 @@ function report(r: {
     out.push(`Peak memory, ${r.memoryMib} MiB file, each in a child process (RSS, MiB)`);
     out.push(
       table(
-        ["work", "file", "baseline", "peak", "above baseline", "above/file", "ms"],
+        [
+          "work",
+          "file",
+          "baseline",
+          "peak",
+          "above baseline",
+          "above/file",
+          "heap*",
+          "buffers*",
+          "ms",
+        ],
         r.memory.map((x) => [
           x.mode === "reader" ? "reader traversal" : x.mode === "pi" ? "pi open" : "floor",
           mib(x.fileBytes),
           mib(x.baselineRss),
-          `${mib(x.peakRss)}${x.peakDuringWork ? "" : "*"}`,
+          `${mib(x.peakRss)}${x.peakDuringWork ? "" : " (start-up)"}`,
           mib(x.aboveBaseline),
           ratio(x.aboveBaseline, x.fileBytes),
+          mib(x.sampledPeakHeap),
+          mib(x.sampledPeakBuffers),
           ms(x.ms),
         ]),
       ),
     );
-    if (r.memory.some((x) => !x.peakDuringWork)) {
-      out.push("(* the process's peak was reached at start-up, not during the work)");
-    }
+    out.push(
+      "(peak = the child's maxRSS; heap*, buffers* = largest heapUsed and arrayBuffers sampled " +
+        "after each reader call and after the work)",
+    );
   }
   const c = r.catalogue;
   out.push("");
@@ -720,6 +783,8 @@ async function main(): Promise<void> {
   if (!Number.isInteger(runs) || runs < 1) usage("--runs must be a positive integer");
   const seed = Number(values.seed);
   if (!Number.isInteger(seed)) usage("--seed must be an integer");
+  const bytesRuns = Number(values["bytes-runs"]);
+  if (!Number.isInteger(bytesRuns) || bytesRuns < 0) usage("--bytes-runs must be 0 or more");
   const budgetS = Number(values.budget);
   if (!(budgetS >= 0)) usage("--budget must be a number of seconds, 0 for none");
 
@@ -763,7 +828,15 @@ async function main(): Promise<void> {
           memory.push(measureMemory(mode, s, tmp));
         }
       }
-      const { result, last } = measureSize(s, Pi, tmp, runs, budgetS * 1000, largest);
+      const { result, last } = measureSize(
+        s,
+        Pi,
+        tmp,
+        runs,
+        Math.min(runs, bytesRuns),
+        budgetS * 1000,
+        largest,
+      );
       sizeResults.push(result);
       if (largest && last) {
         process.stderr.write(`  ${c.mib} MiB follow after append\n`);
@@ -787,6 +860,7 @@ async function main(): Promise<void> {
       catalogue,
       budgetS,
       totalMs,
+      loadAtEnd: loadavg()[0] ?? 0,
     });
     process.stdout.write(`\n${text}\n`);
 
@@ -797,7 +871,7 @@ async function main(): Promise<void> {
       command,
       argv: process.argv,
       machine: mach,
-      options: { sizes, runs, seed, budgetS, quick },
+      options: { sizes, runs, bytesRuns, seed, budgetS, quick },
       cache: relative(ROOT, CACHE_DIR),
       generated: cached.map(({ path, ...rest }) => ({ ...rest, path: relative(ROOT, path) })),
       sizes: sizeResults,
