@@ -20,7 +20,7 @@ export const SNAPSHOTS_PER_FILE = 2;
 export const CACHE_BYTES = 512 * 1024 * 1024;
 
 export class ParseCache {
-  /** Keyed by `dev:ino`; each list oldest first. Map order is the LRU order of files. */
+  /** Keyed by `dev:ino:project root`; each list oldest first. Map order is the LRU order of files. */
   readonly #files = new Map<string, Parsed[]>();
   readonly #maxBytes: number;
 
@@ -28,9 +28,16 @@ export class ParseCache {
     this.#maxBytes = maxBytes;
   }
 
-  /** The cached parse of exactly this snapshot, if any. */
-  get(data: { dev: bigint; ino: bigint; snapshot: { digest: string } }): Parsed | undefined {
-    const key = `${data.dev}:${data.ino}`;
+  /**
+   * The cached parse of exactly this snapshot, read through `root`, if any. The root is part of
+   * the key: the same inode reached through another project's root (a hard link) must pass that
+   * project's header check, never borrow a parse that passed another's.
+   */
+  get(
+    root: string,
+    data: { dev: bigint; ino: bigint; snapshot: { digest: string } },
+  ): Parsed | undefined {
+    const key = keyOf(root, data.dev, data.ino);
     const list = this.#files.get(key);
     const hit = list?.find((p) => p.data.snapshot.digest === data.snapshot.digest);
     if (hit && list) {
@@ -41,13 +48,13 @@ export class ParseCache {
   }
 
   /** The newest cached snapshot of a file, if any. */
-  latest(dev: bigint, ino: bigint): Parsed | undefined {
-    const list = this.#files.get(`${dev}:${ino}`);
+  latest(root: string, dev: bigint, ino: bigint): Parsed | undefined {
+    const list = this.#files.get(keyOf(root, dev, ino));
     return list?.[list.length - 1];
   }
 
-  put(parsed: Parsed): void {
-    const key = `${parsed.data.dev}:${parsed.data.ino}`;
+  put(root: string, parsed: Parsed): void {
+    const key = keyOf(root, parsed.data.dev, parsed.data.ino);
     const list = (this.#files.get(key) ?? []).filter(
       (p) => p.data.snapshot.digest !== parsed.data.snapshot.digest,
     );
@@ -69,4 +76,8 @@ export class ParseCache {
     for (const l of this.#files.values()) n += l.length;
     return n;
   }
+}
+
+function keyOf(root: string, dev: bigint, ino: bigint): string {
+  return `${dev}:${ino}:${root}`;
 }

@@ -150,13 +150,14 @@ export function createReader(options: ReaderOptions): Reader {
    * prefix of it), or parsed whole.
    */
   function parse(data: SnapshotData, root: PiRoot, from?: SnapshotData["snapshot"]): Parsed {
-    const hit = parses.get(data);
+    const hit = parses.get(root.projectRoot, data);
     if (hit) {
       // Bytes verified again: later checks may rely on the newer stamp.
       hit.data.stamp = data.stamp;
       return hit;
     }
-    const prev = from && parses.get({ dev: data.dev, ino: data.ino, snapshot: from });
+    const prev =
+      from && parses.get(root.projectRoot, { dev: data.dev, ino: data.ino, snapshot: from });
     // The new snapshot starts with the verified bytes of the old: share them, keep one copy.
     if (prev) prev.data.buf = data.buf.subarray(0, prev.data.buf.length);
     const header = prev
@@ -164,7 +165,7 @@ export function createReader(options: ReaderOptions): Reader {
       : parseHeader(data.buf, data.incomplete, root.projectRoot);
     const session = prev ? extendSession(prev.session, data.buf) : parseSession(data.buf, header);
     const parsed: Parsed = { data, session, view: viewOf(session), items: new Map() };
-    parses.put(parsed);
+    parses.put(root.projectRoot, parsed);
     return parsed;
   }
 
@@ -232,7 +233,7 @@ export function createReader(options: ReaderOptions): Reader {
       // Opening again an untouched file reuses its latest snapshot (the fstat of the open is
       // the proof; see change-time.ts), else reads the file whole.
       const { identity } = file;
-      const latest = parses.latest(identity.dev, identity.ino)?.data;
+      const latest = parses.latest(root.projectRoot, identity.dev, identity.ino)?.data;
       const trust = prefixCheck === "auto" && trustsChangeTime(root.sessionsDir, identity.dev);
       data =
         latest && trust && isUnchangedSince(latest.stamp, identity) ? latest : takeSnapshot(file);
@@ -275,7 +276,7 @@ export function createReader(options: ReaderOptions): Reader {
 
   function resume(state: CursorState, root: PiRoot, name: string, binding: Binding): ReadResult {
     const pinned = { dev: state.dev, ino: state.ino, snapshot: state.record.snapshot };
-    const known = parses.get(pinned)?.data;
+    const known = parses.get(root.projectRoot, pinned)?.data;
     const trust = prefixCheck === "auto" && trustsChangeTime(root.sessionsDir, state.dev);
     const file = openSessionFile(root.projectRoot, root.sessionsDir, name);
     let data: SnapshotData;

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import {
   chmodSync,
+  linkSync,
   mkdirSync,
   renameSync,
   symlinkSync,
@@ -174,5 +175,29 @@ console.log(JSON.stringify({ cat, open }));
       ],
     );
     chmodSync(q.sessionsDir, 0o755);
+  });
+});
+
+describe("one inode, two projects", () => {
+  it("checks the header against each project it is read through, even after a cached parse", (t) => {
+    const base = tempDir(t);
+    const a = project(base, "alpha");
+    const b = project(base, "beta");
+    const file = writeSession(a.sessionsDir, "s.jsonl", [
+      header(a.projectRoot),
+      user("u", null, "q"),
+    ]);
+    linkSync(file, join(b.sessionsDir, "s.jsonl"));
+    const reader = checkedReader(base, {
+      roots: rootsOf([
+        { kind: "repository", projectRoot: a.projectRoot, seat: "main" },
+        { kind: "repository", projectRoot: b.projectRoot, seat: "main" },
+      ]),
+    });
+    const viaA = conversationId(a.projectRoot, "main", "s.jsonl");
+    const viaB = conversationId(b.projectRoot, "main", "s.jsonl");
+    expectOk(reader.open({ conversation: viaA }));
+    expectRefusal(reader.open({ conversation: viaB }), "foreign-project");
+    expectOk(reader.open({ conversation: viaA }));
   });
 });
