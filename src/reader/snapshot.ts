@@ -4,6 +4,7 @@
 // source-replaced on any difference. The bytes are re-read and hashed unless the change time
 // proves the file untouched since they were last verified (change-time.ts says when it can).
 import { createHash } from "node:crypto";
+import { readSync } from "node:fs";
 import type { Snapshot } from "../protocol/chat-01.ts";
 import { isUnchangedSince } from "./change-time.ts";
 import { Refusal } from "./refusal.ts";
@@ -85,19 +86,39 @@ export function verifyPinned(
 ): SnapshotData {
   const now = statPinned(file, pinned);
   if (known && trustCtime && isUnchangedSince(known.stamp, now)) return known;
+  if (known) {
+    // The bytes are in memory already: hash the file through one small buffer, allocate nothing.
+    if (hashPrefix(file.fd, pinned.snapshot.bytes) !== pinned.snapshot.digest) {
+      throw replaced("earlier bytes were rewritten");
+    }
+    return known;
+  }
   const buf = readRange(file.fd, 0, pinned.snapshot.bytes);
   if (buf.length < pinned.snapshot.bytes) throw replaced("it was truncated while being read");
   if (sha256(buf) !== pinned.snapshot.digest) throw replaced("earlier bytes were rewritten");
   // Only the pinned bytes were read, not the whole file: this read proves nothing about the rest.
-  const stamp = known?.stamp ?? UNPROVEN;
   return {
     buf,
     snapshot: pinned.snapshot,
     incomplete: false,
     dev: pinned.dev,
     ino: pinned.ino,
-    stamp,
+    stamp: UNPROVEN,
   };
+}
+
+const CHUNK = Buffer.allocUnsafe(1024 * 1024);
+
+/** SHA-256 of the first `n` bytes, read in 1 MiB chunks; a short file hashes short (no match). */
+function hashPrefix(fd: number, n: number): string {
+  const hash = createHash("sha256");
+  for (let pos = 0; pos < n; ) {
+    const got = readSync(fd, CHUNK, 0, Math.min(CHUNK.length, n - pos), pos);
+    if (got === 0) break;
+    hash.update(CHUNK.subarray(0, got));
+    pos += got;
+  }
+  return hash.digest("hex");
 }
 
 /**
