@@ -23,15 +23,21 @@ export const RECONCILE: Record<ReaderRefusalCode, boolean> = {
   "unsupported-purpose": false,
 };
 
+/**
+ * A reader refusal. ControlRefusal (src/control/refusal.ts) subclasses it with the control
+ * layer's codes, which never reconcile a reader view.
+ */
 export class Refusal extends Error {
   readonly code: string;
   readonly reconcile: boolean;
 
-  constructor(code: ReaderRefusalCode, message: string) {
+  constructor(code: ReaderRefusalCode, message: string);
+  constructor(code: string, message: string, reconcile: boolean);
+  constructor(code: string, message: string, reconcile?: boolean) {
     super(message);
     this.name = "Refusal";
     this.code = code;
-    this.reconcile = RECONCILE[code];
+    this.reconcile = reconcile ?? RECONCILE[code as ReaderRefusalCode] ?? false;
   }
 
   toRecord(): RefusalRecord {
