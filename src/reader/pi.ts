@@ -4,6 +4,7 @@
 // (entries and notices) in order. Entry content is parsed again only when a page renders it,
 // so the index holds byte ranges, not objects.
 import { toChatId } from "../protocol/chat-01.ts";
+import { scanLine } from "./line-scan.ts";
 import { Refusal } from "./refusal.ts";
 import { isCwdInsideProject } from "./safe-fs.ts";
 
@@ -179,20 +180,22 @@ function scanLines(buf: Buffer, header: Header, scan: ScanState): ScanState {
     let end = buf.indexOf(NL, start);
     if (end < 0) end = buf.length;
     if (!isBlank(buf, start, end)) {
-      const obj = parseLine(buf, start, end);
-      if (isObject(obj) && obj.type === "session") {
+      // Exactly what JSON.parse would say about validity and the three keys, without building
+      // the object (line-scan.ts); the content is parsed only when a page renders the entry.
+      const f = scanLine(buf, start, end);
+      if (f.json && f.object && f.type === "session") {
         // Pi ignores header lines after the first (research §1.2, fixture 16).
         scan.lineNotices.push({ line, start, end, kind: "ignored-header" });
-      } else if (isObject(obj) && (v1 || (typeof obj.id === "string" && obj.id.length > 0))) {
+      } else if (f.json && f.object && (v1 || (typeof f.id === "string" && f.id.length > 0))) {
         // v1 files have no ids: Pi's migration chains them linearly in file order (SM:31-54).
-        const id = v1 ? `line-${line}` : (obj.id as string);
-        const parentId = v1 ? scan.lastV1 : typeof obj.parentId === "string" ? obj.parentId : null;
+        const id = v1 || typeof f.id !== "string" ? `line-${line}` : f.id;
+        const parentId = v1 ? scan.lastV1 : typeof f.parentId === "string" ? f.parentId : null;
         if (v1) scan.lastV1 = id;
         scan.all.push({
           id,
           key: `n.${toChatId(id)}`,
           parentId: parentId === "" ? null : parentId,
-          type: typeof obj.type === "string" ? obj.type : "",
+          type: typeof f.type === "string" ? f.type : "",
           line,
           start,
           end,

@@ -1,0 +1,438 @@
+// A validating JSON scanner for the reader's index pass. It learns what the index needs of a
+// line (is it JSON, is it an object, its top-level type/id/parentId) without building the
+// value: string bodies, which are most of a Pi line's bytes, are skipped four bytes at a time,
+// and only the few strings the index keeps are decoded. It agrees exactly with
+// `JSON.parse(buf.toString("utf8", start, end))`; test/reader/line-scan.test.ts checks it
+// against that on hand-written cases and many thousands of fuzzed lines.
+//
+// Why bytes suffice: UTF-8 decoding (with U+FFFD for invalid sequences) maps every byte below
+// 0x80 to itself and never lets an invalid sequence swallow one, and it maps bytes from 0x80 up
+// only to characters from U+0080 up. JSON's grammar outside strings is all ASCII, and inside a
+// string any character from U+0020 up other than `"` and `\` stands for itself. So a byte from
+// 0x80 up is a syntax error outside a string and harmless inside one, exactly as its decoded
+// character would be (a leading UTF-8 BOM is therefore rejected, as JSON.parse rejects U+FEFF).
+// V8's JSON.parse keeps its own stack, so it accepts any nesting depth memory allows; this
+// scanner's explicit stack does the same.
+import { constants } from "node:buffer";
+
+/** What the index needs to know of one line. */
+export type LineFacts =
+  /** Not valid JSON: `JSON.parse` would throw. */
+  | { json: false }
+  /** Valid JSON, but an array, number, string, true, false or null. */
+  | { json: true; object: false }
+  /**
+   * A JSON object. Each of `type`, `id` and `parentId` is the value `JSON.parse` gives that
+   * top-level key when it is a string or null (the last duplicate wins), `NON_STRING` when it
+   * is a number, boolean, object or array, and undefined when the key is absent.
+   */
+  | {
+      json: true;
+      object: true;
+      type: unknown;
+      id: unknown;
+      parentId: unknown;
+      hasType: boolean;
+      hasId: boolean;
+      hasParentId: boolean;
+    };
+
+/** Stands for a number, boolean, object or array value of type, id or parentId. */
+export const NON_STRING: Readonly<{ nonString: true }> = Object.freeze({ nonString: true });
+
+const NOT_JSON: LineFacts = Object.freeze({ json: false });
+const NOT_OBJECT: LineFacts = Object.freeze({ json: true, object: false });
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+const OPEN_OBJ = 0x7b;
+const CLOSE_OBJ = 0x7d;
+const OPEN_ARR = 0x5b;
+const CLOSE_ARR = 0x5d;
+const MINUS = 0x2d;
+const DIGIT_0 = 0x30;
+const DIGIT_9 = 0x39;
+
+const NO_WORDS = new Int32Array(0);
+/** Whether word k's lowest-addressed byte is its least significant (specialBytes relies on it). */
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+const KEY_NONE = 0;
+const KEY_TYPE = 1;
+const KEY_ID = 2;
+const KEY_PARENT_ID = 3;
+
+/** Container kinds on the nesting stack. */
+const IN_ARRAY = 0;
+const IN_OBJECT = 1;
+
+/** The longest key bytes that can decode to "parentId": eight `\uXXXX` escapes. */
+const MAX_TARGET_KEY_BYTES = 48;
+
+// Scanner state shared by the helpers below (one scan runs at a time; nothing here calls out).
+/** Whether the last string scanned held an escape. */
+let sawEscape = false;
+/** The nesting stack, reused across calls and doubled when a line nests deeper. */
+let stack = new Uint8Array(64);
+/** Which of type/id/parentId the last top-level key read was (KEY_NONE for any other). */
+let keyFound = KEY_NONE;
+
+/** Index of the first byte at or after `p` that is not JSON whitespace. */
+function skipWs(buf: Buffer, p: number, end: number): number {
+  while (p < end) {
+    const c = buf[p]!;
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return p;
+    p++;
+  }
+  return p;
+}
+
+function isHex(c: number): boolean {
+  return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
+}
+
+/**
+ * The high bit of each byte of `x` that is `"`, `\` or below 0x20, and no other bits. Exact per
+ * byte, as no sum carries out of a byte: with y = x's low 7 bits per byte, `y + 0x60` sets a
+ * byte's high bit when y >= 0x20, and `(y ^ v) + 0x7f` when y != v; OR-ing `x` sets it for
+ * bytes from 0x80 up. The AND thus marks ordinary bytes, and its complement the special ones.
+ */
+function specialBytes(x: number): number {
+  const y = x & 0x7f7f7f7f;
+  const q = y ^ 0x22222222;
+  const b = y ^ 0x5c5c5c5c;
+  return ~(((y + 0x60606060) & (q + 0x7f7f7f7f) & (b + 0x7f7f7f7f)) | x) & 0x80808080;
+}
+
+/**
+ * Scans a string body from `p` (just after its opening quote). Returns the index of the closing
+ * quote, or -1 when the string is invalid (a raw byte below 0x20, a bad escape, no closing
+ * quote before `end`). Sets `sawEscape`. `words` views the line's whole aligned 4-byte words:
+ * word k holds bytes `base + 4k .. base + 4k + 3`; bytes outside them are read one by one.
+ */
+function scanString(buf: Buffer, p: number, end: number, words: Int32Array, base: number): number {
+  sawEscape = false;
+  const wordCount = words.length;
+  for (;;) {
+    const rel = p - base;
+    if (rel >= 0 && rel >> 2 < wordCount) {
+      // Jump to the first `"`, `\` or control byte at or after p, a word at a time.
+      let k = rel >> 2;
+      let m = specialBytes(words[k]!) & (-1 << ((rel & 3) << 3));
+      while (m === 0 && ++k < wordCount) m = specialBytes(words[k]!);
+      p = base + (m === 0 ? wordCount * 4 : k * 4 + ((31 - Math.clz32(m & -m)) >> 3));
+    }
+    if (p >= end) return -1;
+    const c = buf[p]!;
+    if (c === QUOTE) return p;
+    if (c === BACKSLASH) {
+      sawEscape = true;
+      if (p + 1 >= end) return -1;
+      const e = buf[p + 1]!;
+      if (e === 0x75 /* u */) {
+        if (
+          p + 5 >= end ||
+          !isHex(buf[p + 2]!) ||
+          !isHex(buf[p + 3]!) ||
+          !isHex(buf[p + 4]!) ||
+          !isHex(buf[p + 5]!)
+        ) {
+          return -1;
+        }
+        p += 6;
+      } else if (
+        e === QUOTE ||
+        e === BACKSLASH ||
+        e === 0x2f /* / */ ||
+        e === 0x62 /* b */ ||
+        e === 0x66 /* f */ ||
+        e === 0x6e /* n */ ||
+        e === 0x72 /* r */ ||
+        e === 0x74 /* t */
+      ) {
+        p += 2;
+      } else {
+        return -1;
+      }
+    } else if (c < 0x20) {
+      return -1;
+    } else {
+      // Only outside the words: an ordinary byte.
+      p++;
+    }
+  }
+}
+
+/** Index just after the number starting at `p`, or -1 when it breaks JSON's number grammar. */
+function scanNumber(buf: Buffer, p: number, end: number): number {
+  if (buf[p] === MINUS) p++;
+  if (p >= end) return -1;
+  const first = buf[p]!;
+  if (first === DIGIT_0) {
+    p++;
+  } else if (first > DIGIT_0 && first <= DIGIT_9) {
+    p++;
+    while (p < end && buf[p]! >= DIGIT_0 && buf[p]! <= DIGIT_9) p++;
+  } else {
+    return -1;
+  }
+  if (p < end && buf[p] === 0x2e /* . */) {
+    p++;
+    if (p >= end || buf[p]! < DIGIT_0 || buf[p]! > DIGIT_9) return -1;
+    while (p < end && buf[p]! >= DIGIT_0 && buf[p]! <= DIGIT_9) p++;
+  }
+  if (p < end && (buf[p] === 0x65 /* e */ || buf[p] === 0x45) /* E */) {
+    p++;
+    if (p < end && (buf[p] === 0x2b /* + */ || buf[p] === MINUS)) p++;
+    if (p >= end || buf[p]! < DIGIT_0 || buf[p]! > DIGIT_9) return -1;
+    while (p < end && buf[p]! >= DIGIT_0 && buf[p]! <= DIGIT_9) p++;
+  }
+  return p;
+}
+
+/** Index just after `true`, `false` or `null` starting at `p`, or -1. */
+function scanLiteral(buf: Buffer, p: number, end: number): number {
+  const c = buf[p];
+  if (c === 0x74 /* t */) {
+    return p + 4 <= end && buf[p + 1] === 0x72 && buf[p + 2] === 0x75 && buf[p + 3] === 0x65
+      ? p + 4
+      : -1;
+  }
+  if (c === 0x66 /* f */) {
+    return p + 5 <= end &&
+      buf[p + 1] === 0x61 &&
+      buf[p + 2] === 0x6c &&
+      buf[p + 3] === 0x73 &&
+      buf[p + 4] === 0x65
+      ? p + 5
+      : -1;
+  }
+  if (c === 0x6e /* n */) {
+    return p + 4 <= end && buf[p + 1] === 0x75 && buf[p + 2] === 0x6c && buf[p + 3] === 0x6c
+      ? p + 4
+      : -1;
+  }
+  return -1;
+}
+
+/** Which of type/id/parentId the key body `s..e` (no quotes) is, escapes decoded. */
+function keyTarget(buf: Buffer, s: number, e: number, escaped: boolean): number {
+  const n = e - s;
+  if (escaped) {
+    if (n > MAX_TARGET_KEY_BYTES) return KEY_NONE;
+    const key = JSON.parse(buf.toString("utf8", s - 1, e + 1)) as string;
+    return key === "type"
+      ? KEY_TYPE
+      : key === "id"
+        ? KEY_ID
+        : key === "parentId"
+          ? KEY_PARENT_ID
+          : KEY_NONE;
+  }
+  // Unescaped: bytes below 0x80 decode to themselves and others to non-ASCII, so compare bytes.
+  if (n === 4) {
+    return buf[s] === 0x74 && buf[s + 1] === 0x79 && buf[s + 2] === 0x70 && buf[s + 3] === 0x65
+      ? KEY_TYPE
+      : KEY_NONE;
+  }
+  if (n === 2) return buf[s] === 0x69 && buf[s + 1] === 0x64 ? KEY_ID : KEY_NONE;
+  if (n === 8) {
+    return buf[s] === 0x70 &&
+      buf[s + 1] === 0x61 &&
+      buf[s + 2] === 0x72 &&
+      buf[s + 3] === 0x65 &&
+      buf[s + 4] === 0x6e &&
+      buf[s + 5] === 0x74 &&
+      buf[s + 6] === 0x49 &&
+      buf[s + 7] === 0x64
+      ? KEY_PARENT_ID
+      : KEY_NONE;
+  }
+  return KEY_NONE;
+}
+
+/** The value of a scanned string body `s..e` (no quotes), as JSON.parse decodes it. */
+function decodeString(buf: Buffer, s: number, e: number, escaped: boolean): string {
+  // The body is delimited by ASCII quotes, so decoding it alone gives the same characters as
+  // decoding the whole line; escapes are left to JSON.parse on the quoted body.
+  return escaped
+    ? (JSON.parse(buf.toString("utf8", s - 1, e + 1)) as string)
+    : buf.toString("utf8", s, e);
+}
+
+/** The truth this scanner must match, used for lines too long for `toString` to decode. */
+function factsByParse(buf: Buffer, start: number, end: number): LineFacts {
+  let v: unknown;
+  try {
+    v = JSON.parse(buf.toString("utf8", start, end));
+  } catch {
+    return NOT_JSON;
+  }
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return NOT_OBJECT;
+  const o = v as Record<string, unknown>;
+  const pick = (x: unknown) => (typeof x === "string" || x === null ? x : NON_STRING);
+  const hasType = Object.hasOwn(o, "type");
+  const hasId = Object.hasOwn(o, "id");
+  const hasParentId = Object.hasOwn(o, "parentId");
+  return {
+    json: true,
+    object: true,
+    type: hasType ? pick(o.type) : undefined,
+    id: hasId ? pick(o.id) : undefined,
+    parentId: hasParentId ? pick(o.parentId) : undefined,
+    hasType,
+    hasId,
+    hasParentId,
+  };
+}
+
+/**
+ * Reads `"key" :` from `p` (whitespace first); returns the index after the colon or -1. When
+ * `topLevel`, sets `keyFound` to which of type/id/parentId the key is.
+ */
+function readKey(
+  buf: Buffer,
+  p: number,
+  end: number,
+  words: Int32Array,
+  base: number,
+  topLevel: boolean,
+): number {
+  p = skipWs(buf, p, end);
+  if (p >= end || buf[p] !== QUOTE) return -1;
+  const close = scanString(buf, p + 1, end, words, base);
+  if (close < 0) return -1;
+  if (topLevel) keyFound = keyTarget(buf, p + 1, close, sawEscape);
+  p = skipWs(buf, close + 1, end);
+  return p < end && buf[p] === COLON ? p + 1 : -1;
+}
+
+/**
+ * What `JSON.parse(buf.toString("utf8", start, end))` would make of the line `start..end`:
+ * whether it parses, whether it is an object, and its top-level type, id and parentId.
+ * Lines longer than the longest string V8 can make are handed to exactly that expression.
+ */
+export function scanLine(buf: Buffer, start: number, end: number): LineFacts {
+  // Clamp as toString does (integer offsets assumed).
+  if (start < 0) start = 0;
+  if (end > buf.length) end = buf.length;
+  if (end < start) end = start;
+  if (end - start > constants.MAX_STRING_LENGTH) return factsByParse(buf, start, end);
+
+  // The line's whole 4-byte-aligned words, for skipping string bodies (offsets may pass 2^31,
+  // so no bit operations on them here). Big-endian hosts read bytes one at a time.
+  const abs = buf.byteOffset + start;
+  const alignedAbs = abs + ((4 - (abs % 4)) % 4);
+  const wordCount = LITTLE_ENDIAN
+    ? Math.max(0, Math.floor((buf.byteOffset + end - alignedAbs) / 4))
+    : 0;
+  const words = wordCount > 0 ? new Int32Array(buf.buffer, alignedAbs, wordCount) : NO_WORDS;
+  const base = alignedAbs - buf.byteOffset;
+
+  let type: unknown;
+  let id: unknown;
+  let parentId: unknown;
+  let hasType = false;
+  let hasId = false;
+  let hasParentId = false;
+  let depth = 0;
+  let st = stack;
+  let p = skipWs(buf, start, end);
+  const isObject = p < end && buf[p] === OPEN_OBJ;
+  keyFound = KEY_NONE;
+
+  for (;;) {
+    // A value starts here. `keyFound` names it when it is a top-level type, id or parentId.
+    p = skipWs(buf, p, end);
+    if (p >= end) return NOT_JSON;
+    const c = buf[p]!;
+    let value: unknown = NON_STRING;
+    if (c === OPEN_OBJ || c === OPEN_ARR) {
+      if (depth === st.length) {
+        const grown = new Uint8Array(st.length * 2);
+        grown.set(st);
+        st = grown;
+        // Keep a grown stack for later lines, unless one pathological line made it huge.
+        if (grown.length <= 4096) stack = grown;
+      }
+      st[depth++] = c === OPEN_OBJ ? IN_OBJECT : IN_ARRAY;
+      p = skipWs(buf, p + 1, end);
+      if (p < end && buf[p] === (c === OPEN_OBJ ? CLOSE_OBJ : CLOSE_ARR)) {
+        depth--;
+        p++;
+      } else {
+        if (depth === 2 && keyFound !== KEY_NONE) {
+          // A top-level member whose value is an object or array.
+          if (keyFound === KEY_TYPE) {
+            type = NON_STRING;
+            hasType = true;
+          } else if (keyFound === KEY_ID) {
+            id = NON_STRING;
+            hasId = true;
+          } else {
+            parentId = NON_STRING;
+            hasParentId = true;
+          }
+          keyFound = KEY_NONE;
+        }
+        if (c === OPEN_OBJ) {
+          p = readKey(buf, p, end, words, base, depth === 1);
+          if (p < 0) return NOT_JSON;
+        }
+        continue;
+      }
+    } else if (c === QUOTE) {
+      const close = scanString(buf, p + 1, end, words, base);
+      if (close < 0) return NOT_JSON;
+      if (keyFound !== KEY_NONE) value = decodeString(buf, p + 1, close, sawEscape);
+      p = close + 1;
+    } else if (c === MINUS || (c >= DIGIT_0 && c <= DIGIT_9)) {
+      p = scanNumber(buf, p, end);
+      if (p < 0) return NOT_JSON;
+    } else {
+      p = scanLiteral(buf, p, end);
+      if (p < 0) return NOT_JSON;
+      if (c === 0x6e /* n */) value = null;
+    }
+    if (keyFound !== KEY_NONE) {
+      // Only top-level members set keyFound, and nested values clear it before they start.
+      if (keyFound === KEY_TYPE) {
+        type = value;
+        hasType = true;
+      } else if (keyFound === KEY_ID) {
+        id = value;
+        hasId = true;
+      } else {
+        parentId = value;
+        hasParentId = true;
+      }
+      keyFound = KEY_NONE;
+    }
+
+    // A value ended: close containers and take commas until the next value starts.
+    for (;;) {
+      p = skipWs(buf, p, end);
+      if (depth === 0) {
+        if (p !== end) return NOT_JSON;
+        if (!isObject) return NOT_OBJECT;
+        return { json: true, object: true, type, id, parentId, hasType, hasId, hasParentId };
+      }
+      if (p >= end) return NOT_JSON;
+      const d = buf[p]!;
+      const inObject = st[depth - 1] === IN_OBJECT;
+      if (d === COMMA) {
+        p++;
+        if (inObject) {
+          p = readKey(buf, p, end, words, base, depth === 1);
+          if (p < 0) return NOT_JSON;
+        }
+        break;
+      }
+      if (d !== (inObject ? CLOSE_OBJ : CLOSE_ARR)) return NOT_JSON;
+      depth--;
+      p++;
+    }
+  }
+}
