@@ -31,6 +31,7 @@ import {
 } from "./sources.ts";
 
 const HEAD_BYTES = 64 * 1024;
+const HEADER_MAX = 1024 * 1024;
 const TITLE_CHARS = 120;
 
 /**
@@ -154,7 +155,10 @@ function readHead(root: PiRoot, path: string, st: BigIntStats, row: CatalogueRow
       return refusedRow(row, new Refusal("unsafe-path", "swapped"));
     }
     const size = Number(fst.size);
-    const head = readRange(fd, 0, Math.min(size, HEAD_BYTES));
+    let head = readRange(fd, 0, Math.min(size, HEAD_BYTES));
+    // A header may carry a long cwd or metadata: Pi scans up to 1 MiB for it (SM:258).
+    if (head.indexOf(0x0a) < 0 && size > head.length)
+      head = readRange(fd, 0, Math.min(size, HEADER_MAX));
     const lastNl = head.lastIndexOf(0x0a);
     const whole = head.subarray(0, lastNl + 1);
     const header = parseHeader(

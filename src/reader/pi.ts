@@ -125,8 +125,11 @@ export function parseHeader(buf: Buffer, hasPartial: boolean, projectRoot: strin
       "The session's working directory is relative or outside this project.",
     );
   }
-  // A missing version is v1 (SM:75-85).
-  const version = typeof obj.version === "number" ? obj.version : 1;
+  // A missing version is v1, and Pi compares whatever is there with `<` (SM:75-85), so "1" is v1
+  // too and a version that is not a number at all is not.
+  const raw = obj.version ?? 1;
+  const n = typeof raw === "number" || typeof raw === "string" ? Number(raw) : Number.NaN;
+  const version = Number.isNaN(n) ? 3 : n;
   return {
     id: obj.id,
     cwd,

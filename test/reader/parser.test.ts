@@ -555,3 +555,42 @@ function shape(s: ReturnType<typeof parseSession>) {
     items: s.branches.map((b) => branchItems(s, b).map(itemKey)),
   };
 }
+
+describe("header versions and sizes", () => {
+  it('compares the header version as Pi does: the string "1" is v1, "3" and garbage are not', (t) => {
+    const p = project(tempDir(t));
+    const entryless = (version: unknown) => [
+      { type: "session", version, id: "h", timestamp: ts(0), cwd: p.projectRoot },
+      { type: "message", timestamp: ts(1), message: { role: "user", content: "no id" } },
+      user("u", null, "with id"),
+    ];
+    writeSession(p.sessionsDir, "s1.jsonl", entryless("1"));
+    writeSession(p.sessionsDir, "s3.jsonl", entryless("3"));
+    writeSession(p.sessionsDir, "sx.jsonl", entryless({ major: 3 }));
+    const reader = readerFor(p);
+    assert.deepEqual(entriesOf(readAll(reader, idOf(reader, "s1.jsonl")).parts), [
+      "n.line-2",
+      "n.line-3",
+    ]);
+    assert.deepEqual(entriesOf(readAll(reader, idOf(reader, "s3.jsonl")).parts), [
+      "x.line-2",
+      "n.u",
+    ]);
+    assert.deepEqual(entriesOf(readAll(reader, idOf(reader, "sx.jsonl")).parts), [
+      "x.line-2",
+      "n.u",
+    ]);
+  });
+
+  it("lists a session whose header is longer than 64 KiB", (t) => {
+    const p = project(tempDir(t));
+    writeSession(p.sessionsDir, "big-header.jsonl", [
+      header(p.projectRoot, { extra: "m".repeat(200_000) }),
+      user("u", null, "long header, short talk"),
+    ]);
+    const reader = readerFor(p);
+    const row = reader.catalogue().conversations[0];
+    assert.equal(row?.unsupportedReason, null);
+    assert.equal(row?.title, "long header, short talk");
+  });
+});
