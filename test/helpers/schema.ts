@@ -4,6 +4,7 @@
 import { AssertionError } from "node:assert";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import schema from "../../schema/chat-01.schema.json" with { type: "json" };
+import type { ClaimHolder, ClaimRevision } from "../../src/control/claim.ts";
 import {
   type Block,
   type BranchInfo,
@@ -43,6 +44,8 @@ export type SchemaRecords = {
   refusedRoot: RefusedRoot;
   catalogue: Catalogue;
   readResult: ReadResult;
+  claimHolder: ClaimHolder;
+  claimRevision: ClaimRevision;
 };
 export type SchemaDef = keyof SchemaRecords;
 
