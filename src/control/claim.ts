@@ -4,278 +4,46 @@
 // both win a revision. Never overwrites, renames or deletes a revision; one it cannot parse
 // refuses `unsafe-replacement`. docs/claim.md holds the format and the state machine.
 
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { constants } from "node:fs";
 import { link, lstat, mkdir, open, readdir, readFile, readlink, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import { basename, isAbsolute, join, resolve } from "node:path";
-import { ID_PATTERN } from "../protocol/chat-01.ts";
+import {
+  ACQUIRE_ATTEMPTS,
+  type Assessment,
+  type Claim,
+  type ClaimHolder,
+  type ClaimInspection,
+  type ClaimRevision,
+  type ClaimState,
+  type ClaimStoreOptions,
+  type ClaimVerdict,
+  checkKeys,
+  DIGEST,
+  ENDED,
+  errnoOf,
+  KEBAB,
+  type KeyKind,
+  type Liveness,
+  MAX_REVISION,
+  MAX_REVISION_BYTES,
+  type Machine,
+  NEXT,
+  nameHolder,
+  nameOf,
+  parseHolder,
+  parseRevision,
+  REVISION_NAME,
+  readProcessStart,
+  revisionOf,
+  type SeatKey,
+  sameHolder,
+  seatDigest,
+} from "./claim-record.ts";
 import { ControlRefusal } from "./refusal.ts";
 
-export const CLAIM_STATES = [
-  "held",
-  "stopping",
-  "uncertain",
-  "stopped-proven",
-  "released",
-] as const;
-export type ClaimState = (typeof CLAIM_STATES)[number];
-export type KeyKind = "session" | "seat";
-
-/** A controller seat: the project root (absolute, normalized) and the seat's directory name. */
-export type SeatKey = { projectRoot: string; seat: string };
-
-/** Who holds (or wrote) a revision: a process named so that a reused pid is never mistaken. */
-export type ClaimHolder = {
-  host: string;
-  bootId: string;
-  pidNamespace: string;
-  pid: number;
-  /** /proc/<pid>/stat field 22: clock ticks after boot at which the process started. */
-  startTime: number;
-  execution: string;
-  incarnation: string;
-};
-
-/** One revision file: CHAT-01 v2 `claimRevision`. */
-export type ClaimRevision = {
-  version: 2;
-  kind: "claim-revision";
-  key: KeyKind;
-  revision: number;
-  previous: number | null;
-  seatKey: SeatKey;
-  sessionKey: string;
-  state: ClaimState;
-  holder: ClaimHolder;
-  writer: ClaimHolder;
-  at: string;
-  reason: string;
-  proof: string | null;
-};
-
-/**
- * A handle on one holder's claim: the latest revision it has on each key, or null where the
- * holder's revision is not the key's latest (it never got that key). Every write returns a new
- * handle; an old one is stale and refuses `already-active`.
- */
-export type Claim = {
-  readonly seatKey: SeatKey;
-  readonly sessionKey: string;
-  readonly holder: ClaimHolder;
-  readonly state: ClaimState;
-  readonly revisions: { readonly session: number | null; readonly seat: number | null };
-};
-
-export type ClaimVerdict = "free" | "already-active" | "unsafe-replacement" | "foreign-host";
-
-export type ClaimInspection = {
-  verdict: ClaimVerdict;
-  why: string;
-  session: ClaimRevision | null;
-  seat: ClaimRevision | null;
-  /** The claim that blocks, so a recovery can record its proven stop; null when free. */
-  blocking: Claim | null;
-};
-
-/** This machine as the store judges holders: host name, boot id and pid namespace. */
-export type Machine = { host: string; bootId: string; pidNamespace: string };
-
-export type ClaimStoreOptions = {
-  root: string;
-  /** Overrides parts of this machine's identity (tests use it to play another host or boot). */
-  machine?: Partial<Machine>;
-  /** Test hook, called after each revision is committed; the crash tests die in it. */
-  afterWrite?: (revision: ClaimRevision) => void;
-};
-
-type Liveness = { status: "alive" | "dead" | "foreign"; why: string };
-type Assessment = {
-  latest: ClaimRevision | null;
-  block: Omit<ClaimInspection, "session" | "seat">;
-  /** The reason code an acquire records on this key when the verdict is free. */
-  reason: string;
-};
-
-const REVISION_NAME = /^r(\d{10})\.json$/;
-const MAX_REVISION = 9_999_999_999;
-const MAX_REVISION_BYTES = 64 * 1024;
-const ACQUIRE_ATTEMPTS = 5;
-const KEBAB = /^[a-z][a-z0-9-]{0,63}$/;
-const DIGEST = /^[0-9a-f]{64}$/;
-const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
-const ENDED: readonly ClaimState[] = ["stopped-proven", "released"];
-const NEXT: Record<ClaimState, readonly ClaimState[]> = {
-  held: ["stopping", "uncertain", "stopped-proven", "released"],
-  stopping: ["uncertain", "stopped-proven", "released"],
-  uncertain: ["stopping", "uncertain", "stopped-proven"],
-  "stopped-proven": [],
-  released: [],
-};
-
-function errnoOf(e: unknown): string | undefined {
-  return e instanceof Error && "code" in e && typeof e.code === "string" ? e.code : undefined;
-}
-
-function nameOf(n: number): string {
-  return `r${String(n).padStart(10, "0")}.json`;
-}
-
-export function sameHolder(a: ClaimHolder, b: ClaimHolder): boolean {
-  return (
-    a.host === b.host &&
-    a.bootId === b.bootId &&
-    a.pidNamespace === b.pidNamespace &&
-    a.pid === b.pid &&
-    a.startTime === b.startTime &&
-    a.execution === b.execution &&
-    a.incarnation === b.incarnation
-  );
-}
-
-function nameHolder(h: ClaimHolder): string {
-  return `pid ${h.pid} on ${h.host} (execution ${h.execution})`;
-}
-
-/** Field 22 of /proc/<pid>/stat, and whether the process is a zombie; null when it is gone. */
-export async function readProcessStart(
-  pid: number,
-): Promise<{ startTime: number; zombie: boolean } | null> {
-  let text: string;
-  try {
-    text = await readFile(`/proc/${pid}/stat`, "utf8");
-  } catch (e) {
-    if (errnoOf(e) === "ENOENT" || errnoOf(e) === "ESRCH") return null;
-    throw e;
-  }
-  // comm (field 2) is in parentheses and may hold spaces or ')'; fields 3.. follow the last ')'.
-  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
-  const startTime = Number(fields[19]);
-  if (!Number.isSafeInteger(startTime)) throw new Error(`unparsable /proc/${pid}/stat`);
-  return { startTime, zombie: fields[0] === "Z" || fields[0] === "X" };
-}
-
-function checkKeys(seatKey: SeatKey, sessionKey: string): void {
-  const { projectRoot, seat } = seatKey;
-  if (!isAbsolute(projectRoot) || resolve(projectRoot) !== projectRoot) {
-    throw new ControlRefusal("configuration", "The seat key's project root must be absolute.");
-  }
-  if (!/^[^/\0]{1,255}$/.test(seat) || seat === "." || seat === "..") {
-    throw new ControlRefusal("configuration", "The seat key's seat must be one directory name.");
-  }
-  if (!ID_PATTERN.test(sessionKey)) {
-    throw new ControlRefusal("configuration", "The session key (header id) is not a CHAT-01 id.");
-  }
-}
-
-function seatDigest(seatKey: SeatKey): string {
-  return createHash("sha256")
-    .update(JSON.stringify([seatKey.projectRoot, seatKey.seat]))
-    .digest("hex");
-}
-
-// ---- parsing a revision from unknown ----
-
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
-const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
-const exactKeys = (o: Obj, keys: string[]): boolean =>
-  Object.keys(o).length === keys.length && keys.every((k) => Object.hasOwn(o, k));
-const HOLDER_KEYS = "host bootId pidNamespace pid startTime execution incarnation".split(" ");
-
-function parseHolder(v: unknown): ClaimHolder | string {
-  if (!isObj(v) || !exactKeys(v, HOLDER_KEYS)) return "not a holder object";
-  const { host, bootId, pidNamespace, pid, startTime, execution, incarnation } = v;
-  if (typeof host !== "string" || host.length === 0 || host.length > 255) return "bad host";
-  if (typeof bootId !== "string" || !/^[0-9a-f-]{1,64}$/.test(bootId)) return "bad bootId";
-  if (typeof pidNamespace !== "string" || pidNamespace.length === 0 || pidNamespace.length > 64) {
-    return "bad pidNamespace";
-  }
-  if (!isCount(pid) || pid === 0 || !isCount(startTime)) return "bad pid or startTime";
-  if (typeof execution !== "string" || !ID_PATTERN.test(execution)) return "bad execution";
-  if (typeof incarnation !== "string" || !ID_PATTERN.test(incarnation)) return "bad incarnation";
-  return { host, bootId, pidNamespace, pid, startTime, execution, incarnation };
-}
-
-const REVISION_KEYS =
-  "version kind key revision previous seatKey sessionKey state holder writer at reason proof".split(
-    " ",
-  );
-
-/** Parses revision `n` of a `key` directory; a string says what is wrong with it. */
-export function parseRevision(v: unknown, key: KeyKind, n: number): ClaimRevision | string {
-  if (!isObj(v) || !exactKeys(v, REVISION_KEYS)) return "not a claim revision object";
-  if (v.version !== 2 || v.kind !== "claim-revision") return "not a version 2 claim revision";
-  if (v.key !== key) return `key is ${String(v.key)} in a ${key} directory`;
-  if (v.revision !== n) return `revision ${String(v.revision)} in file ${nameOf(n)}`;
-  if (v.previous !== (n > 1 ? n - 1 : null)) return "previous is not the revision before";
-  const seatKey = v.seatKey;
-  if (!isObj(seatKey) || !exactKeys(seatKey, ["projectRoot", "seat"])) return "bad seatKey";
-  const { projectRoot, seat } = seatKey;
-  const { sessionKey, state, at, reason, proof } = v;
-  if (typeof projectRoot !== "string" || typeof seat !== "string") return "bad seatKey";
-  if (typeof sessionKey !== "string") return "bad sessionKey";
-  try {
-    checkKeys({ projectRoot, seat }, sessionKey);
-  } catch (e) {
-    return e instanceof Error ? e.message : "bad keys";
-  }
-  const known = CLAIM_STATES as readonly unknown[];
-  if (!known.includes(state)) return "bad state";
-  const holder = parseHolder(v.holder);
-  if (typeof holder === "string") return `holder: ${holder}`;
-  const writer = parseHolder(v.writer);
-  if (typeof writer === "string") return `writer: ${writer}`;
-  if (typeof at !== "string" || !DATE_TIME.test(at)) return "bad at";
-  if (typeof reason !== "string" || !KEBAB.test(reason)) return "bad reason";
-  const proven = state === "stopped-proven";
-  if (proven ? typeof proof !== "string" || !DIGEST.test(proof) : proof !== null) {
-    return "proof must be a SHA-256 exactly when the state is stopped-proven";
-  }
-  const record = { seatKey: { projectRoot, seat }, sessionKey, holder, writer };
-  return revisionOf(
-    record,
-    key,
-    n,
-    state as ClaimState,
-    reason,
-    proven ? (proof as string) : null,
-    at,
-  );
-}
-
-type ClaimKeys = { seatKey: SeatKey; sessionKey: string; holder: ClaimHolder; writer: ClaimHolder };
-
-/** A revision with its fields in the documented order. */
-function revisionOf(
-  c: ClaimKeys,
-  key: KeyKind,
-  n: number,
-  state: ClaimState,
-  reason: string,
-  proof: string | null,
-  at = new Date().toISOString(),
-): ClaimRevision {
-  const { seatKey, sessionKey, holder, writer } = c;
-  const previous = n > 1 ? n - 1 : null;
-  return {
-    version: 2,
-    kind: "claim-revision",
-    key,
-    revision: n,
-    previous,
-    seatKey,
-    sessionKey,
-    state,
-    holder,
-    writer,
-    at,
-    reason,
-    proof,
-  };
-}
-
-// ---- the store ----
+export * from "./claim-record.ts";
 
 /** A directory of writer claims. See docs/claim.md. */
 export class ClaimStore {
