@@ -1,0 +1,305 @@
+// The controller's socket protocol (CHAT-01 version 2): one JSON message per LF-framed line,
+// a union per direction discriminated on `type`. parseClientMessage is the only way a line from
+// a client becomes a message: it checks every field and returns a refusal reason otherwise.
+// docs/control-protocol.md describes each message with an example exchange.
+import { ID_PATTERN } from "../protocol/chat-01.ts";
+import type { ControlRefusalCode } from "./refusal.ts";
+
+export const PROTOCOL_VERSION = 2;
+/** The longest prompt text (characters), as CHAT-01 strings. */
+export const MAX_PROMPT_CHARS = 262_144;
+
+/** Operations a grant's capabilities name. */
+export const OPERATIONS = [
+  "observe",
+  "takeover",
+  "release",
+  "prompt",
+  "interrupt",
+  "confirm",
+  "force-stop",
+  "recover",
+  "launch",
+] as const;
+export type Operation = (typeof OPERATIONS)[number];
+
+/** Operations behind a confirmation (seed: Confirmations). */
+export const CONFIRMED_OPERATIONS = ["force-stop", "recover"] as const;
+export type ConfirmedOperation = (typeof CONFIRMED_OPERATIONS)[number];
+
+export type Grant = {
+  id: string;
+  actor: string;
+  capabilities: Operation[];
+  /** False once revoked: a hello naming it refuses `grant`. */
+  active?: boolean;
+};
+
+/** Names what a request acts on; each present field must match the controller's binding. */
+export type Target = { conversation?: string; execution?: string; branch?: string };
+
+type RequestBase = {
+  type: "request";
+  /** Chosen by the client, unique per connection; reusing it with other content is refused. */
+  id: string;
+  target?: Target;
+  /** The controller generation the client believes in (required for control operations). */
+  generation?: number;
+  /** The controller incarnation the client was welcomed by. */
+  incarnation?: string;
+};
+
+export type Request =
+  | (RequestBase & { op: "observe"; limit?: number; cursor?: string })
+  | (RequestBase & { op: "takeover" })
+  | (RequestBase & { op: "release" })
+  | (RequestBase & { op: "prompt"; text: string; draft: { id: string; revision: number } })
+  | (RequestBase & { op: "interrupt" })
+  | (RequestBase & { op: "confirm"; operation: ConfirmedOperation })
+  | (RequestBase & { op: "force-stop"; confirmation: string })
+  | (RequestBase & { op: "recover"; confirmation: string })
+  | (RequestBase & { op: "launch"; eligibility: string });
+
+export type Hello = { type: "hello"; protocol: number; grant: string; client?: string };
+
+export type ClientMessage = Hello | Request;
+
+/** Why a prompt's receipt settled without a normal run end (seed: receipt reason codes). */
+export const RECEIPT_REASONS = [
+  "completed",
+  "transport-unknown",
+  "handled-without-run",
+  "ack-without-start",
+  "interrupted",
+  "run-overlap",
+] as const;
+export type ReceiptReason = (typeof RECEIPT_REASONS)[number];
+
+export type Receipt = {
+  id: string;
+  request: string;
+  execution: string;
+  generation: number;
+  state: "admitted" | "settled";
+  reason?: ReceiptReason;
+};
+
+export type Role = "observer" | "controller";
+
+export type ControllerState = {
+  incarnation: string;
+  execution: string;
+  generation: number;
+  /** The connection that controls, or null (an orphan has none, H20). */
+  controllerConnection: string | null;
+  admission: "open" | "fenced" | "never";
+  binding: "bound" | "uncertain";
+};
+
+export type Welcome = {
+  type: "welcome";
+  protocol: number;
+  connection: string;
+  role: Role;
+  conversation: string;
+  state: ControllerState;
+};
+
+export type Reply = {
+  type: "reply";
+  /** The request id, or null when the line was not a request at all. */
+  id: string | null;
+  outcome: "admitted" | `refused:${ControlRefusalCode}` | "unknown";
+  refusal?: ControlRefusalCode;
+  message?: string;
+  /** A reader refusal code behind a `cursor` refusal. */
+  detail?: string;
+  receipt?: Receipt;
+  result?: unknown;
+};
+
+export type StreamEvent = {
+  type: "event";
+  streamEpoch: string;
+  sequence: number;
+  /** A stable id: the same event repeated has the same id and the same bytes. */
+  id: string;
+  event: { kind: string; [k: string]: unknown };
+};
+
+export type Dialog = {
+  type: "dialog";
+  id: string;
+  method: "select" | "confirm" | "input" | "editor";
+  title: string;
+  disabled: true;
+  reason: string;
+};
+
+export type StateChange = { type: "state"; state: ControllerState };
+
+export type ControllerMessage = Welcome | Reply | StreamEvent | Dialog | StateChange;
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
+const isId = (v: unknown): v is string => typeof v === "string" && ID_PATTERN.test(v);
+const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+
+export type Parsed = { ok: true; message: ClientMessage } | { ok: false; reason: string };
+
+const REQUEST_KEYS = new Set(["type", "id", "op", "target", "generation", "incarnation"]);
+const OP_KEYS: Record<Operation, string[]> = {
+  observe: ["limit", "cursor"],
+  takeover: [],
+  release: [],
+  prompt: ["text", "draft"],
+  interrupt: [],
+  confirm: ["operation"],
+  "force-stop": ["confirmation"],
+  recover: ["confirmation"],
+  launch: ["eligibility"],
+};
+
+function bad(reason: string): Parsed {
+  return { ok: false, reason };
+}
+
+/** Parses one decoded line from a client. Unknown fields are refused, not ignored. */
+export function parseClientMessage(line: string): Parsed {
+  let v: unknown;
+  try {
+    v = JSON.parse(line);
+  } catch {
+    return bad("the line is not JSON");
+  }
+  if (!isObj(v)) return bad("a message is a JSON object");
+  if (v.type === "hello") {
+    for (const k of Object.keys(v)) {
+      if (!["type", "protocol", "grant", "client"].includes(k))
+        return bad(`hello has an unknown field ${k}`);
+    }
+    if (v.protocol !== PROTOCOL_VERSION) return bad(`hello must name protocol ${PROTOCOL_VERSION}`);
+    if (!isId(v.grant)) return bad("hello must name a grant id");
+    if (v.client !== undefined && (typeof v.client !== "string" || v.client.length > 200)) {
+      return bad("hello's client is a short string");
+    }
+    const hello: Hello = { type: "hello", protocol: v.protocol, grant: v.grant };
+    if (typeof v.client === "string") hello.client = v.client;
+    return { ok: true, message: hello };
+  }
+  if (v.type !== "request") return bad("a message is a hello or a request");
+  return parseRequest(v);
+}
+
+function parseRequest(v: Obj): Parsed {
+  if (!isId(v.id)) return bad("a request needs an id");
+  if (typeof v.op !== "string" || !(OPERATIONS as readonly string[]).includes(v.op)) {
+    return bad("a request needs a known op");
+  }
+  const op = v.op as Operation;
+  for (const k of Object.keys(v)) {
+    if (!REQUEST_KEYS.has(k) && !OP_KEYS[op].includes(k))
+      return bad(`${op} has an unknown field ${k}`);
+  }
+  const base: RequestBase = { type: "request", id: v.id };
+  if (v.target !== undefined) {
+    const target = parseTarget(v.target);
+    if (target === null) return bad("target names conversation, execution and branch ids only");
+    base.target = target;
+  }
+  if (v.generation !== undefined) {
+    if (!isCount(v.generation)) return bad("generation is a count");
+    base.generation = v.generation;
+  }
+  if (v.incarnation !== undefined) {
+    if (!isId(v.incarnation)) return bad("incarnation is an id");
+    base.incarnation = v.incarnation;
+  }
+  switch (op) {
+    case "observe": {
+      const r: Request = { ...base, op };
+      if (v.limit !== undefined) {
+        if (
+          !Number.isSafeInteger(v.limit) ||
+          (v.limit as number) < 1 ||
+          (v.limit as number) > 100
+        ) {
+          return bad("limit is 1 to 100");
+        }
+        r.limit = v.limit as number;
+      }
+      if (v.cursor !== undefined) {
+        if (typeof v.cursor !== "string" || v.cursor.length === 0 || v.cursor.length > 512) {
+          return bad("cursor is a cursor id");
+        }
+        r.cursor = v.cursor;
+      }
+      return { ok: true, message: r };
+    }
+    case "takeover":
+    case "release":
+    case "interrupt":
+      return { ok: true, message: { ...base, op } };
+    case "prompt": {
+      // Text is checked by the text policy at admission (draft, text-policy), not here: a
+      // prompt with bad text is a well-formed request that admission refuses.
+      if (!isObj(v.draft) || !isId(v.draft.id) || !isCount(v.draft.revision)) {
+        return bad("prompt needs a draft { id, revision }");
+      }
+      if (Object.keys(v.draft).some((k) => k !== "id" && k !== "revision")) {
+        return bad("draft has only id and revision");
+      }
+      const text = typeof v.text === "string" ? v.text : "";
+      if (v.text !== undefined && typeof v.text !== "string") return bad("prompt text is a string");
+      return {
+        ok: true,
+        message: { ...base, op, text, draft: { id: v.draft.id, revision: v.draft.revision } },
+      };
+    }
+    case "confirm": {
+      if (!(CONFIRMED_OPERATIONS as readonly unknown[]).includes(v.operation)) {
+        return bad("confirm names force-stop or recover");
+      }
+      return { ok: true, message: { ...base, op, operation: v.operation as ConfirmedOperation } };
+    }
+    case "force-stop":
+    case "recover": {
+      if (!isId(v.confirmation)) return bad(`${op} needs a confirmation id`);
+      return { ok: true, message: { ...base, op, confirmation: v.confirmation } };
+    }
+    case "launch": {
+      if (!isId(v.eligibility)) return bad("launch needs an eligibility id");
+      return { ok: true, message: { ...base, op, eligibility: v.eligibility } };
+    }
+    default: {
+      const never: never = op;
+      return bad(`unknown op ${String(never)}`);
+    }
+  }
+}
+
+function parseTarget(v: unknown): Target | null {
+  if (!isObj(v)) return null;
+  const t: Target = {};
+  for (const [k, val] of Object.entries(v)) {
+    if (k !== "conversation" && k !== "execution" && k !== "branch") return null;
+    if (typeof val !== "string" || val.length === 0 || val.length > 200) return null;
+    t[k] = val;
+  }
+  return t;
+}
+
+/** The canonical content of a request (keys sorted at every level), to recognise a request id
+ * reused with other content (`conflicting-request`). */
+export function canonicalRequest(r: Request): string {
+  return canonical(r);
+}
+
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
+  if (isObj(v)) {
+    const keys = Object.keys(v).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical(v[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(v) ?? "null";
+}
