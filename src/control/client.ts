@@ -1,0 +1,628 @@
+// ConversationClient: the library every client of a controller uses (seed: Mediated control).
+// One Unix socket, LF-framed JSON lines (framing.ts), the messages of protocol.ts. Invariants:
+// every controller line passes parseControllerMessage before use; a request is written at most
+// once and never resent; every pending request settles (its reply, or `unknown` on a timeout or
+// when the socket closes); a request made while not connected refuses `channel`.
+import { randomUUID } from "node:crypto";
+import { createConnection, type Socket } from "node:net";
+import { isCount, isId, isObj, type Obj, parseControllerMessage } from "./controller-message.ts";
+import { encodeLine, FramingError, LineSplitter } from "./framing.ts";
+import {
+  CONFIRMED_OPERATIONS,
+  type ConfirmedOperation,
+  type ControllerMessage,
+  type ControllerState,
+  type Dialog,
+  type Hello,
+  PROTOCOL_VERSION,
+  type Receipt,
+  type Reply,
+  type Request,
+  type Role,
+  type StreamEvent,
+  type Welcome,
+} from "./protocol.ts";
+import type { ControlRefusalCode } from "./refusal.ts";
+
+export { type ParsedControllerMessage, parseControllerMessage } from "./controller-message.ts";
+/** A refusal, from the controller or (`channel`, `malformed`) from this library. */
+export type Refused = {
+  [C in ControlRefusalCode]: {
+    outcome: `refused:${C}`;
+    refusal: C;
+    message: string;
+    /** A reader refusal code behind a `cursor` refusal. */
+    detail?: string;
+  };
+}[ControlRefusalCode];
+
+/**
+ * The request was written but its outcome is lost: the socket closed or the timeout passed
+ * before its reply, the controller replied `unknown`, or the reply broke the protocol. Never
+ * resent; check the transcript.
+ */
+export type Unknown = { outcome: "unknown"; request: string; message: string };
+
+export type Outcome<T extends object> = ({ outcome: "admitted" } & T) | Refused | Unknown;
+
+/** takeover, release, interrupt, force-stop, launch: `result` is whatever the reply carried. */
+export type ControlOutcome = Outcome<{ result?: unknown }>;
+export type PromptOutcome = Outcome<{ receipt: Receipt }>;
+export type ConfirmOutcome = Outcome<{ confirmation: string; result: unknown }>;
+export type RecoverOutcome = Outcome<{ eligibility: string; result: unknown }>;
+
+/** The seam between an observe page and the live stream (seed: The seam). */
+export type Seam = {
+  replay: "unavailable";
+  streamEpoch: string;
+  /** The first live sequence number that follows the page. */
+  fromSequence: number;
+  reconcile: true;
+  /** No run visible and no prompt in the slot as the page was read: nothing at the cut. */
+  quiet: boolean;
+};
+
+/** `result` is the controller's whole observe result (the reader page and more). */
+export type ObserveOutcome = Outcome<{ seam: Seam; result: Obj }>;
+
+/** Which request a `confirmed` outcome came from: the confirm, or the operation using it. */
+export type Confirmed<T> = T & { step: "confirm" | "use" };
+
+/** Why `connect` rejected. `refused` carries the controller's refusal (`grant`, `malformed`). */
+export type ConnectErrorCode =
+  | "already-connected"
+  | "channel"
+  | "timeout"
+  | "refused"
+  | "invalid"
+  | "protocol";
+
+export class ConnectError extends Error {
+  readonly code: ConnectErrorCode;
+  readonly refusal: ControlRefusalCode | undefined;
+
+  constructor(code: ConnectErrorCode, message: string, refusal?: ControlRefusalCode) {
+    super(message);
+    this.name = "ConnectError";
+    this.code = code;
+    this.refusal = refusal;
+  }
+}
+
+/** Something the controller sent that answers nothing: surfaced, never thrown. */
+export type ClientIssue = {
+  code:
+    | "invalid-line"
+    | "record-too-large"
+    | "unexpected-message"
+    | "unmatched-reply"
+    | "late-reply"
+    | "line-refused"
+    | "unexpected-reply"
+    | "socket-error";
+  message: string;
+  /** The first 200 characters of an invalid line. */
+  line?: string;
+  reply?: Reply;
+};
+
+export type ConversationClientOptions = {
+  socketPath: string;
+  /** The grant id the hello names. */
+  grant: string;
+  /** Sent in the hello as `client`, for the controller's evidence. */
+  clientName?: string;
+  /** How long `connect` waits for its welcome and a request for its reply. Default 60 s. */
+  requestTimeoutMs?: number;
+  /** The longest line accepted from the controller, in bytes. Default framing.ts's 64 MiB. */
+  maxLineBytes?: number;
+};
+
+type Body<R> = R extends unknown
+  ? Omit<R, "type" | "id" | "target" | "generation" | "incarnation">
+  : never;
+type RequestBody = Body<Request>;
+
+type Settled =
+  | { kind: "reply"; id: string; reply: Reply }
+  | { kind: "lost"; id: string; message: string }
+  | { kind: "local"; refusal: "channel" | "malformed"; message: string };
+
+type Pending = { resolve: (s: Settled) => void; timer: NodeJS.Timeout };
+
+type Conn = {
+  socket: Socket;
+  splitter: LineSplitter;
+  welcome: Welcome | null;
+  hello: {
+    resolve: (w: Welcome) => void;
+    reject: (e: Error) => void;
+    timer: NodeJS.Timeout;
+  } | null;
+  pending: Map<string, Pending>;
+  /** Ids that timed out, so a late reply is named as such; the oldest are forgotten. */
+  late: Set<string>;
+  error: Error | null;
+  closed: Promise<void>;
+};
+
+const LATE_IDS_KEPT = 1000;
+
+export class ConversationClient {
+  readonly #socketPath: string;
+  readonly #grant: string;
+  readonly #clientName: string | undefined;
+  readonly #timeoutMs: number;
+  readonly #maxLineBytes: number | undefined;
+  readonly #eventFns = new Set<(e: StreamEvent) => void>();
+  readonly #dialogFns = new Set<(d: Dialog) => void>();
+  readonly #stateFns = new Set<(s: ControllerState) => void>();
+  readonly #issueFns = new Set<(i: ClientIssue) => void>();
+  readonly #closeFns = new Set<() => void>();
+  #conn: Conn | null = null;
+  #welcome: Welcome | null = null;
+  #state: ControllerState | null = null;
+  #nextId = 1;
+
+  constructor(options: ConversationClientOptions) {
+    this.#socketPath = options.socketPath;
+    this.#grant = options.grant;
+    this.#clientName = options.clientName;
+    this.#timeoutMs = options.requestTimeoutMs ?? 60_000;
+    this.#maxLineBytes = options.maxLineBytes;
+  }
+
+  /** True between a welcome and the socket closing. */
+  get connected(): boolean {
+    return this.#conn?.welcome != null;
+  }
+
+  /** The last welcome, kept after the socket closes. */
+  get welcome(): Welcome | null {
+    return this.#welcome;
+  }
+
+  /** The controller state from the last welcome or `state` message. */
+  get state(): ControllerState | null {
+    return this.#state;
+  }
+
+  /** `controller` while the state names this connection as the controller; null unconnected. */
+  get role(): Role | null {
+    const welcome = this.#conn?.welcome;
+    if (!welcome || !this.#state) return null;
+    return this.#state.controllerConnection === welcome.connection ? "controller" : "observer";
+  }
+
+  /**
+   * Opens the socket, sends the hello and resolves with the welcome (the client starts as an
+   * observer). Rejects with ConnectError: `refused` (the hello's reply, e.g. `grant`), `invalid`
+   * (a line that is not a welcome), `protocol` (another version), `timeout`, `channel` (the
+   * socket failed or closed first), `already-connected`. Callable again after a close.
+   */
+  connect(): Promise<Welcome> {
+    if (this.#conn !== null) {
+      return Promise.reject(new ConnectError("already-connected", "the client is connected"));
+    }
+    return new Promise((resolve, reject) => {
+      const socket = createConnection(this.#socketPath);
+      let markClosed!: () => void;
+      const conn: Conn = {
+        socket,
+        splitter: new LineSplitter(
+          this.#maxLineBytes === undefined ? {} : { maxRecordBytes: this.#maxLineBytes },
+        ),
+        welcome: null,
+        hello: {
+          resolve,
+          reject,
+          timer: setTimeout(() => {
+            this.#failHello(conn, "timeout", `no welcome within ${this.#timeoutMs} ms`);
+          }, this.#timeoutMs),
+        },
+        pending: new Map(),
+        late: new Set(),
+        error: null,
+        closed: new Promise((r) => {
+          markClosed = r;
+        }),
+      };
+      this.#conn = conn;
+      socket.on("connect", () => {
+        const hello: Hello = { type: "hello", protocol: PROTOCOL_VERSION, grant: this.#grant };
+        if (this.#clientName !== undefined) hello.client = this.#clientName;
+        socket.write(encodeLine(hello));
+      });
+      socket.on("data", (chunk: Buffer) => this.#feed(conn, () => conn.splitter.push(chunk)));
+      // A last line without LF still counts (framing.ts); a truncated one fails its parse.
+      socket.on("end", () =>
+        this.#feed(conn, () => {
+          const last = conn.splitter.end();
+          return last === null ? [] : [last];
+        }),
+      );
+      // 'close' follows every 'error'; it settles everything, so the error is only reported.
+      socket.on("error", (e) => {
+        conn.error = e;
+        if (conn.welcome) this.#issue({ code: "socket-error", message: e.message });
+      });
+      socket.on("close", () => {
+        this.#onClose(conn);
+        markClosed();
+      });
+    });
+  }
+
+  /**
+   * Closes the socket. Requests in flight settle `unknown`; later requests refuse `channel`.
+   * Resolves once the socket has closed.
+   */
+  async close(): Promise<void> {
+    const conn = this.#conn;
+    if (conn === null) return;
+    conn.socket.destroy();
+    await conn.closed;
+  }
+
+  /** Stream events in arrival order. Returns the detach function. */
+  onEvent(fn: (event: StreamEvent) => void): () => void {
+    return subscribe(this.#eventFns, fn);
+  }
+
+  /** Pi dialogs, pushed disabled; the controller never answers them. */
+  onDialog(fn: (dialog: Dialog) => void): () => void {
+    return subscribe(this.#dialogFns, fn);
+  }
+
+  /** The controller state, from each welcome and each `state` message. */
+  onState(fn: (state: ControllerState) => void): () => void {
+    return subscribe(this.#stateFns, fn);
+  }
+
+  /** Lines and replies from the controller that answer nothing (see ClientIssue). */
+  onError(fn: (issue: ClientIssue) => void): () => void {
+    return subscribe(this.#issueFns, fn);
+  }
+
+  /** The socket closed, after its pending requests settled. */
+  onClose(fn: () => void): () => void {
+    return subscribe(this.#closeFns, fn);
+  }
+
+  /** A reader page plus the live stream's seam. `limit` (1–100) is advisory. */
+  async observe(options: { limit?: number; cursor?: string } = {}): Promise<ObserveOutcome> {
+    const body: RequestBody = { op: "observe" };
+    const { limit, cursor } = options;
+    if (limit !== undefined) {
+      if (!Number.isSafeInteger(limit) || limit < 1 || limit > 100) {
+        return localRefusal("malformed", "observe's limit is an integer from 1 to 100");
+      }
+      body.limit = limit;
+    }
+    if (cursor !== undefined) {
+      if (typeof cursor !== "string" || cursor.length === 0 || cursor.length > 512) {
+        return localRefusal("malformed", "observe's cursor is a cursor string");
+      }
+      body.cursor = cursor;
+    }
+    return this.#outcome(await this.#send(body, false), (reply) => {
+      if (!isObj(reply.result)) return "observe's result is not an object";
+      const seam = readSeam(reply.result.seam);
+      return typeof seam === "string" ? seam : { seam, result: reply.result };
+    });
+  }
+
+  /** Become the controller (H1–H4). */
+  async takeover(): Promise<ControlOutcome> {
+    return this.#plain(await this.#send({ op: "takeover" }, true));
+  }
+
+  async release(): Promise<ControlOutcome> {
+    return this.#plain(await this.#send({ op: "release" }, true));
+  }
+
+  /** Sends `text` with a fresh draft id at revision 1; the library keeps no draft state. */
+  async prompt(text: string): Promise<PromptOutcome> {
+    if (typeof text !== "string") return localRefusal("malformed", "prompt text is a string");
+    const draft = { id: `d-${randomUUID()}`, revision: 1 };
+    return this.#outcome(await this.#send({ op: "prompt", text, draft }, true), (reply) =>
+      reply.receipt ? { receipt: reply.receipt } : "an admitted prompt's reply has no receipt",
+    );
+  }
+
+  async interrupt(): Promise<ControlOutcome> {
+    return this.#plain(await this.#send({ op: "interrupt" }, true));
+  }
+
+  /** Issues a confirmation for `operation`; use it with forceStop or recover. */
+  async confirm(operation: ConfirmedOperation): Promise<ConfirmOutcome> {
+    if (!(CONFIRMED_OPERATIONS as readonly unknown[]).includes(operation)) {
+      return localRefusal("malformed", "confirm names force-stop or recover");
+    }
+    return this.#outcome(await this.#send({ op: "confirm", operation }, true), (reply) => {
+      const confirmation = idIn(reply.result, "confirmation");
+      return confirmation === null
+        ? "an admitted confirm's result names no confirmation id"
+        : { confirmation, result: reply.result };
+    });
+  }
+
+  async forceStop(confirmation: string): Promise<ControlOutcome> {
+    if (!isId(confirmation)) return localRefusal("malformed", "a confirmation is an id");
+    return this.#plain(await this.#send({ op: "force-stop", confirmation }, true));
+  }
+
+  /** After a proven stop: resolves with the single-use eligibility id that `launch` takes. */
+  async recover(confirmation: string): Promise<RecoverOutcome> {
+    if (!isId(confirmation)) return localRefusal("malformed", "a confirmation is an id");
+    return this.#outcome(await this.#send({ op: "recover", confirmation }, true), (reply) => {
+      const eligibility = idIn(reply.result, "eligibility");
+      return eligibility === null
+        ? "an admitted recover's result names no eligibility id"
+        : { eligibility, result: reply.result };
+    });
+  }
+
+  /** Issues a confirmation, then uses it: `confirm` then `force-stop` or `recover`. */
+  confirmed(operation: "force-stop"): Promise<Confirmed<ControlOutcome>>;
+  confirmed(operation: "recover"): Promise<Confirmed<RecoverOutcome>>;
+  async confirmed(
+    operation: ConfirmedOperation,
+  ): Promise<Confirmed<ControlOutcome> | Confirmed<RecoverOutcome>> {
+    const issued = await this.confirm(operation);
+    if (issued.outcome !== "admitted") return { ...issued, step: "confirm" };
+    const used =
+      operation === "recover"
+        ? await this.recover(issued.confirmation)
+        : await this.forceStop(issued.confirmation);
+    return { ...used, step: "use" };
+  }
+
+  /** Launches a recovered execution with a single-use eligibility id (K17, K18). */
+  async launch(eligibility: string): Promise<ControlOutcome> {
+    if (!isId(eligibility)) return localRefusal("malformed", "an eligibility record is an id");
+    return this.#plain(await this.#send({ op: "launch", eligibility }, true));
+  }
+
+  // Writes one request once. Control requests carry the generation and incarnation believed now.
+  #send(body: RequestBody, control: boolean): Promise<Settled> {
+    const conn = this.#conn;
+    if (!conn?.welcome || !conn.socket.writable || !this.#state) {
+      return Promise.resolve({ kind: "local", refusal: "channel", message: "not connected" });
+    }
+    const id = `q-${this.#nextId++}`;
+    const wire: Obj = { type: "request", id, ...body };
+    if (control) {
+      wire.generation = this.#state.generation;
+      wire.incarnation = this.#state.incarnation;
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        conn.pending.delete(id);
+        conn.late.add(id);
+        if (conn.late.size > LATE_IDS_KEPT) conn.late.delete(conn.late.values().next().value!);
+        resolve({ kind: "lost", id, message: `no reply within ${this.#timeoutMs} ms; not resent` });
+      }, this.#timeoutMs);
+      conn.pending.set(id, { resolve, timer });
+      conn.socket.write(encodeLine(wire));
+    });
+  }
+
+  #plain(settled: Settled): ControlOutcome {
+    return this.#outcome(settled, (reply) =>
+      reply.result === undefined ? {} : { result: reply.result },
+    );
+  }
+
+  // An admitted reply that lacks what its operation promises breaks the protocol: the operation
+  // may have happened, so the outcome is unknown, and the reply is surfaced.
+  #outcome<T extends object>(settled: Settled, admitted: (reply: Reply) => T | string): Outcome<T> {
+    if (settled.kind === "local") return localRefusal(settled.refusal, settled.message);
+    if (settled.kind === "lost") {
+      return { outcome: "unknown", request: settled.id, message: settled.message };
+    }
+    const { reply, id } = settled;
+    if (reply.outcome === "unknown") {
+      const message = reply.message ?? "the controller could not tell the outcome";
+      return { outcome: "unknown", request: id, message };
+    }
+    if (reply.outcome !== "admitted") {
+      // parseControllerMessage sets `refusal` on every refused reply.
+      const refusal = reply.refusal ?? "malformed";
+      return refused(refusal, reply.message ?? refusal, reply.detail);
+    }
+    const fields = admitted(reply);
+    if (typeof fields === "string") {
+      this.#issue({ code: "unexpected-reply", message: `${id}: ${fields}`, reply });
+      return { outcome: "unknown", request: id, message: fields };
+    }
+    return { ...fields, outcome: "admitted" };
+  }
+
+  #feed(conn: Conn, split: () => string[]): void {
+    if (conn.socket.destroyed) return;
+    let lines: string[];
+    try {
+      lines = split();
+    } catch (e) {
+      if (!(e instanceof FramingError)) throw e;
+      for (const line of e.lines) this.#onLine(conn, line);
+      // The stream's position is lost: nothing after this can be trusted, so close.
+      if (conn.hello) this.#failHello(conn, "invalid", e.message);
+      else this.#issue({ code: "record-too-large", message: e.message });
+      conn.socket.destroy();
+      return;
+    }
+    for (const line of lines) this.#onLine(conn, line);
+  }
+
+  #onLine(conn: Conn, line: string): void {
+    if (conn.socket.destroyed) return;
+    const parsed = parseControllerMessage(line);
+    if (!parsed.ok) {
+      if (conn.hello) this.#failHello(conn, "invalid", `before the welcome: ${parsed.reason}`);
+      else this.#issue({ code: "invalid-line", message: parsed.reason, line: line.slice(0, 200) });
+      return;
+    }
+    const m = parsed.message;
+    if (conn.hello) {
+      this.#onHelloAnswer(conn, conn.hello, m);
+      return;
+    }
+    switch (m.type) {
+      case "welcome":
+        this.#issue({ code: "unexpected-message", message: "a second welcome" });
+        break;
+      case "reply":
+        this.#onReply(conn, m);
+        break;
+      case "event":
+        emit(this.#eventFns, m);
+        break;
+      case "dialog":
+        emit(this.#dialogFns, m);
+        break;
+      case "state":
+        this.#state = m.state;
+        emit(this.#stateFns, m.state);
+        break;
+      default: {
+        const never: never = m;
+        this.#issue({ code: "unexpected-message", message: String(never) });
+      }
+    }
+  }
+
+  #onHelloAnswer(conn: Conn, hello: NonNullable<Conn["hello"]>, m: ControllerMessage): void {
+    if (m.type === "reply" && m.id === null && m.refusal !== undefined) {
+      const why = `hello refused (${m.refusal}): ${m.message ?? m.refusal}`;
+      this.#failHello(conn, "refused", why, m.refusal);
+    } else if (m.type !== "welcome") {
+      this.#failHello(conn, "invalid", `expected a welcome, got a ${m.type}`);
+    } else if (m.protocol !== PROTOCOL_VERSION) {
+      const why = `welcome names protocol ${m.protocol}; this client speaks ${PROTOCOL_VERSION}`;
+      this.#failHello(conn, "protocol", why);
+    } else {
+      clearTimeout(hello.timer);
+      conn.hello = null;
+      conn.welcome = m;
+      this.#welcome = m;
+      this.#state = m.state;
+      hello.resolve(m);
+      emit(this.#stateFns, m.state);
+    }
+  }
+
+  #failHello(
+    conn: Conn,
+    code: ConnectErrorCode,
+    message: string,
+    refusal?: ControlRefusalCode,
+  ): void {
+    const hello = conn.hello;
+    if (!hello) return;
+    clearTimeout(hello.timer);
+    conn.hello = null;
+    hello.reject(new ConnectError(code, message, refusal));
+    conn.socket.destroy();
+  }
+
+  #onReply(conn: Conn, reply: Reply): void {
+    const pending = reply.id === null ? undefined : conn.pending.get(reply.id);
+    if (reply.id === null || pending === undefined) {
+      this.#issue(unmatched(reply, reply.id !== null && conn.late.delete(reply.id)));
+      return;
+    }
+    conn.pending.delete(reply.id);
+    clearTimeout(pending.timer);
+    pending.resolve({ kind: "reply", id: reply.id, reply });
+  }
+
+  #onClose(conn: Conn): void {
+    const cause = conn.error?.message ?? "the controller closed the connection";
+    this.#failHello(conn, "channel", `not connected: ${cause}`);
+    for (const [id, p] of conn.pending) {
+      clearTimeout(p.timer);
+      p.resolve({ kind: "lost", id, message: `the socket closed before the reply (${cause})` });
+    }
+    conn.pending.clear();
+    if (this.#conn === conn) this.#conn = null;
+    if (conn.welcome) emit(this.#closeFns, undefined);
+  }
+
+  #issue(issue: ClientIssue): void {
+    emit(this.#issueFns, issue);
+  }
+}
+
+function unmatched(reply: Reply, late: boolean): ClientIssue {
+  if (reply.id === null) {
+    const message = `the controller refused a line: ${reply.message ?? reply.outcome}`;
+    return { code: "line-refused", message, reply };
+  }
+  if (late) {
+    const message = `a reply to ${reply.id} after its timeout: ${reply.outcome}`;
+    return { code: "late-reply", message, reply };
+  }
+  return { code: "unmatched-reply", message: `a reply to no request of ours: ${reply.id}`, reply };
+}
+
+function readSeam(v: unknown): Seam | string {
+  if (!isObj(v)) return "observe's result has no seam";
+  if (v.replay !== "unavailable") return "seam.replay is not unavailable";
+  if (!isId(v.streamEpoch)) return "seam.streamEpoch is not an id";
+  if (!isCount(v.fromSequence)) return "seam.fromSequence is not a count";
+  if (v.reconcile !== true) return "seam.reconcile is not true";
+  if (typeof v.quiet !== "boolean") return "seam.quiet is not a boolean";
+  return {
+    replay: "unavailable",
+    streamEpoch: v.streamEpoch,
+    fromSequence: v.fromSequence,
+    reconcile: true,
+    quiet: v.quiet,
+  };
+}
+
+/**
+ * The id of a confirmation or eligibility record in a result: `result[kind]` as an id or as a
+ * record with an `id`, or the result itself when it is the record (`kind` names it).
+ */
+function idIn(result: unknown, kind: "confirmation" | "eligibility"): string | null {
+  if (!isObj(result)) return null;
+  const v = result[kind];
+  if (isId(v)) return v;
+  if (isObj(v) && isId(v.id)) return v.id;
+  return result.kind === kind && isId(result.id) ? result.id : null;
+}
+
+function refused(refusal: ControlRefusalCode, message: string, detail?: string): Refused {
+  // TypeScript can't correlate a generic code with its outcome string; they are built together.
+  const r = { outcome: `refused:${refusal}`, refusal, message } as Refused;
+  if (detail !== undefined) r.detail = detail;
+  return r;
+}
+
+function localRefusal(refusal: "channel" | "malformed", message: string): Refused {
+  return refused(refusal, message);
+}
+
+function subscribe<T>(fns: Set<(v: T) => void>, fn: (v: T) => void): () => void {
+  fns.add(fn);
+  return () => {
+    fns.delete(fn);
+  };
+}
+
+// A throwing listener is a bug; it is rethrown outside the read loop so the other listeners,
+// and the lines after it, are still handled.
+function emit<T>(fns: Set<(v: T) => void>, value: T): void {
+  for (const fn of [...fns]) {
+    try {
+      fn(value);
+    } catch (e) {
+      queueMicrotask(() => {
+        throw e;
+      });
+    }
+  }
+}
