@@ -33,6 +33,8 @@ export type Grant = {
   capabilities: Operation[];
   /** False once revoked: a hello naming it refuses `grant`. */
   active?: boolean;
+  /** The conversations the grant covers; absent: every conversation (requests refuse `scope`). */
+  scope?: { conversations: string[] };
 };
 
 /** Names what a request acts on; each present field must match the controller's binding. */

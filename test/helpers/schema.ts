@@ -5,6 +5,16 @@ import { AssertionError } from "node:assert";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import schema from "../../schema/chat-01.schema.json" with { type: "json" };
 import type { ClaimHolder, ClaimRevision } from "../../src/control/claim.ts";
+import type { StopProof } from "../../src/control/launcher.ts";
+import type { Receipt } from "../../src/control/protocol.ts";
+import type {
+  BindingRecord,
+  ConfirmationRecord,
+  DialogRecord,
+  EligibilityRecord,
+  ReceiptRecord,
+  StopRecord,
+} from "../../src/control/records.ts";
 import {
   type Block,
   type BranchInfo,
@@ -46,6 +56,14 @@ export type SchemaRecords = {
   readResult: ReadResult;
   claimHolder: ClaimHolder;
   claimRevision: ClaimRevision;
+  stopProof: StopProof;
+  controlBinding: BindingRecord;
+  receipt: Receipt;
+  receiptRecord: ReceiptRecord;
+  stopRecord: StopRecord;
+  confirmationRecord: ConfirmationRecord;
+  eligibilityRecord: EligibilityRecord;
+  dialogRecord: DialogRecord;
 };
 export type SchemaDef = keyof SchemaRecords;
 

@@ -1,0 +1,513 @@
+// The Controller (seed: Mediated control, Pieces): one per execution. It claims the session,
+// launches the sealed engine, runs the K8 load check, and serves the socket: observe, takeover,
+// prompt, interrupt, confirmations, force stop, recover and launch (operations.ts). Admission
+// opens only after a passing K8 check; the claim ends only with a proven stop.
+import { randomUUID } from "node:crypto";
+import { rm } from "node:fs/promises";
+import { basename, dirname } from "node:path";
+import { ID_PATTERN } from "../protocol/chat-01.ts";
+import { createReader, type Reader } from "../reader/reader.ts";
+import { conversationId, rootsFromSpecs } from "../reader/sources.ts";
+import { type Claim, ClaimStore } from "./claim.ts";
+import type { EngineLink } from "./engine.ts";
+import { EventStream, mapEvent } from "./events.ts";
+import { checkExtraEnv, checkLoad, engineEnv } from "./execution.ts";
+import { LiveSessionGuard, type PathStamp } from "./guard.ts";
+import { type Launched, type Launcher, PgroupLauncher } from "./launcher.ts";
+import { Operations } from "./operations.ts";
+import { bindEngine, type EngineCommand, engineCommand, sealedArgv } from "./pi-pin.ts";
+import {
+  type ControllerState,
+  type Dialog,
+  type Grant,
+  type Hello,
+  OPERATIONS,
+  PROTOCOL_VERSION,
+  type Receipt,
+  type Welcome,
+} from "./protocol.ts";
+import {
+  type BindingRecord,
+  type ControlRecord,
+  type DialogRecord,
+  Evidence,
+  isVerifier,
+  type Verifier,
+} from "./records.ts";
+import { ControlRefusal } from "./refusal.ts";
+import { BLOCKING_UI_METHODS } from "./rpc.ts";
+import { readSessionHead } from "./session-head.ts";
+import { type Connection, ControlServer } from "./socket.ts";
+import { type Closer, StopChain } from "./stops.ts";
+import { Tracker } from "./turns.ts";
+
+export type ControllerOptions = {
+  fixtureRoot: string;
+  claimRoot: string;
+  socketDir: string;
+  sessionFile: string;
+  seat: string;
+  verifier: Verifier;
+  grants: Grant[];
+  launcher?: Launcher;
+  engine?: {
+    command?: string;
+    preArgs?: string[];
+    extraArgs?: string[];
+    /** Test hook: extra variables (never PATH, HOME or PI_*). */
+    env?: Record<string, string>;
+  };
+  agentDir?: string;
+  pinRoot?: string;
+  /** Where records go besides the in-memory evidence; a throw breaks audit (`audit`). */
+  audit?: (record: ControlRecord) => void;
+  /** Extra homes whose live roots the guard protects (the scratch HOME case). */
+  homes?: string[];
+};
+
+/** One engine run: its launch, tracker, stop chain, stream and fences. */
+export type Execution = {
+  execution: string;
+  incarnation: string;
+  launched: Launched;
+  link: EngineLink;
+  tracker: Tracker;
+  stops: StopChain;
+  stream: EventStream;
+  binding: BindingRecord;
+  closers: Set<Closer>;
+  dialogs: DialogRecord[];
+  home: string;
+  leafAtStart: string | null;
+};
+
+const DIALOG_REASON = "the controller never answers engine dialogs (lead decision 30)";
+
+export class Controller {
+  readonly conversation: string;
+  readonly sessionKey: string;
+  readonly sessionFile: string;
+  readonly projectRoot: string;
+  readonly seat: string;
+  readonly evidence = new Evidence();
+  readonly #options: ControllerOptions;
+  readonly #guard: LiveSessionGuard;
+  readonly #stamp: PathStamp;
+  readonly #engine: EngineCommand;
+  readonly #claims: ClaimStore;
+  readonly #launcher: Launcher;
+  readonly #verifier: Verifier;
+  readonly #grants: Map<string, Grant>;
+  readonly #reader: Reader;
+  readonly #leafAtConstruction: string | null;
+  #claim: Claim | null = null;
+  #server: ControlServer | null = null;
+  #exec: Execution | null = null;
+  #generation = 1;
+  #controllerConnection: string | null = null;
+  #auditOk = true;
+  readonly #ops: Operations;
+
+  /** Refuses `configuration`, `live-session-refused`, `unsealed-engine`, `engine-pin-mismatch`. */
+  constructor(options: ControllerOptions) {
+    for (const key of ["fixtureRoot", "claimRoot", "socketDir", "sessionFile", "seat"] as const) {
+      const v: unknown = options?.[key];
+      if (typeof v !== "string" || v === "") {
+        throw new ControlRefusal("configuration", `${key} is required`);
+      }
+    }
+    if (!isVerifier(options.verifier)) {
+      throw new ControlRefusal("configuration", "a verifier is required");
+    }
+    this.#grants = checkGrants(options.grants);
+    checkExtraEnv(options.engine?.env);
+    this.#options = options;
+    this.#verifier = options.verifier;
+    this.#guard = new LiveSessionGuard({
+      fixtureRoot: options.fixtureRoot,
+      ...(options.homes ? { homes: options.homes } : {}),
+    });
+    this.#stamp = this.#guard.checkSessionFile(options.sessionFile, options.seat);
+    this.#verifier.checkSession(options.sessionFile);
+    let head: ReturnType<typeof readSessionHead>;
+    try {
+      head = readSessionHead(options.sessionFile);
+    } catch (e) {
+      if (e instanceof ControlRefusal && e.code === "mapping") {
+        throw new ControlRefusal("configuration", `the session file is unreadable: ${e.message}`);
+      }
+      throw e;
+    }
+    this.sessionKey = head.headerId;
+    this.#leafAtConstruction = head.leafId;
+    this.sessionFile = options.sessionFile;
+    this.seat = options.seat;
+    this.projectRoot = dirname(dirname(dirname(dirname(dirname(options.sessionFile)))));
+    this.conversation = conversationId(this.projectRoot, this.seat, basename(this.sessionFile));
+    this.#engine = engineCommand(this.#engineOptions());
+    this.#claims = new ClaimStore({ root: options.claimRoot });
+    this.#launcher = options.launcher ?? new PgroupLauncher();
+    const specs = [{ kind: "repository" as const, projectRoot: this.projectRoot, seat: this.seat }];
+    this.#reader = createReader({ roots: () => rootsFromSpecs(specs, []) });
+    this.#ops = new Operations({
+      conversation: this.conversation,
+      sessionKey: this.sessionKey,
+      sessionFile: this.sessionFile,
+      seatKey: { projectRoot: this.projectRoot, seat: this.seat },
+      reader: this.#reader,
+      claims: this.#claims,
+      provesStops: this.#launcher.kind !== "pgroup",
+      exec: () => this.#exec,
+      claim: () => this.#claim,
+      setClaim: (c) => {
+        this.#claim = c;
+      },
+      grant: (id) => this.#grants.get(id) ?? null,
+      generation: () => this.#generation,
+      controllerConnection: () => this.#controllerConnection,
+      setController: (id) => {
+        this.#controllerConnection = id;
+        this.#generation++;
+        if (id !== null) this.#exec?.closers.delete("revocation");
+        this.broadcastState();
+      },
+      auditOk: () => this.#auditOk,
+      state: () => this.state(),
+      record: (r) => this.record(r),
+      broadcast: (m) => this.#server?.broadcast(m),
+      relaunch: async (execution, incarnation, leaf) => {
+        const old = this.#exec;
+        this.#generation++;
+        this.#controllerConnection = null;
+        await this.launchExecution(execution, incarnation, leaf);
+        if (old) await rm(old.home, { recursive: true, force: true });
+      },
+    });
+  }
+
+  get socketPath(): string {
+    if (!this.#server) throw new Error("the controller is not listening");
+    return this.#server.socketPath;
+  }
+
+  get claim(): Claim | null {
+    return this.#claim;
+  }
+
+  get execution(): Execution | null {
+    return this.#exec;
+  }
+
+  get records(): ControlRecord[] {
+    return this.evidence.records();
+  }
+
+  state(): ControllerState {
+    const e = this.#exec;
+    return {
+      incarnation: e?.incarnation ?? "none",
+      execution: e?.execution ?? "none",
+      generation: this.#generation,
+      controllerConnection: this.#controllerConnection,
+      admission: admissionOf(e),
+      binding: e?.binding.state ?? "uncertain",
+    };
+  }
+
+  /** Claim, launch, the K8 load check, listen. Refuses as the claim store and launcher do. */
+  async start(): Promise<void> {
+    if (this.#claim) throw new Error("start() was already called");
+    const execution = `ex-${randomUUID()}`;
+    const incarnation = `in-${randomUUID()}`;
+    const holder = await this.#claims.holderFor({ execution, incarnation });
+    this.#claim = await this.#claims.acquire({
+      seatKey: { projectRoot: this.projectRoot, seat: this.seat },
+      sessionKey: this.sessionKey,
+      holder,
+    });
+    try {
+      await this.launchExecution(execution, incarnation, this.#leafAtConstruction);
+      this.#server = await ControlServer.listen(this.#options.socketDir, {
+        hello: (conn, hello) => this.#hello(conn, hello),
+        request: (conn, request) => this.#ops.handle(conn, request),
+        closed: (conn) => this.#closed(conn),
+      });
+    } catch (e) {
+      await this.stop();
+      throw e;
+    }
+  }
+
+  /**
+   * Launches an execution and runs K8. Used by start and by launch after a recovery, with the
+   * claim already held for (execution, incarnation).
+   */
+  async launchExecution(
+    execution: string,
+    incarnation: string,
+    leaf: string | null,
+  ): Promise<void> {
+    this.#guard.bindCheck(this.sessionFile, this.#stamp);
+    const bound = bindEngine(this.#engineOptions(), this.#engine);
+    const { env, home } = await engineEnv({
+      agentDir: this.#options.agentDir,
+      extra: this.#options.engine?.env,
+    });
+    const launched = await this.#launcher.launch(
+      {
+        command: bound.command,
+        args: [...bound.preArgs, ...bound.argv],
+        env,
+        cwd: this.projectRoot,
+      },
+      { executionId: execution },
+    );
+    const link = launched.link;
+    const closers = new Set<Closer>();
+    const exec: Execution = {
+      execution,
+      incarnation,
+      launched,
+      link,
+      tracker: null as unknown as Tracker,
+      stops: null as unknown as StopChain,
+      stream: new EventStream(),
+      binding: null as unknown as BindingRecord,
+      closers,
+      dialogs: [],
+      home,
+      leafAtStart: leaf,
+    };
+    exec.tracker = new Tracker({
+      settle: (receipt, reason) => this.#ops.settled(receipt, reason),
+      overlap: () => {
+        exec.closers.add("overlap");
+        exec.binding = { ...exec.binding, state: "uncertain", reason: "run-overlap" };
+        this.broadcastState();
+      },
+    });
+    exec.stops = new StopChain(this.#stopHost(exec));
+    link.onRecord((r) => {
+      if (this.#exec !== exec) return;
+      if (r.kind === "response" && r.matched && r.response.command === "prompt") {
+        this.#ops.promptAcked(r.response.success);
+        return;
+      }
+      if (r.kind !== "event") return;
+      exec.tracker.onEvent(r.event);
+      const e = r.event;
+      if (e.type === "extension_ui_request" && e.blocking)
+        this.#dialog(exec, e.id, e.method, e.title);
+      const mapped = mapEvent(e);
+      if (mapped) this.#server?.broadcast(exec.stream.next(mapped));
+    });
+    void link.exited.then(() => {
+      if (this.#exec !== exec) return;
+      exec.tracker.engineGone();
+      if (!exec.stops.escalationRunning && !exec.closers.has("stopped")) {
+        exec.closers.add("uncertain");
+      }
+      this.broadcastState();
+    });
+    this.#exec = exec;
+    const check = await checkLoad(link, {
+      sessionFile: this.sessionFile,
+      sessionId: this.sessionKey,
+      leafId: leaf,
+    });
+    exec.binding = {
+      version: 2,
+      kind: "binding",
+      conversation: this.conversation,
+      sessionKey: this.sessionKey,
+      execution,
+      incarnation,
+      generation: this.#generation,
+      launcher: launched.launcher,
+      argvDigest: bound.argvDigest,
+      testHook: bound.testHook,
+      expected: { sessionFile: this.sessionFile, sessionId: this.sessionKey, leafId: leaf },
+      loaded: check.loaded,
+      state: check.ok ? "bound" : "uncertain",
+      reason: check.ok ? "loaded" : "k8-load-check",
+      at: new Date().toISOString(),
+    };
+    this.record(exec.binding);
+    this.broadcastState();
+  }
+
+  /**
+   * Stops the engine and closes the socket. The claim ends `stopped-proven` only when the
+   * launcher proves the stop; otherwise it is marked uncertain and stays held.
+   */
+  async stop(): Promise<void> {
+    const exec = this.#exec;
+    if (exec && !exec.closers.has("stopped")) {
+      await exec.link.close({ eofGraceMs: 2000, termGraceMs: 1000 });
+      if (!exec.stops.escalationRunning) await exec.stops.forceStop("shutdown");
+    } else if (!exec && this.#claim?.state === "held") {
+      this.#claim = await this.#claims.release(this.#claim, "never-launched");
+    }
+    for (const c of this.#server?.connections.values() ?? []) c.channelOpen = false;
+    await this.#server?.close();
+    this.#server = null;
+    if (exec) await rm(exec.home, { recursive: true, force: true });
+  }
+
+  /** Revokes a grant: its connections' channels close; a controller on it is fenced out. */
+  revokeGrant(id: string): void {
+    const grant = this.#grants.get(id);
+    if (!grant) return;
+    grant.active = false;
+    for (const c of this.#server?.connections.values() ?? []) {
+      if (c.grant !== id) continue;
+      c.channelOpen = false;
+      if (this.#controllerConnection === c.id) {
+        this.#controllerConnection = null;
+        this.#exec?.closers.add("revocation");
+      }
+    }
+    this.broadcastState();
+  }
+
+  record(record: ControlRecord): void {
+    this.evidence.append(record);
+    try {
+      this.#options.audit?.(record);
+    } catch {
+      // The sink failed: every acting request now refuses `audit`; the evidence keeps the record.
+      this.#auditOk = false;
+    }
+  }
+
+  broadcastState(): void {
+    this.#server?.broadcast({ type: "state", state: this.state() });
+  }
+
+  #hello(conn: Connection, hello: Hello): Welcome | ReturnType<typeof refusedGrant> {
+    const grant = this.#grants.get(hello.grant);
+    if (!grant || grant.active === false) return refusedGrant();
+    conn.grant = grant.id;
+    return {
+      type: "welcome",
+      protocol: PROTOCOL_VERSION,
+      connection: conn.id,
+      role: this.#controllerConnection === conn.id ? "controller" : "observer",
+      conversation: this.conversation,
+      state: this.state(),
+    };
+  }
+
+  #closed(conn: Connection): void {
+    this.#ops.forget(conn.id);
+    if (this.#controllerConnection === conn.id) {
+      this.#controllerConnection = null;
+      this.broadcastState();
+    }
+  }
+
+  #dialog(exec: Execution, native: string, method: string, title: string | undefined): void {
+    const m = (BLOCKING_UI_METHODS as readonly string[]).includes(method)
+      ? (method as Dialog["method"])
+      : "input";
+    const record: DialogRecord = {
+      version: 2,
+      kind: "dialog",
+      id: `dl-${randomUUID()}`,
+      native,
+      execution: exec.execution,
+      method: m,
+      title: (title ?? "").slice(0, 2000),
+      disabled: true,
+      reason: DIALOG_REASON,
+      at: new Date().toISOString(),
+    };
+    exec.dialogs.push(record);
+    this.record(record);
+    const message: Dialog = {
+      type: "dialog",
+      id: record.id,
+      method: m,
+      title: record.title,
+      disabled: true,
+      reason: DIALOG_REASON,
+    };
+    this.#server?.broadcast(message);
+  }
+
+  #engineOptions() {
+    const e = this.#options.engine ?? {};
+    return {
+      argv: sealedArgv({ sessionFile: this.#options.sessionFile, extraArgs: e.extraArgs }),
+      pinRoot: this.#options.pinRoot,
+      command: e.command,
+      preArgs: e.preArgs,
+    };
+  }
+
+  #stopHost(exec: Execution) {
+    return {
+      execution: exec.execution,
+      incarnation: exec.incarnation,
+      link: exec.link,
+      launched: exec.launched,
+      tracker: exec.tracker,
+      verifier: this.#verifier,
+      close: (c: Closer) => {
+        exec.closers.add(c);
+        this.broadcastState();
+      },
+      lift: (c: Closer) => {
+        exec.closers.delete(c);
+        this.broadcastState();
+      },
+      dialogSeen: () => exec.dialogs.length > 0,
+      claimStopping: async () => {
+        if (this.#claim) this.#claim = await this.#claims.markStopping(this.#claim);
+      },
+      claimUncertain: async (why: string) => {
+        if (this.#claim) this.#claim = await this.#claims.markUncertain(this.#claim, why);
+      },
+      claimProven: async (digest: string) => {
+        if (!this.#claim) throw new Error("no claim to end");
+        this.#claim = await this.#claims.recordProvenStop(this.#claim, digest);
+      },
+      record: (r: ControlRecord) => this.record(r),
+    };
+  }
+}
+
+function admissionOf(e: Execution | null): ControllerState["admission"] {
+  if (e === null || e.binding === null || e.binding.reason === "k8-load-check") return "never";
+  return e.closers.size > 0 ? "fenced" : "open";
+}
+
+function refusedGrant() {
+  return {
+    type: "reply" as const,
+    id: null,
+    outcome: "refused:grant" as const,
+    refusal: "grant" as const,
+    message: "the hello names no active grant",
+  };
+}
+
+/** Grants: unique CHAT-01 ids, an actor, and capabilities from OPERATIONS. */
+function checkGrants(grants: unknown): Map<string, Grant> {
+  if (!Array.isArray(grants)) throw new ControlRefusal("configuration", "grants are required");
+  const out = new Map<string, Grant>();
+  for (const g of grants as Grant[]) {
+    const ok =
+      typeof g === "object" &&
+      g !== null &&
+      typeof g.id === "string" &&
+      ID_PATTERN.test(g.id) &&
+      typeof g.actor === "string" &&
+      Array.isArray(g.capabilities) &&
+      g.capabilities.every((c) => (OPERATIONS as readonly string[]).includes(c)) &&
+      !out.has(g.id);
+    if (!ok) throw new ControlRefusal("configuration", `bad grant ${JSON.stringify(g?.id)}`);
+    out.set(g.id, { ...g, capabilities: [...g.capabilities] });
+  }
+  return out;
+}

@@ -1,0 +1,342 @@
+// The operations behind admission: observe, takeover, release, prompt, interrupt, confirm,
+// force-stop, recover and launch. Each request id is answered once; the same request again
+// gets the same reply, other content under the same id refuses `conflicting-request`. Every
+// reply is a value: refusals are `{ outcome: "refused:<code>", refusal }`, a lost prompt is
+// `unknown`, never resent.
+import { randomUUID } from "node:crypto";
+import type { Reader } from "../reader/reader.ts";
+import { admit } from "./admission.ts";
+import type { Claim, ClaimStore, SeatKey } from "./claim.ts";
+import { ConfirmationStore } from "./confirmations.ts";
+import type { Execution } from "./controller.ts";
+import {
+  type ControllerMessage,
+  type ControllerState,
+  canonicalRequest,
+  type Grant,
+  type Receipt,
+  type ReceiptReason,
+  type Reply,
+  type Request,
+} from "./protocol.ts";
+import type { ControlRecord, EligibilityRecord } from "./records.ts";
+import { type ControlRefusalCode, isControlRefusal } from "./refusal.ts";
+import { readSessionHead } from "./session-head.ts";
+import type { Connection } from "./socket.ts";
+
+export type OperationsHost = {
+  conversation: string;
+  sessionKey: string;
+  sessionFile: string;
+  seatKey: SeatKey;
+  reader: Reader;
+  claims: ClaimStore;
+  provesStops: boolean;
+  exec(): Execution | null;
+  claim(): Claim | null;
+  setClaim(claim: Claim): void;
+  grant(id: string): Grant | null;
+  generation(): number;
+  controllerConnection(): string | null;
+  /** Changes the controller (null: none); the generation goes up by one. */
+  setController(connection: string | null): void;
+  auditOk(): boolean;
+  state(): ControllerState;
+  record(record: ControlRecord): void;
+  broadcast(message: ControllerMessage): void;
+  /** A new execution and incarnation (generation + 1), the claim already acquired for it. */
+  relaunch(execution: string, incarnation: string, leaf: string | null): Promise<void>;
+};
+
+type Pending = { receipt: Receipt; acked: (outcome: "ok" | "failed" | "lost") => void };
+
+/** The main branch name the reader gives the first root's line. */
+const DEFAULT_BRANCH = "main";
+
+export class Operations {
+  readonly #host: OperationsHost;
+  readonly #requests = new Map<string, Map<string, { canonical: string; reply: Promise<Reply> }>>();
+  readonly #confirmations = new ConfirmationStore();
+  readonly #eligibility = new Map<string, { record: EligibilityRecord; used: boolean }>();
+  readonly #receipts = new Map<string, Receipt>();
+  readonly #cursorBranch = new Map<string, string>();
+  #pending: Pending | null = null;
+  #leafAtProof: string | null = null;
+
+  constructor(host: OperationsHost) {
+    this.#host = host;
+  }
+
+  handle(conn: Connection, r: Request): void {
+    let seen = this.#requests.get(conn.id);
+    if (!seen) {
+      seen = new Map();
+      this.#requests.set(conn.id, seen);
+    }
+    const canonical = canonicalRequest(r);
+    const earlier = seen.get(r.id);
+    if (earlier?.canonical === canonical) {
+      void earlier.reply.then((reply) => conn.send(reply));
+      return;
+    }
+    const reply = this.#run(conn, r, earlier?.canonical ?? null);
+    if (!earlier) seen.set(r.id, { canonical, reply });
+    void reply.then((answer) => conn.send(answer));
+  }
+
+  forget(connection: string): void {
+    this.#requests.delete(connection);
+  }
+
+  /** The prompt's response record, at its place in the engine's stream. */
+  promptAcked(success: boolean): void {
+    const p = this.#pending;
+    if (!p) return;
+    this.#pending = null;
+    this.#host.exec()?.tracker.ack(p.receipt.id, success);
+    p.acked(success ? "ok" : "failed");
+  }
+
+  /** The tracker settled a receipt: record it and tell every client. */
+  settled(receiptId: string, reason: ReceiptReason): void {
+    const receipt = this.#receipts.get(receiptId);
+    if (!receipt) return;
+    const settled: Receipt = { ...receipt, state: "settled", reason };
+    this.#receipts.set(receiptId, settled);
+    this.#host.record({ ...settled, version: 2, kind: "receipt", at: new Date().toISOString() });
+    const exec = this.#host.exec();
+    if (exec) this.#host.broadcast(exec.stream.next({ kind: "receipt", receipt: settled }));
+    if (this.#pending?.receipt.id === receiptId) {
+      this.#pending.acked("lost");
+      this.#pending = null;
+    }
+  }
+
+  async #run(conn: Connection, r: Request, earlier: string | null): Promise<Reply> {
+    try {
+      return await this.#operate(conn, r, earlier);
+    } catch (e) {
+      if (isControlRefusal(e)) return refused(r.id, e.code, e.message);
+      return { type: "reply", id: r.id, outcome: "unknown", message: String(e).slice(0, 2000) };
+    }
+  }
+
+  async #operate(conn: Connection, r: Request, earlier: string | null): Promise<Reply> {
+    const h = this.#host;
+    const exec = h.exec();
+    const grant = conn.grant === null ? null : h.grant(conn.grant);
+    if (exec === null || grant === null) return refused(r.id, "channel", "not welcomed");
+    const state = h.state();
+    const verdict = admit(
+      {
+        connection: conn.id,
+        channelOpen: conn.channelOpen,
+        grant,
+        earlier,
+        conversation: h.conversation,
+        execution: exec.execution,
+        branch: DEFAULT_BRANCH,
+        incarnation: exec.incarnation,
+        generation: h.generation(),
+        controllerConnection: h.controllerConnection(),
+        admission: state.admission,
+        fenceReason: [...exec.closers].join(", ") || "closed",
+        provesStops: h.provesStops,
+        auditOk: h.auditOk(),
+        readHeaderId: () => readSessionHead(h.sessionFile).headerId,
+        sessionKey: h.sessionKey,
+        hasTurn: exec.tracker.hasTurn(),
+        escalationRunning: exec.stops.escalationRunning,
+      },
+      r,
+    );
+    if (!verdict.ok) return refused(r.id, verdict.code, verdict.message);
+    const ok = (result?: unknown, receipt?: Receipt): Reply => ({
+      type: "reply",
+      id: r.id,
+      outcome: "admitted",
+      ...(result === undefined ? {} : { result }),
+      ...(receipt === undefined ? {} : { receipt }),
+    });
+    const target = { conversation: h.conversation, execution: exec.execution };
+    switch (r.op) {
+      case "observe":
+        return this.#observe(r.id, exec, r.cursor, r.limit);
+      case "takeover":
+        h.setController(conn.id);
+        return ok({ generation: h.generation(), role: "controller" });
+      case "release":
+        h.setController(null);
+        return ok({ generation: h.generation(), role: "observer" });
+      case "prompt":
+        return this.#prompt(r.id, exec, verdict.text ?? r.text);
+      case "interrupt":
+        return ok({ stop: await exec.stops.interrupt() });
+      case "confirm": {
+        const record = this.#confirmations.issue({
+          operation: r.operation,
+          target,
+          stop: exec.stops.currentId,
+          connection: conn.id,
+          grant: grant.id,
+        });
+        h.record(record);
+        return ok({ confirmation: record });
+      }
+      case "force-stop": {
+        if (exec.stops.proven)
+          return refused(r.id, "fenced", "the engine is already proven stopped");
+        const used = this.#confirmations.use(r.confirmation, {
+          operation: "force-stop",
+          connection: conn.id,
+          target,
+          stop: exec.stops.currentId,
+        });
+        if (!used.ok) return refused(r.id, "confirmation", used.message);
+        const stop = await exec.stops.forceStop();
+        if (stop.result === "stopped") this.#leafAtProof = readSessionHead(h.sessionFile).leafId;
+        h.broadcast({ type: "state", state: h.state() });
+        return ok({ stop });
+      }
+      case "recover":
+        return this.#recover(r.id, conn, exec, r.confirmation);
+      case "launch":
+        return this.#launch(r.id, exec, r.eligibility);
+      default: {
+        const never: never = r;
+        return refused((never as Request).id, "malformed", "unknown operation");
+      }
+    }
+  }
+
+  #observe(id: string, exec: Execution, cursor?: string, limit?: number): Reply {
+    const h = this.#host;
+    const quietBefore = exec.tracker.isQuiet();
+    const fromSequence = exec.stream.nextSequence;
+    const read = cursor
+      ? h.reader.next({
+          cursor,
+          conversation: h.conversation,
+          branch: this.#cursorBranch.get(cursor) ?? DEFAULT_BRANCH,
+        })
+      : h.reader.open({ conversation: h.conversation });
+    if (!read.ok) {
+      const code = cursor ? "cursor" : "mapping";
+      return { ...refused(id, code, read.refusal.message), detail: read.refusal.code };
+    }
+    for (const c of [read.cursor, read.follow])
+      if (c) this.#cursorBranch.set(c.id, read.page.branch);
+    const quiet =
+      quietBefore && exec.tracker.isQuiet() && exec.stream.nextSequence === fromSequence;
+    const seam = {
+      replay: "unavailable",
+      streamEpoch: exec.stream.epoch,
+      fromSequence,
+      reconcile: true,
+      quiet,
+    };
+    return {
+      type: "reply",
+      id,
+      outcome: "admitted",
+      result: {
+        page: read.page,
+        cursor: read.cursor,
+        follow: read.follow,
+        view: read.view,
+        seam,
+        ...(limit === undefined ? {} : { limitAdvisory: true }),
+      },
+    };
+  }
+
+  async #prompt(id: string, exec: Execution, text: string): Promise<Reply> {
+    const h = this.#host;
+    const receipt: Receipt = {
+      id: `rc-${randomUUID()}`,
+      request: id,
+      execution: exec.execution,
+      generation: h.generation(),
+      state: "admitted",
+    };
+    this.#receipts.set(receipt.id, receipt);
+    h.record({ ...receipt, version: 2, kind: "receipt", at: new Date().toISOString() });
+    exec.tracker.dispatch(receipt.id, text);
+    const acked = new Promise<"ok" | "failed" | "lost">((resolve) => {
+      this.#pending = { receipt, acked: resolve };
+    });
+    exec.link.request({ type: "prompt", message: text }).catch(() => {
+      // The engine went away before answering: the outcome is unknown (transport-unknown).
+      if (this.#pending?.receipt.id === receipt.id) exec.tracker.engineGone();
+    });
+    const outcome = await acked;
+    const now = this.#receipts.get(receipt.id) ?? receipt;
+    if (outcome === "lost" && now.reason !== "run-overlap") {
+      return { type: "reply", id, outcome: "unknown", receipt: now, message: "outcome unknown" };
+    }
+    return { type: "reply", id, outcome: "admitted", receipt: now };
+  }
+
+  #recover(id: string, conn: Connection, exec: Execution, confirmation: string): Reply {
+    const h = this.#host;
+    const used = this.#confirmations.use(confirmation, {
+      operation: "recover",
+      connection: conn.id,
+      target: { conversation: h.conversation, execution: exec.execution },
+      stop: exec.stops.currentId,
+    });
+    if (!used.ok) return refused(id, "confirmation", used.message);
+    const proven = exec.stops.proven;
+    const claim = h.claim();
+    if (!proven || exec.stops.latest?.id !== proven.id || proven.proofDigest === null || !claim) {
+      return refused(id, "stop-proof", "no verified stop of this execution");
+    }
+    const leaf = readSessionHead(h.sessionFile).leafId;
+    if (leaf !== this.#leafAtProof) return refused(id, "target", "the leaf moved since the proof");
+    const record: EligibilityRecord = {
+      version: 2,
+      kind: "eligibility",
+      id: `el-${randomUUID()}`,
+      conversation: h.conversation,
+      sessionKey: h.sessionKey,
+      execution: exec.execution,
+      incarnation: exec.incarnation,
+      stop: proven.id,
+      proofDigest: proven.proofDigest,
+      leafId: leaf,
+      reservation: { ...claim.revisions },
+      issuedAt: new Date().toISOString(),
+    };
+    this.#eligibility.set(record.id, { record, used: false });
+    h.record(record);
+    return { type: "reply", id, outcome: "admitted", result: { eligibility: record } };
+  }
+
+  async #launch(id: string, exec: Execution, eligibility: string): Promise<Reply> {
+    const h = this.#host;
+    const el = this.#eligibility.get(eligibility);
+    if (!el || el.used) return refused(id, "eligibility", "unknown or used eligibility record");
+    if (el.record.incarnation !== exec.incarnation) {
+      return refused(id, "eligibility", "the eligibility record is from another incarnation");
+    }
+    const leaf = readSessionHead(h.sessionFile).leafId;
+    if (leaf !== el.record.leafId) return refused(id, "target", "the leaf moved since eligibility");
+    el.used = true;
+    const execution = `ex-${randomUUID()}`;
+    const incarnation = `in-${randomUUID()}`;
+    const holder = await h.claims.holderFor({ execution, incarnation });
+    const claim = await h.claims.acquire({
+      seatKey: h.seatKey,
+      sessionKey: h.sessionKey,
+      holder,
+      expect: el.record.reservation,
+    });
+    h.setClaim(claim);
+    await h.relaunch(execution, incarnation, leaf);
+    return { type: "reply", id, outcome: "admitted", result: { state: h.state() } };
+  }
+}
+
+export function refused(id: string | null, code: ControlRefusalCode, message: string): Reply {
+  return { type: "reply", id, outcome: `refused:${code}`, refusal: code, message };
+}

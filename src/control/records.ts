@@ -1,0 +1,234 @@
+// CHAT-01 v2 control records the controller keeps as evidence: bindings, receipts, stops with
+// proofs, confirmations, eligibility and dialogs (schema/chat-01.schema.json $defs), chained by
+// digest in `Evidence`; and `FixtureVerifier`, which judges stop proofs for fixture sessions.
+// Records are plain JSON; a digest is SHA-256 over canonical JSON (keys sorted at every level).
+import { createHash } from "node:crypto";
+import { isAbsolute, relative, resolve } from "node:path";
+import type { LauncherKind, StopOutcome, StopProof } from "./launcher.ts";
+import type { ConfirmedOperation, Receipt } from "./protocol.ts";
+import { ControlRefusal } from "./refusal.ts";
+
+export type LoadedSession = {
+  sessionFile: string | null;
+  sessionId: string | null;
+  leafId: string | null;
+  via: "get_tree" | "get_entries";
+};
+
+/** The K8 load check's verdict on one execution. */
+export type BindingRecord = {
+  version: 2;
+  kind: "binding";
+  conversation: string;
+  sessionKey: string;
+  execution: string;
+  incarnation: string;
+  generation: number;
+  launcher: LauncherKind;
+  argvDigest: string;
+  testHook: boolean;
+  expected: { sessionFile: string; sessionId: string; leafId: string | null };
+  loaded: LoadedSession | null;
+  state: "bound" | "uncertain";
+  reason: string;
+  at: string;
+};
+
+export type ReceiptRecord = Receipt & { version: 2; kind: "receipt"; at: string };
+
+export type StopTrigger = "interrupt" | "force-stop" | "shutdown";
+export type StopResult = "interrupted" | "not-aborted" | "superseded" | "stopped" | "uncertain";
+
+export type StopRecord = {
+  version: 2;
+  kind: "stop";
+  id: string;
+  execution: string;
+  incarnation: string;
+  trigger: StopTrigger;
+  /** The stop this one took over (a force stop superseding an Interrupt, or a retry). */
+  supersedes: string | null;
+  result: StopResult;
+  /** Whether the chain wrote an abort (only then can an `aborted` link to it). */
+  abortWritten: boolean;
+  nativeQueue: "cleared" | "not-cleared" | "unknown";
+  approvalDisposition: "resolved" | "uncertain";
+  proof: StopProof | null;
+  proofDigest: string | null;
+  /** How many observations the launcher recorded (they stay in the controller's evidence). */
+  observations: number;
+  members: number[];
+  why: string;
+  startedAt: string;
+  endedAt: string;
+};
+
+export type ConfirmationRecord = {
+  version: 2;
+  kind: "confirmation";
+  id: string;
+  operation: ConfirmedOperation;
+  target: { conversation: string; execution: string };
+  /** The latest stop when issued; a confirmation is refused once the stop changed (H17). */
+  stop: string | null;
+  connection: string;
+  grant: string;
+  issuedAt: string;
+  expiresAt: string;
+};
+
+export type EligibilityRecord = {
+  version: 2;
+  kind: "eligibility";
+  id: string;
+  conversation: string;
+  sessionKey: string;
+  /** The execution and incarnation whose proven stop this follows. */
+  execution: string;
+  incarnation: string;
+  stop: string;
+  proofDigest: string;
+  leafId: string | null;
+  /** The claim revisions reserved: launch acquires only if they are still the latest (K17). */
+  reservation: { session: number | null; seat: number | null };
+  issuedAt: string;
+};
+
+export type DialogRecord = {
+  version: 2;
+  kind: "dialog";
+  id: string;
+  /** Pi's request id, which is never answered. */
+  native: string;
+  execution: string;
+  method: "select" | "confirm" | "input" | "editor";
+  title: string;
+  disabled: true;
+  reason: string;
+  at: string;
+};
+
+export type ControlRecord =
+  | BindingRecord
+  | ReceiptRecord
+  | StopRecord
+  | ConfirmationRecord
+  | EligibilityRecord
+  | DialogRecord;
+
+/** SHA-256 (hex) of canonical JSON: keys sorted at every level. */
+export function digestOf(value: unknown): string {
+  return createHash("sha256").update(canonicalJson(value)).digest("hex");
+}
+
+export function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(",")}]`;
+  if (typeof v === "object" && v !== null) {
+    const o = v as Record<string, unknown>;
+    const keys = Object.keys(o)
+      .filter((k) => o[k] !== undefined)
+      .sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(v) ?? "null";
+}
+
+export type EvidenceEntry = { record: ControlRecord; digest: string; previous: string | null };
+
+/**
+ * The controller's append-only evidence: each entry's digest covers its record and the previous
+ * digest, so an edited or dropped record breaks the chain (`verifyChain`).
+ */
+export class Evidence {
+  readonly entries: EvidenceEntry[] = [];
+
+  append(record: ControlRecord): EvidenceEntry {
+    const previous = this.entries.at(-1)?.digest ?? null;
+    const entry = { record, digest: digestOf({ previous, record }), previous };
+    this.entries.push(entry);
+    return entry;
+  }
+
+  records(): ControlRecord[] {
+    return this.entries.map((e) => e.record);
+  }
+
+  /** True when every entry's digest matches its record and predecessor. */
+  verifyChain(): boolean {
+    let previous: string | null = null;
+    for (const e of this.entries) {
+      if (e.previous !== previous || e.digest !== digestOf({ previous, record: e.record })) {
+        return false;
+      }
+      previous = e.digest;
+    }
+    return true;
+  }
+}
+
+export type StopVerdict =
+  | { verified: true; proofDigest: string }
+  | { verified: false; why: string };
+
+/** What the controller asks of its `verifier` (seed constructor param). */
+export type Verifier = {
+  /** Refuses `configuration` unless the session file is a fixture this verifier vouches for. */
+  checkSession(sessionFile: string): void;
+  /** Whether a force stop's outcome proves that every member of the engine's cohort is gone. */
+  verifyStop(outcome: StopOutcome, engine: { pid: number | undefined }): StopVerdict;
+};
+
+/**
+ * The fixture build's verifier. It vouches only for session files under its fixture root, and
+ * accepts a stop as proven only when the outcome says `stopped` with a proof whose enumeration
+ * and emptiness were both observed, the enumeration names the engine, and every member the stop
+ * saw is in the enumeration. A `synthetic` proof (FakeLauncher) is accepted because this is a
+ * fixture verifier: it proves nothing about a real host, and no other verifier may accept it.
+ */
+export class FixtureVerifier implements Verifier {
+  readonly fixtureRoot: string;
+
+  constructor(options: { fixtureRoot: string }) {
+    if (typeof options.fixtureRoot !== "string" || !isAbsolute(options.fixtureRoot)) {
+      throw new ControlRefusal("configuration", "FixtureVerifier needs an absolute fixtureRoot");
+    }
+    this.fixtureRoot = resolve(options.fixtureRoot);
+  }
+
+  checkSession(sessionFile: string): void {
+    const rel = relative(this.fixtureRoot, resolve(sessionFile));
+    if (rel === "" || rel.startsWith("..") || isAbsolute(rel)) {
+      throw new ControlRefusal(
+        "configuration",
+        `the verifier vouches only for fixtures under ${this.fixtureRoot}`,
+      );
+    }
+  }
+
+  verifyStop(outcome: StopOutcome, engine: { pid: number | undefined }): StopVerdict {
+    if (outcome.result !== "stopped") return { verified: false, why: "the stop ended uncertain" };
+    const { proof } = outcome;
+    if (proof.enumerated.status !== "observed" || proof.emptied.status !== "observed") {
+      return { verified: false, why: "an observation the proof needs is absent" };
+    }
+    if (!proof.emptied.empty) return { verified: false, why: "the cohort was not seen empty" };
+    const enumerated = new Set(proof.enumerated.pids);
+    if (engine.pid !== undefined && !enumerated.has(engine.pid)) {
+      return { verified: false, why: "the enumeration does not name the engine" };
+    }
+    const missed = outcome.members.filter((pid) => !enumerated.has(pid));
+    if (missed.length > 0) {
+      return { verified: false, why: `members outside the enumeration: ${missed.join(", ")}` };
+    }
+    return { verified: true, proofDigest: digestOf(proof) };
+  }
+}
+
+export function isVerifier(v: unknown): v is Verifier {
+  return (
+    typeof v === "object" &&
+    v !== null &&
+    typeof (v as Verifier).checkSession === "function" &&
+    typeof (v as Verifier).verifyStop === "function"
+  );
+}

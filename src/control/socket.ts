@@ -1,0 +1,223 @@
+// The controller's Unix socket (SPEC §6, seed: The socket): a directory the controller owns
+// with mode 0700, the socket 0600, LF framing (framing.ts), one JSON message per line. Before a
+// welcome only `hello` is accepted; any line that is not a valid message is answered
+// `malformed` and nothing else happens. An oversize line also ends the connection, since the
+// stream's position is lost. This module knows the envelope, never the operations.
+import { randomUUID } from "node:crypto";
+import { chmod, lstat, mkdir, unlink } from "node:fs/promises";
+import { createServer, type Server, type Socket } from "node:net";
+import { isAbsolute, join, resolve } from "node:path";
+import { encodeLine, FramingError, LineSplitter } from "./framing.ts";
+import {
+  type ControllerMessage,
+  type Hello,
+  parseClientMessage,
+  type Reply,
+  type Request,
+} from "./protocol.ts";
+import { ControlRefusal } from "./refusal.ts";
+
+/** A prompt of 262,144 characters fits even when every one is escaped (`\u0000`, 6 bytes). */
+export const MAX_LINE_BYTES = 2 * 1024 * 1024;
+export const SOCKET_NAME = "control.sock";
+const SUN_PATH_MAX = 107;
+
+export type Connection = {
+  readonly id: string;
+  /** Set by the welcome; null until then. */
+  grant: string | null;
+  /** False once the controller closed this connection's channel (revocation, shutdown). */
+  channelOpen: boolean;
+  readonly closed: boolean;
+  send(message: ControllerMessage): void;
+  end(): void;
+};
+
+export type ServerHooks = {
+  /** Answers a hello: a welcome, or a refusal reply (the connection stays unwelcomed). */
+  hello(conn: Connection, hello: Hello): ControllerMessage;
+  request(conn: Connection, request: Request): void;
+  closed(conn: Connection): void;
+};
+
+export function malformed(message: string, id: string | null = null): Reply {
+  return { type: "reply", id, outcome: "refused:malformed", refusal: "malformed", message };
+}
+
+/**
+ * Creates `dir` with mode 0700, or accepts an existing one only when it is a real directory of
+ * this uid with no group or other bits. Refuses `configuration` otherwise.
+ */
+export async function prepareSocketDir(dir: string): Promise<string> {
+  if (typeof dir !== "string" || !isAbsolute(dir)) {
+    throw new ControlRefusal("configuration", "socketDir must be an absolute path");
+  }
+  const path = resolve(dir);
+  let created = false;
+  try {
+    await mkdir(path, { mode: 0o700 });
+    created = true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") {
+      throw new ControlRefusal("configuration", `can't create socketDir: ${errno(e)}`);
+    }
+  }
+  // mkdir's mode is masked by the umask, which can only remove bits; set it exactly.
+  if (created) await chmod(path, 0o700);
+  const st = await lstat(path);
+  if (!st.isDirectory()) {
+    throw new ControlRefusal("configuration", `socketDir ${path} is not a real directory`);
+  }
+  if (st.uid !== process.getuid?.()) {
+    throw new ControlRefusal("configuration", `socketDir ${path} belongs to uid ${st.uid}`);
+  }
+  if ((st.mode & 0o077) !== 0) {
+    const mode = (st.mode & 0o777).toString(8);
+    throw new ControlRefusal("configuration", `socketDir ${path} has mode ${mode}, not 0700`);
+  }
+  return path;
+}
+
+export class ControlServer {
+  readonly socketPath: string;
+  readonly connections = new Map<string, Connection>();
+  readonly #server: Server;
+  readonly #sockets = new Set<Socket>();
+
+  private constructor(socketPath: string, server: Server) {
+    this.socketPath = socketPath;
+    this.#server = server;
+  }
+
+  static async listen(
+    dir: string,
+    hooks: ServerHooks,
+    options: { maxLineBytes?: number } = {},
+  ): Promise<ControlServer> {
+    const socketDir = await prepareSocketDir(dir);
+    const socketPath = join(socketDir, SOCKET_NAME);
+    if (Buffer.byteLength(socketPath) > SUN_PATH_MAX) {
+      throw new ControlRefusal("configuration", `the socket path is over ${SUN_PATH_MAX} bytes`);
+    }
+    try {
+      const st = await lstat(socketPath);
+      // A socket left by a controller that died; the directory is ours alone, so it is stale.
+      if (!st.isSocket()) {
+        throw new ControlRefusal("configuration", `${socketPath} exists and is not a socket`);
+      }
+      await unlink(socketPath);
+    } catch (e) {
+      if (e instanceof ControlRefusal) throw e;
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+    }
+    const maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES;
+    const server = createServer();
+    const self = new ControlServer(socketPath, server);
+    server.on("connection", (socket) => self.#accept(socket, hooks, maxLineBytes));
+    await new Promise<void>((ok, fail) => {
+      server.once("error", fail);
+      server.listen(socketPath, () => {
+        server.off("error", fail);
+        ok();
+      });
+    });
+    await chmod(socketPath, 0o600);
+    return self;
+  }
+
+  /** Sends to every welcomed connection. */
+  broadcast(message: ControllerMessage): void {
+    for (const c of this.connections.values()) if (c.grant !== null) c.send(message);
+  }
+
+  async close(): Promise<void> {
+    const closed = new Promise<void>((ok) => this.#server.close(() => ok()));
+    for (const s of this.#sockets) s.destroy();
+    await closed;
+    // The directory stays (it may be the operator's); the socket name goes with the server.
+    await unlink(this.socketPath).catch(() => undefined);
+  }
+
+  #accept(socket: Socket, hooks: ServerHooks, maxLineBytes: number): void {
+    this.#sockets.add(socket);
+    const splitter = new LineSplitter({ maxRecordBytes: maxLineBytes });
+    let closed = false;
+    const conn: Connection = {
+      id: `c-${randomUUID()}`,
+      grant: null,
+      channelOpen: true,
+      get closed() {
+        return closed;
+      },
+      send(message) {
+        if (!closed && socket.writable) socket.write(encodeLine(message));
+      },
+      end() {
+        if (!closed) socket.end();
+      },
+    };
+    this.connections.set(conn.id, conn);
+    const onLine = (line: string): void => {
+      const parsed = parseClientMessage(line);
+      if (!parsed.ok) {
+        conn.send(malformed(parsed.reason, requestIdOf(line)));
+        return;
+      }
+      const m = parsed.message;
+      if (conn.grant === null) {
+        if (m.type !== "hello") {
+          conn.send(malformed("the first message must be hello", m.id));
+          return;
+        }
+        conn.send(hooks.hello(conn, m));
+        return;
+      }
+      if (m.type === "hello") {
+        conn.send(malformed("hello was already answered"));
+        return;
+      }
+      hooks.request(conn, m);
+    };
+    socket.on("data", (chunk: Buffer) => {
+      let lines: string[];
+      try {
+        lines = splitter.push(chunk);
+      } catch (e) {
+        if (!(e instanceof FramingError)) throw e;
+        for (const line of e.lines) onLine(line);
+        conn.send(malformed(`a line exceeded ${maxLineBytes} bytes; closing`));
+        socket.end();
+        socket.removeAllListeners("data");
+        socket.resume();
+        return;
+      }
+      for (const line of lines) onLine(line);
+    });
+    // A reset peer closes like any other; 'close' below does the bookkeeping.
+    socket.on("error", () => {});
+    socket.on("close", () => {
+      closed = true;
+      this.#sockets.delete(socket);
+      this.connections.delete(conn.id);
+      hooks.closed(conn);
+    });
+  }
+}
+
+/** The id of a line that looks like a request, so even a malformed one can be correlated. */
+function requestIdOf(line: string): string | null {
+  try {
+    const v: unknown = JSON.parse(line);
+    if (typeof v === "object" && v !== null && !Array.isArray(v)) {
+      const id = (v as { id?: unknown }).id;
+      if (typeof id === "string" && id.length <= 200) return id;
+    }
+  } catch {
+    // Not JSON: there is no id to give back.
+  }
+  return null;
+}
+
+function errno(e: unknown): string {
+  return (e as NodeJS.ErrnoException).code ?? String(e);
+}

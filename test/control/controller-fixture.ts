@@ -1,0 +1,231 @@
+// Test helper: a fixture project with a fake-pi session, a Controller over it, and a small
+// line-level socket client. Every controller and socket is closed, and the temp dir removed,
+// in t.after. Waits have deadlines; nothing sleeps.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createConnection, type Socket } from "node:net";
+import { join } from "node:path";
+import type { TestContext } from "node:test";
+import { Controller, type ControllerOptions } from "../../src/control/controller.ts";
+import { LineSplitter } from "../../src/control/framing.ts";
+import { FakeLauncher, type Launcher } from "../../src/control/launcher.ts";
+import { type Grant, OPERATIONS } from "../../src/control/protocol.ts";
+import { FixtureVerifier } from "../../src/control/records.ts";
+import { assertValid } from "../helpers/schema.ts";
+import type { FakePiScript } from "./fake-pi.ts";
+import { FAKE_PI, FAKE_SESSION_ID } from "./fake-pi-harness.ts";
+
+export const GRANTS: Grant[] = [
+  { id: "g-op", actor: "local-operator", capabilities: [...OPERATIONS] },
+  { id: "g-ro", actor: "local-operator", capabilities: ["observe"] },
+];
+
+export type Fixture = {
+  root: string;
+  fixtureRoot: string;
+  projectRoot: string;
+  sessionFile: string;
+  claimRoot: string;
+  socketDir: string;
+  holdDir: string;
+};
+
+type Line = Record<string, unknown>;
+
+function entry(id: string, parentId: string | null, fields: Line): Line {
+  return { id, parentId, timestamp: "2026-01-01T00:00:01.000Z", ...fields };
+}
+
+/** A session Pi loads without appending: messages and a thinking entry on the branch. */
+export function stableSession(cwd: string, id = FAKE_SESSION_ID): Line[] {
+  const msg = (role: string, text: string) => ({
+    role,
+    content: [{ type: "text", text }],
+    timestamp: 1,
+  });
+  return [
+    { type: "session", version: 3, id, timestamp: "2026-01-01T00:00:00.000Z", cwd },
+    entry("aaaa0001", null, { type: "thinking_level_change", thinkingLevel: "off" }),
+    entry("aaaa0002", "aaaa0001", { type: "message", message: msg("user", "hi") }),
+    entry("aaaa0003", "aaaa0002", { type: "message", message: msg("assistant", "hello") }),
+  ];
+}
+
+/** A session Pi appends to at startup (messages, no thinking entry): K8 fails. */
+export function appendingSession(cwd: string): Line[] {
+  return stableSession(cwd)
+    .filter((l) => l.type !== "thinking_level_change")
+    .map((l) => (l.id === "aaaa0002" ? { ...l, parentId: null } : l));
+}
+
+export function makeFixture(
+  t: Pick<TestContext, "after">,
+  session: (cwd: string) => Line[] = stableSession,
+): Fixture {
+  const root = mkdtempSync("/tmp/mc-");
+  t.after(() => rmSync(root, { recursive: true, force: true }));
+  const fixtureRoot = join(root, "fx");
+  const projectRoot = join(fixtureRoot, "proj");
+  const sessions = join(projectRoot, ".pi", "state", "main", "sessions");
+  mkdirSync(sessions, { recursive: true });
+  const holdDir = join(root, "holds");
+  mkdirSync(holdDir);
+  const sessionFile = join(sessions, "s.jsonl");
+  writeFileSync(
+    sessionFile,
+    session(projectRoot)
+      .map((l) => `${JSON.stringify(l)}\n`)
+      .join(""),
+  );
+  return {
+    root,
+    fixtureRoot,
+    projectRoot,
+    sessionFile,
+    claimRoot: join(root, "claims"),
+    socketDir: join(root, "s"),
+    holdDir,
+  };
+}
+
+export type StartOptions = {
+  launcher?: Launcher;
+  script?: FakePiScript;
+  grants?: Grant[];
+  audit?: ControllerOptions["audit"];
+  session?: (cwd: string) => Line[];
+  fixture?: Fixture;
+};
+
+export function controllerOptions(f: Fixture, o: StartOptions = {}): ControllerOptions {
+  let env: Record<string, string> | undefined;
+  if (o.script) {
+    const file = join(f.root, "script.json");
+    writeFileSync(file, JSON.stringify({ holdDir: f.holdDir, ...o.script }));
+    env = { FAKE_PI_SCRIPT: file };
+  }
+  return {
+    fixtureRoot: f.fixtureRoot,
+    claimRoot: f.claimRoot,
+    socketDir: f.socketDir,
+    sessionFile: f.sessionFile,
+    seat: "main",
+    verifier: new FixtureVerifier({ fixtureRoot: f.fixtureRoot }),
+    grants: o.grants ?? GRANTS.map((g) => ({ ...g, capabilities: [...g.capabilities] })),
+    launcher: o.launcher ?? new FakeLauncher({ defaultStop: { result: "stopped" } }),
+    engine: {
+      command: process.execPath,
+      preArgs: [FAKE_PI],
+      extraArgs: ["--model", "fake/echo"],
+      ...(env ? { env } : {}),
+    },
+    ...(o.audit ? { audit: o.audit } : {}),
+  };
+}
+
+/** A started controller on a fresh fixture; stopped and validated in t.after. */
+export async function startController(
+  t: Pick<TestContext, "after">,
+  o: StartOptions = {},
+): Promise<{ ctl: Controller; f: Fixture }> {
+  const f = o.fixture ?? makeFixture(t, o.session);
+  const ctl = new Controller(controllerOptions(f, o));
+  t.after(async () => {
+    await ctl.stop();
+    validateRecords(ctl);
+  });
+  await ctl.start();
+  return { ctl, f };
+}
+
+const DEF = {
+  binding: "controlBinding",
+  receipt: "receiptRecord",
+  stop: "stopRecord",
+  confirmation: "confirmationRecord",
+  eligibility: "eligibilityRecord",
+  dialog: "dialogRecord",
+} as const;
+
+/** Every record the controller produced is a valid CHAT-01 v2 record. */
+export function validateRecords(ctl: Controller): void {
+  for (const r of ctl.records) assertValid(DEF[r.kind], r);
+}
+
+export type Msg = Record<string, unknown> & { type: string };
+
+/** A line-level client: raw writes, every message kept, waits with a deadline. */
+export class TestClient {
+  readonly messages: Msg[] = [];
+  readonly socket: Socket;
+  readonly closed: Promise<void>;
+  #waiters = new Set<() => void>();
+  #n = 0;
+
+  private constructor(socket: Socket) {
+    this.socket = socket;
+    const splitter = new LineSplitter();
+    socket.on("data", (chunk: Buffer) => {
+      for (const line of splitter.push(chunk)) this.messages.push(JSON.parse(line) as Msg);
+      for (const w of [...this.#waiters]) w();
+    });
+    this.closed = new Promise((ok) => socket.on("close", () => ok()));
+    socket.on("error", () => {});
+  }
+
+  static async connect(t: Pick<TestContext, "after">, path: string): Promise<TestClient> {
+    const socket = createConnection(path);
+    await new Promise<void>((ok, fail) => {
+      socket.once("connect", ok);
+      socket.once("error", fail);
+    });
+    const c = new TestClient(socket);
+    t.after(() => {
+      socket.destroy();
+    });
+    return c;
+  }
+
+  /** Connects and says hello; resolves with the welcome. */
+  static async welcomed(t: Pick<TestContext, "after">, path: string, grant = "g-op") {
+    const c = await TestClient.connect(t, path);
+    c.raw(`${JSON.stringify({ type: "hello", protocol: 2, grant })}\n`);
+    const welcome = await c.waitFor((m) => m.type === "welcome", "welcome");
+    return { c, welcome };
+  }
+
+  raw(text: string): void {
+    this.socket.write(text);
+  }
+
+  /** Sends a request (id and generation filled in) and resolves with its reply. */
+  async request(fields: Record<string, unknown>): Promise<Msg> {
+    const id = (fields.id as string | undefined) ?? `r${++this.#n}`;
+    this.raw(`${JSON.stringify({ type: "request", id, ...fields })}\n`);
+    return this.reply(id);
+  }
+
+  reply(id: string, from = 0): Promise<Msg> {
+    return this.waitFor((m) => m.type === "reply" && m.id === id, `reply ${id}`, from);
+  }
+
+  waitFor(match: (m: Msg) => boolean, what: string, from = 0, timeoutMs = 10_000): Promise<Msg> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const hit = this.messages.slice(from).find(match);
+        if (!hit) return;
+        this.#waiters.delete(check);
+        clearTimeout(timer);
+        resolve(hit);
+      };
+      const timer = setTimeout(() => {
+        this.#waiters.delete(check);
+        const seen = this.messages.map(
+          (m) => `${m.type}:${String(m.outcome ?? (m.event as Msg)?.kind ?? "")}`,
+        );
+        reject(new Error(`no ${what} within ${timeoutMs} ms; saw ${seen.join(", ")}`));
+      }, timeoutMs);
+      this.#waiters.add(check);
+      check();
+    });
+  }
+}

@@ -1,0 +1,126 @@
+import assert from "node:assert/strict";
+import { chmodSync, mkdirSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { Controller } from "../../src/control/controller.ts";
+import { isControlRefusal } from "../../src/control/refusal.ts";
+import {
+  appendingSession,
+  controllerOptions,
+  makeFixture,
+  startController,
+  TestClient,
+} from "./controller-fixture.ts";
+
+describe("controller", () => {
+  it("refuses configuration when a required path is missing", (t) => {
+    const f = makeFixture(t);
+    for (const key of [
+      "fixtureRoot",
+      "claimRoot",
+      "socketDir",
+      "sessionFile",
+      "seat",
+      "verifier",
+    ]) {
+      const o = { ...controllerOptions(f), [key]: undefined } as never;
+      assert.throws(
+        () => new Controller(o),
+        (e) => isControlRefusal(e) && e.code === "configuration",
+        key,
+      );
+    }
+  });
+
+  it("refuses configuration when the session file is not at <project>/.pi/state/<seat>/sessions", (t) => {
+    const f = makeFixture(t);
+    const stray = join(f.fixtureRoot, "s.jsonl");
+    writeFileSync(stray, "{}\n");
+    const o = { ...controllerOptions(f), sessionFile: stray };
+    assert.throws(
+      () => new Controller(o),
+      (e) => isControlRefusal(e) && e.code === "configuration",
+    );
+  });
+
+  it("refuses configuration when the header id is not a CHAT-01 id", (t) => {
+    const f = makeFixture(t, (cwd) => [{ type: "session", id: "bad id!", cwd }]);
+    assert.throws(
+      () => new Controller(controllerOptions(f)),
+      (e) => isControlRefusal(e) && e.code === "configuration",
+    );
+  });
+
+  it("claims, launches, binds and listens in a 0700 dir with a 0600 socket when started", async (t) => {
+    const { ctl, f } = await startController(t);
+    assert.equal(statSync(f.socketDir).mode & 0o777, 0o700);
+    assert.equal(statSync(ctl.socketPath).mode & 0o777, 0o600);
+    assert.equal(ctl.claim?.state, "held");
+    const state = ctl.state();
+    assert.equal(state.admission, "open");
+    assert.equal(state.binding, "bound");
+    const { welcome } = await TestClient.welcomed(t, ctl.socketPath);
+    assert.equal(welcome.role, "observer");
+    assert.equal(welcome.conversation, ctl.conversation);
+  });
+
+  it("refuses to start on a socket dir with looser permissions", async (t) => {
+    const f = makeFixture(t);
+    mkdirSync(f.socketDir);
+    chmodSync(f.socketDir, 0o750);
+    const ctl = new Controller(controllerOptions(f));
+    t.after(() => ctl.stop());
+    await assert.rejects(ctl.start(), (e) => isControlRefusal(e) && e.code === "configuration");
+  });
+
+  it("refuses to start on a socket dir owned by another uid", async (t) => {
+    const f = makeFixture(t);
+    mkdirSync(f.socketDir, { mode: 0o700 });
+    const { chownSync } = await import("node:fs");
+    chownSync(f.socketDir, 65534, 65534);
+    const ctl = new Controller(controllerOptions(f));
+    t.after(() => ctl.stop());
+    await assert.rejects(ctl.start(), (e) => isControlRefusal(e) && e.code === "configuration");
+  });
+
+  it("keeps admission closed and refuses preflight when a startup append moves the leaf (K8)", async (t) => {
+    const { ctl } = await startController(t, { session: appendingSession });
+    assert.equal(ctl.state().admission, "never");
+    assert.equal(ctl.state().binding, "uncertain");
+    assert.equal(ctl.claim?.state, "held");
+    const { c, welcome } = await TestClient.welcomed(t, ctl.socketPath);
+    const generation = (welcome.state as { generation: number }).generation;
+    const take = await c.request({ op: "takeover", generation });
+    assert.equal(take.outcome, "admitted");
+    const r = await c.request({
+      op: "prompt",
+      generation: generation + 1,
+      text: "hi",
+      draft: { id: "d1", revision: 1 },
+    });
+    assert.equal(r.outcome, "refused:preflight");
+  });
+
+  it("ends the claim stopped-proven on stop when the launcher proves it", async (t) => {
+    const f = makeFixture(t);
+    const ctl = new Controller(controllerOptions(f));
+    await ctl.start();
+    await ctl.stop();
+    assert.equal(ctl.claim?.state, "stopped-proven");
+    const stop = ctl.records.findLast((r) => r.kind === "stop");
+    assert.equal(stop?.kind === "stop" && stop.result, "stopped");
+  });
+
+  it("marks the claim uncertain on stop with the process-group launcher", async (t) => {
+    const f = makeFixture(t);
+    const { PgroupLauncher } = await import("../../src/control/launcher.ts");
+    const ctl = new Controller(
+      controllerOptions(f, {
+        launcher: new PgroupLauncher({ termGraceMs: 1000, killGraceMs: 1000 }),
+      }),
+    );
+    await ctl.start();
+    await ctl.stop();
+    assert.equal(ctl.claim?.state, "uncertain");
+  });
+});
