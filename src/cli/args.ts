@@ -3,6 +3,7 @@
 // returned as a value with the help text to point at. Nothing here reads a file.
 import { parseArgs } from "node:util";
 import type { SourceFlags } from "./config.ts";
+import { CONTROL_HELP, type ControlCommand, parseControl } from "./control.ts";
 
 export const DEFAULT_HOST = "127.0.0.1";
 export const DEFAULT_PORT = 4173;
@@ -19,7 +20,8 @@ export type Command =
       json: boolean;
       fromStart: boolean;
     }
-  | { name: "serve"; sources: SourceFlags; host: string; port: number; portGiven: boolean };
+  | { name: "serve"; sources: SourceFlags; host: string; port: number; portGiven: boolean }
+  | ControlCommand;
 
 export type Parsed = { ok: true; command: Command } | { ok: false; error: string; usage: string };
 
@@ -34,13 +36,14 @@ const SOURCES_HELP = `Sources (one of):
 export const HELP = {
   top: `Usage: conversation <command> [options]
 
-Reads Pi coding-agent conversations; never writes or resumes one.
+Reads Pi coding-agent conversations; only control runs one (a sealed Pi).
 
 Commands:
   catalogue          list the conversations in the sources
   read <id>          print a branch of a conversation, every page in order
   follow <id>        print what is appended to a branch until Ctrl-C
   serve              serve the board and the Console on loopback
+  control            run a controller on one session (see control --help)
 
 ${SOURCES_HELP}
 
@@ -104,6 +107,7 @@ ${SOURCES_HELP}
 
   -h, --help         this help
 `,
+  control: CONTROL_HELP,
 } as const;
 
 const SOURCE_OPTIONS = {
@@ -137,10 +141,10 @@ export function parseCommand(argv: string[]): Parsed {
   }
 }
 
-type CommandName = "catalogue" | "read" | "follow" | "serve";
+type CommandName = "catalogue" | "read" | "follow" | "serve" | "control";
 
 function isCommandName(s: string): s is CommandName {
-  return s === "catalogue" || s === "read" || s === "follow" || s === "serve";
+  return ["catalogue", "read", "follow", "serve", "control"].includes(s);
 }
 
 function isParseArgsError(e: unknown): e is Error {
@@ -227,6 +231,8 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
         },
       };
     }
+    case "control":
+      return parseControl(args);
     default:
       return unreachable(name);
   }

@@ -1,15 +1,17 @@
 // `npm start`: the board and the Console on loopback over an embedded demo project, written
 // once into the git-ignored `demo/` by Pi's own SessionManager, with one conversation that
-// keeps growing while the board runs. `--project DIR [--seat NAME]` or `--config FILE` serve
-// real projects instead, and then nothing is written. Ctrl-C stops the board and the writer.
+// keeps growing while the board runs, and a real Pi on a demo session behind a controller
+// (demo-control.ts). `--project DIR [--seat NAME]` or `--config FILE` serve real projects
+// instead, and then nothing is written or run. Ctrl-C stops the board, the writer and Pi.
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { createReader, rootsFromSpecs } from "../index.ts";
 import { DEFAULT_HOST, DEFAULT_PORT, parsePort } from "./args.ts";
 import { type Sources, sourcesFromFlags } from "./config.ts";
+import { type DemoControl, tryDemoControl } from "./demo-control.ts";
 import { startGrowing } from "./demo-grow.ts";
-import { demoProject, writeDemoProject } from "./demo-sessions.ts";
+import { DEMO_SEATS, demoProject, writeDemoProject } from "./demo-sessions.ts";
 import { checkHost, startServing, whenAborted } from "./serve.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
@@ -30,6 +32,7 @@ SessionManager) with one conversation that grows every few seconds.
   --config FILE      serve the specs and registrations of a JSON config file
   --port N           the port (default ${DEFAULT_PORT}, or a free one if it is taken)
   --host ADDRESS     127.0.0.1 (default), ::1 or localhost
+  --no-control       demo only: don't run the demo's controlled Pi
   -h, --help         this help
 
 Delete demo/ to write the demo again.
@@ -84,7 +87,18 @@ async function start(argv: string[], signal: AbortSignal): Promise<number> {
   }
   const { board } = started;
   process.stdout.write(real ? servingReal(board.url) : servingDemo(board.url));
+  let control: DemoControl | null = null;
+  if (!real && values["no-control"] !== true) {
+    const out = (text: string) => process.stdout.write(text);
+    const err = (text: string) => process.stderr.write(text);
+    const where = { fixtureRoot: DEMO_DIR, projectRoot: DEMO_PROJECT, seat: DEMO_SEATS.main };
+    control = await tryDemoControl({ ...where, out, err });
+  }
   await whenAborted(signal);
+  await control?.stop().then(
+    (summary) => process.stdout.write(`Demo controller: ${summary}\n`),
+    (e: unknown) => process.stderr.write(`demo controller: the stop failed: ${String(e)}\n`),
+  );
   stopWriter();
   await board.close();
   process.stdout.write("Stopped.\n");
@@ -100,6 +114,7 @@ function parse(argv: string[]) {
       seat: { type: "string", multiple: true },
       port: { type: "string" },
       host: { type: "string" },
+      "no-control": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
     allowPositionals: false,
@@ -126,7 +141,7 @@ function servingDemo(url: string): string {
 The board is serving the demo on ${url}
 
 Open it in a browser and try:
-  - the catalogue: eight conversations in demo-project (seats main and
+  - the catalogue: the conversations in demo-project (seats main and
     review) and one seat on another harness, shown with its reason
   - "Branches: a fork, a summary and a fresh start": switch branches
   - "A long session (several pages)": load the rest, page by page
@@ -138,7 +153,7 @@ In a terminal, the same conversations:
   node src/cli/main.ts follow <id> --project ${where}
 
 The demo lives in ${where} (delete demo/ to write it again).
-Ctrl-C stops the board and the writer.
+Ctrl-C stops the board, the writer and the demo's Pi.
 `;
 }
 
@@ -152,6 +167,10 @@ function usage(error: string): number {
 }
 
 const stop = new AbortController();
-process.once("SIGINT", () => stop.abort());
-process.once("SIGTERM", () => stop.abort());
+// Listeners that stay: Pi's package, once imported (SessionManager), loads signal-exit, which
+// re-raises a signal that no other listener is left for and so would kill us mid-stop. A second
+// signal still ends the process at once.
+const onSignal = () => (stop.signal.aborted ? process.exit(130) : stop.abort());
+process.on("SIGINT", onSignal);
+process.on("SIGTERM", onSignal);
 process.exitCode = await start(process.argv.slice(2), stop.signal);

@@ -1,5 +1,5 @@
-// The `conversation` command: catalogue, read, follow and serve over the reader (issue 3 §3).
-// It only reads: no session file is written, resumed or controlled. Exit status 0 ok, 1
+// The `conversation` command: catalogue, read, follow and serve over the reader (issue 3 §3),
+// and `control` (control.ts), the only command that runs Pi. Exit status 0 ok, 1
 // refused or failed (a reader refusal is printed on stderr as `refused: <code>: <message>`),
 // 2 usage error. Text is for people (80 columns when not a terminal), --json for scripts.
 import { setTimeout as sleep } from "node:timers/promises";
@@ -13,6 +13,7 @@ import {
 } from "../index.ts";
 import { type Command, HELP, parseCommand } from "./args.ts";
 import { type Sources, sourcesFromFlags } from "./config.ts";
+import { readGrantsFile, runControl } from "./control.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
 import { checkHost, startServing, whenAborted } from "./serve.ts";
 import { makeVisible } from "./visible.ts";
@@ -39,13 +40,18 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
     io.out(cmd.text);
     return EXIT.ok;
   }
+  if (cmd.name === "control") {
+    const grants = readGrantsFile(cmd.grants);
+    if (!grants.ok) return usageError(io, grants.error, HELP.control);
+    return runControl(cmd, grants.value, io, signal);
+  }
   const sources = sourcesFromFlags(cmd.sources);
   if (!sources.ok) return usageError(io, sources.error, HELP[cmd.name]);
   return run(cmd, sources.value, io, signal);
 }
 
 async function run(
-  cmd: Exclude<Command, { name: "help" }>,
+  cmd: Exclude<Command, { name: "help" | "control" }>,
   sources: Sources,
   io: Io,
   signal: AbortSignal,
@@ -236,7 +242,7 @@ export function processIo(): Io {
   };
 }
 
-/** Runs the process's command line: SIGINT and SIGTERM end follow and serve with status 0. */
+/** Runs the process's command line: SIGINT and SIGTERM end follow, serve and control (status 0). */
 export async function runProcess(): Promise<void> {
   const stop = new AbortController();
   const abort = () => stop.abort();
