@@ -9,7 +9,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { ID_PATTERN } from "../protocol/chat-01.ts";
 import { EngineLink, type EngineLinkOptions, type EngineSpec } from "./engine.ts";
 
-export type LauncherKind = "pgroup" | "fake";
+export type LauncherKind = "pgroup" | "fake" | "cgroup" | "scope";
 export type StopPhase = "term" | "kill";
 
 /** When an observation was made: its phase, and ms since the force stop began. */

@@ -213,7 +213,12 @@ export class FixtureVerifier implements Verifier {
     }
     if (!proof.emptied.empty) return { verified: false, why: "the cohort was not seen empty" };
     const enumerated = new Set(proof.enumerated.pids);
-    if (engine.pid !== undefined && !enumerated.has(engine.pid)) {
+    // The engine must be in the enumeration, or have been seen to exit before it: a controller
+    // that closed the engine's input first enumerates an already-empty cohort, honestly.
+    const exitSeen = outcome.observations.some(
+      (o) => o.kind === "engine-exit" && o.status === "observed",
+    );
+    if (engine.pid !== undefined && !enumerated.has(engine.pid) && !exitSeen) {
       return { verified: false, why: "the enumeration does not name the engine" };
     }
     const missed = outcome.members.filter((pid) => !enumerated.has(pid));
