@@ -60,6 +60,8 @@ export class Operations {
   readonly #eligibility = new Map<string, { record: EligibilityRecord; used: boolean }>();
   readonly #receipts = new Map<string, Receipt>();
   readonly #cursorBranch = new Map<string, string>();
+  /** Replies already written at their place in the engine's stream (a prompt's, at its ack). */
+  readonly #sentInStream = new WeakSet<Reply>();
   #pending: Pending | null = null;
   #leafAtProof: string | null = null;
 
@@ -81,7 +83,9 @@ export class Operations {
     }
     const reply = this.#run(conn, r, earlier?.canonical ?? null);
     if (!earlier) seen.set(r.id, { canonical, reply });
-    void reply.then((answer) => conn.send(answer));
+    void reply.then((answer) => {
+      if (!this.#sentInStream.has(answer)) conn.send(answer);
+    });
   }
 
   forget(connection: string): void {
@@ -169,7 +173,7 @@ export class Operations {
         h.setController(null);
         return ok({ generation: h.generation(), role: "observer" });
       case "prompt":
-        return this.#prompt(r.id, exec, verdict.text ?? r.text);
+        return this.#prompt(conn, r.id, exec, verdict.text ?? r.text);
       case "interrupt":
         return ok({ stop: await exec.stops.interrupt() });
       case "confirm": {
@@ -250,7 +254,10 @@ export class Operations {
     };
   }
 
-  async #prompt(id: string, exec: Execution, text: string): Promise<Reply> {
+  // The reply is written the moment Pi's response is read, before any later engine record is
+  // broadcast: it carries the receipt as of the ack and precedes the run's events. Waiting for
+  // the promise chain instead let a run that arrived in the same chunk settle first.
+  async #prompt(conn: Connection, id: string, exec: Execution, text: string): Promise<Reply> {
     const h = this.#host;
     const receipt: Receipt = {
       id: `rc-${randomUUID()}`,
@@ -262,19 +269,26 @@ export class Operations {
     this.#receipts.set(receipt.id, receipt);
     h.record({ ...receipt, version: 2, kind: "receipt", at: new Date().toISOString() });
     exec.tracker.dispatch(receipt.id, text);
-    const acked = new Promise<"ok" | "failed" | "lost">((resolve) => {
-      this.#pending = { receipt, acked: resolve };
+    const replied = new Promise<Reply>((resolve) => {
+      this.#pending = {
+        receipt,
+        acked: (outcome) => {
+          const now = this.#receipts.get(receipt.id) ?? receipt;
+          const reply: Reply =
+            outcome === "lost" && now.reason !== "run-overlap"
+              ? { type: "reply", id, outcome: "unknown", receipt: now, message: "outcome unknown" }
+              : { type: "reply", id, outcome: "admitted", receipt: now };
+          this.#sentInStream.add(reply);
+          conn.send(reply);
+          resolve(reply);
+        },
+      };
     });
     exec.link.request({ type: "prompt", message: text }).catch(() => {
       // The engine went away before answering: the outcome is unknown (transport-unknown).
       if (this.#pending?.receipt.id === receipt.id) exec.tracker.engineGone();
     });
-    const outcome = await acked;
-    const now = this.#receipts.get(receipt.id) ?? receipt;
-    if (outcome === "lost" && now.reason !== "run-overlap") {
-      return { type: "reply", id, outcome: "unknown", receipt: now, message: "outcome unknown" };
-    }
-    return { type: "reply", id, outcome: "admitted", receipt: now };
+    return replied;
   }
 
   #recover(id: string, conn: Connection, exec: Execution, confirmation: string): Reply {

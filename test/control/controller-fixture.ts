@@ -132,6 +132,9 @@ export async function startController(
   t.after(async () => {
     await ctl.stop();
     validateRecords(ctl);
+    // After hooks run in the order they were added, so the fixture's own removal ran before
+    // this stop, which wrote claim revisions again: remove the tree once more.
+    rmSync(f.root, { recursive: true, force: true });
   });
   await ctl.start();
   return { ctl, f };

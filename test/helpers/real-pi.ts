@@ -35,9 +35,13 @@ export function makeScratch(): Scratch {
   return { root, home, projectRoot, sessionFile: join(sessionsDir, "s.jsonl") };
 }
 
-/** models.json (research §4) and settings.json with a short retry backoff. */
+/** models.json (research §4) and settings.json with a short retry backoff, in `<home>/.pi/agent`. */
 export function writeAgentDir(home: string, baseUrl: string): void {
-  const agentDir = join(home, ".pi", "agent");
+  writeAgentFiles(join(home, ".pi", "agent"), baseUrl);
+}
+
+/** The same files in any agent directory (the controller's `agentDir`, PI_CODING_AGENT_DIR). */
+export function writeAgentFiles(agentDir: string, baseUrl: string): void {
   mkdirSync(agentDir, { recursive: true });
   const models = {
     providers: {
