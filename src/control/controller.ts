@@ -37,7 +37,7 @@ import {
 import { ControlRefusal } from "./refusal.ts";
 import { BLOCKING_UI_METHODS } from "./rpc.ts";
 import { readSessionHead } from "./session-head.ts";
-import { type Connection, ControlServer } from "./socket.ts";
+import { type Connection, ControlServer, readySocketPath } from "./socket.ts";
 import { type Closer, StopChain } from "./stops.ts";
 import { Tracker } from "./turns.ts";
 
@@ -103,6 +103,7 @@ export class Controller {
   #claim: Claim | null = null;
   #server: ControlServer | null = null;
   #exec: Execution | null = null;
+  #stopping: Promise<void> | null = null;
   #generation = 1;
   #controllerConnection: string | null = null;
   #auditOk = true;
@@ -219,6 +220,8 @@ export class Controller {
     if (this.#claim) throw new Error("start() was already called");
     const execution = `ex-${randomUUID()}`;
     const incarnation = `in-${randomUUID()}`;
+    // The socket directory is checked first: a bad one must refuse before anything is claimed.
+    await readySocketPath(this.#options.socketDir);
     const holder = await this.#claims.holderFor({ execution, incarnation });
     this.#claim = await this.#claims.acquire({
       seatKey: { projectRoot: this.projectRoot, seat: this.seat },
@@ -340,7 +343,13 @@ export class Controller {
    * Stops the engine and closes the socket. The claim ends `stopped-proven` only when the
    * launcher proves the stop; otherwise it is marked uncertain and stays held.
    */
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
+    // One stop per controller: a second call waits for the first instead of stopping again.
+    this.#stopping ??= this.#stop();
+    return this.#stopping;
+  }
+
+  async #stop(): Promise<void> {
     const exec = this.#exec;
     if (exec && !exec.closers.has("stopped")) {
       await exec.link.close({ eofGraceMs: 2000, termGraceMs: 1000 });

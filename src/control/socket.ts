@@ -5,7 +5,7 @@
 // stream's position is lost. This module knows the envelope, never the operations.
 import { randomUUID } from "node:crypto";
 import { chmod, lstat, mkdir, unlink } from "node:fs/promises";
-import { createServer, type Server, type Socket } from "node:net";
+import { connect, createServer, type Server, type Socket } from "node:net";
 import { isAbsolute, join, resolve } from "node:path";
 import { encodeLine, FramingError, LineSplitter } from "./framing.ts";
 import {
@@ -94,22 +94,7 @@ export class ControlServer {
     hooks: ServerHooks,
     options: { maxLineBytes?: number } = {},
   ): Promise<ControlServer> {
-    const socketDir = await prepareSocketDir(dir);
-    const socketPath = join(socketDir, SOCKET_NAME);
-    if (Buffer.byteLength(socketPath) > SUN_PATH_MAX) {
-      throw new ControlRefusal("configuration", `the socket path is over ${SUN_PATH_MAX} bytes`);
-    }
-    try {
-      const st = await lstat(socketPath);
-      // A socket left by a controller that died; the directory is ours alone, so it is stale.
-      if (!st.isSocket()) {
-        throw new ControlRefusal("configuration", `${socketPath} exists and is not a socket`);
-      }
-      await unlink(socketPath);
-    } catch (e) {
-      if (e instanceof ControlRefusal) throw e;
-      if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
-    }
+    const socketPath = await readySocketPath(dir);
     const maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES;
     const server = createServer();
     const self = new ControlServer(socketPath, server);
@@ -220,4 +205,52 @@ function requestIdOf(line: string): string | null {
 
 function errno(e: unknown): string {
   return (e as NodeJS.ErrnoException).code ?? String(e);
+}
+
+/** Whether something accepts connections on a Unix socket (answered within half a second). */
+function isListening(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = connect(path);
+    const done = (answer: boolean) => {
+      clearTimeout(timer);
+      probe.destroy();
+      resolve(answer);
+    };
+    // No answer in time: treat it as alive, the safe side (a refusal, never a lost controller).
+    const timer = setTimeout(() => done(true), 500);
+    probe.once("connect", () => done(true));
+    probe.once("error", () => done(false));
+  });
+}
+
+/**
+ * The socket path in a checked directory (see prepareSocketDir), free to bind: a stale socket
+ * left by a dead controller is removed; a live one refuses `configuration`. The controller
+ * calls it before it claims or launches anything, and again when it listens.
+ */
+export async function readySocketPath(dir: string): Promise<string> {
+  const socketDir = await prepareSocketDir(dir);
+  const socketPath = join(socketDir, SOCKET_NAME);
+  if (Buffer.byteLength(socketPath) > SUN_PATH_MAX) {
+    throw new ControlRefusal("configuration", `the socket path is over ${SUN_PATH_MAX} bytes`);
+  }
+  try {
+    const st = await lstat(socketPath);
+    if (!st.isSocket()) {
+      throw new ControlRefusal("configuration", `${socketPath} exists and is not a socket`);
+    }
+    // A socket left by a controller that died is stale and goes; one that still answers
+    // belongs to a live controller, which this one must not silently replace.
+    if (await isListening(socketPath)) {
+      throw new ControlRefusal(
+        "configuration",
+        `another controller is listening on ${socketPath}; give this one its own socket directory`,
+      );
+    }
+    await unlink(socketPath);
+  } catch (e) {
+    if (e instanceof ControlRefusal) throw e;
+    if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+  }
+  return socketPath;
 }

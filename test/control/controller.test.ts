@@ -123,4 +123,30 @@ describe("controller", () => {
     await ctl.stop();
     assert.equal(ctl.claim?.state, "uncertain");
   });
+
+  it("stops once when stop is called twice, the second call waiting for the first", async (t) => {
+    const f = makeFixture(t);
+    const ctl = new Controller(controllerOptions(f));
+    await ctl.start();
+    const [a, b] = [ctl.stop(), ctl.stop()];
+    assert.equal(a, b);
+    await a;
+    await ctl.stop();
+    assert.equal(ctl.claim?.state, "stopped-proven");
+    assert.equal(ctl.records.filter((r) => r.kind === "stop").length, 1);
+  });
+
+  it("refuses configuration before claiming anything when another controller listens on its socket", async (t) => {
+    const { ctl: first, f } = await startController(t);
+    const g = makeFixture(t);
+    const second = new Controller(controllerOptions({ ...g, socketDir: f.socketDir }));
+    await assert.rejects(
+      second.start(),
+      (e: unknown) => isControlRefusal(e) && e.code === "configuration",
+    );
+    assert.equal(second.claim, null, "nothing was claimed");
+    // The first controller still answers on its socket.
+    const { welcome } = await TestClient.welcomed(t, first.socketPath, "g-ro");
+    assert.equal(welcome.type, "welcome");
+  });
 });
