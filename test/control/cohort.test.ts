@@ -1,14 +1,6 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  watch,
-  writeFileSync,
-} from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { rmdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
@@ -33,6 +25,7 @@ import {
 } from "../../src/control/cohort.ts";
 import type { EngineSpec } from "../../src/control/engine.ts";
 import { FixtureVerifier } from "../../src/control/records.ts";
+import { isAlive, killQuietly, waitForPidFile, waitGone } from "../helpers/processes.ts";
 import { assertValid } from "../helpers/schema.ts";
 import { fakeHeader, fakePiSpec, makeFakeProject } from "./fake-pi-harness.ts";
 
@@ -117,38 +110,6 @@ async function launch(
   return launched;
 }
 
-/** Waits for `<dir>/<name>.pid` with a deadline and returns the pid. */
-function waitForPidFile(dir: string, name: string, timeoutMs = 10_000): Promise<number> {
-  const file = join(dir, `${name}.pid`);
-  return new Promise((resolve, reject) => {
-    const watcher = watch(dir, () => check());
-    const timer = setTimeout(() => {
-      watcher.close();
-      reject(new Error(`${file} did not appear within ${timeoutMs} ms`));
-    }, timeoutMs);
-    function check(): void {
-      if (!existsSync(file)) return;
-      watcher.close();
-      clearTimeout(timer);
-      resolve(Number(readFileSync(file, "utf8").trim()));
-    }
-    check();
-  });
-}
-
-/** Alive: in /proc and not a zombie (proc(5) stat field 3). */
-function isAlive(pid: number): boolean {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return false;
-    throw e;
-  }
-  const state = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
-  return state !== "Z" && state !== "X";
-}
-
 function cgroupOf(pid: number): string | null {
   try {
     const line = readFileSync(`/proc/${pid}/cgroup`, "utf8")
@@ -161,29 +122,11 @@ function cgroupOf(pid: number): string | null {
   }
 }
 
-/** Not our child: no exit event, so poll /proc against a deadline. */
-async function waitGone(pid: number, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (isAlive(pid)) {
-    if (Date.now() > deadline) throw new Error(`pid ${pid} still alive after ${timeoutMs} ms`);
-    await delay(10);
-  }
-}
-
 async function waitFor(what: string, cond: () => boolean, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!cond()) {
     if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
     await delay(10);
-  }
-}
-
-function killQuietly(pid: number): void {
-  try {
-    process.kill(pid, "SIGKILL");
-  } catch (e) {
-    // ESRCH: already gone, which is what cleanup wants.
-    if ((e as NodeJS.ErrnoException).code !== "ESRCH") throw e;
   }
 }
 

@@ -1,9 +1,8 @@
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync, watch, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
-import { setTimeout as delay } from "node:timers/promises";
 import type { EngineSpec } from "../../src/control/engine.ts";
 import {
   FakeLauncher,
@@ -14,6 +13,7 @@ import {
   type StopOutcome,
 } from "../../src/control/launcher.ts";
 import { ID_PATTERN } from "../../src/protocol/chat-01.ts";
+import { isAlive, killQuietly, statOf, waitForPidFile, waitGone } from "../helpers/processes.ts";
 import { fakeHeader, fakePiSpec, makeFakeProject } from "./fake-pi-harness.ts";
 
 const TINY = join(import.meta.dirname, "tiny-engine.ts");
@@ -58,64 +58,6 @@ async function launch(
     launched.link.kill("SIGKILL", "group");
   });
   return launched;
-}
-
-/** Waits for `<dir>/<name>.pid` with a deadline and returns the pid. */
-function waitForPidFile(dir: string, name: string, timeoutMs = 10_000): Promise<number> {
-  const file = join(dir, `${name}.pid`);
-  return new Promise((resolve, reject) => {
-    const watcher = watch(dir, () => check());
-    const timer = setTimeout(() => {
-      watcher.close();
-      reject(new Error(`${file} did not appear within ${timeoutMs} ms`));
-    }, timeoutMs);
-    function check(): void {
-      if (!existsSync(file)) return;
-      watcher.close();
-      clearTimeout(timer);
-      resolve(Number(readFileSync(file, "utf8").trim()));
-    }
-    check();
-  });
-}
-
-type Stat = { state: string; pgrp: number; session: number };
-
-/** proc(5) stat fields 3, 5 and 6; null once the process is gone. */
-function statOf(pid: number): Stat | null {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
-    throw e;
-  }
-  const f = text.slice(text.lastIndexOf(")") + 2).split(" ");
-  return { state: f[0]!, pgrp: Number(f[2]), session: Number(f[3]) };
-}
-
-/** Alive: present and not a zombie (a killed orphan waits for init to reap it). */
-function isAlive(pid: number): boolean {
-  const s = statOf(pid);
-  return s !== null && s.state !== "Z" && s.state !== "X";
-}
-
-/** A process that is not our child gives no exit event: poll /proc, with a deadline. */
-async function waitGone(pid: number, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (isAlive(pid)) {
-    if (Date.now() > deadline) throw new Error(`pid ${pid} still alive after ${timeoutMs} ms`);
-    await delay(10);
-  }
-}
-
-function killQuietly(pid: number): void {
-  try {
-    process.kill(pid, "SIGKILL");
-  } catch (e) {
-    // ESRCH: already gone, which is what cleanup wants.
-    if ((e as NodeJS.ErrnoException).code !== "ESRCH") throw e;
-  }
 }
 
 function find<K extends Observation["kind"]>(
