@@ -2,6 +2,7 @@
 // strict (node:util parseArgs): an unknown flag, a missing or extra argument is a usage error,
 // returned as a value with the help text to point at. Nothing here reads a file.
 import { parseArgs } from "node:util";
+import { ATTACH_HELP, type AttachCommand, parseAttach } from "./attach.ts";
 import type { SourceFlags } from "./config.ts";
 import { CONTROL_HELP, type ControlCommand, parseControl } from "./control.ts";
 
@@ -21,7 +22,8 @@ export type Command =
       fromStart: boolean;
     }
   | { name: "serve"; sources: SourceFlags; host: string; port: number; portGiven: boolean }
-  | ControlCommand;
+  | ControlCommand
+  | AttachCommand;
 
 export type Parsed = { ok: true; command: Command } | { ok: false; error: string; usage: string };
 
@@ -44,6 +46,7 @@ Commands:
   follow <id>        print what is appended to a branch until Ctrl-C
   serve              serve the board and the Console on loopback
   control            run a controller on one session (see control --help)
+  attach             a terminal on a controller's socket (see attach --help)
 
 ${SOURCES_HELP}
 
@@ -108,6 +111,7 @@ ${SOURCES_HELP}
   -h, --help         this help
 `,
   control: CONTROL_HELP,
+  attach: ATTACH_HELP,
 } as const;
 
 const SOURCE_OPTIONS = {
@@ -141,10 +145,10 @@ export function parseCommand(argv: string[]): Parsed {
   }
 }
 
-type CommandName = "catalogue" | "read" | "follow" | "serve" | "control";
+type CommandName = "catalogue" | "read" | "follow" | "serve" | "control" | "attach";
 
 function isCommandName(s: string): s is CommandName {
-  return ["catalogue", "read", "follow", "serve", "control"].includes(s);
+  return ["catalogue", "read", "follow", "serve", "control", "attach"].includes(s);
 }
 
 function isParseArgsError(e: unknown): e is Error {
@@ -233,6 +237,8 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
     }
     case "control":
       return parseControl(args);
+    case "attach":
+      return parseAttach(args);
     default:
       return unreachable(name);
   }

@@ -12,6 +12,7 @@ import {
   rootsFromSpecs,
 } from "../index.ts";
 import { type Command, HELP, parseCommand } from "./args.ts";
+import { runAttach } from "./attach.ts";
 import { type Sources, sourcesFromFlags } from "./config.ts";
 import { readGrantsFile, runControl } from "./control.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
@@ -45,13 +46,14 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
     if (!grants.ok) return usageError(io, grants.error, HELP.control);
     return runControl(cmd, grants.value, io, signal);
   }
+  if (cmd.name === "attach") return runAttach(cmd, io.err, signal);
   const sources = sourcesFromFlags(cmd.sources);
   if (!sources.ok) return usageError(io, sources.error, HELP[cmd.name]);
   return run(cmd, sources.value, io, signal);
 }
 
 async function run(
-  cmd: Exclude<Command, { name: "help" | "control" }>,
+  cmd: Exclude<Command, { name: "help" | "control" | "attach" }>,
   sources: Sources,
   io: Io,
   signal: AbortSignal,

@@ -1,0 +1,507 @@
+// `conversation attach`: the mediated terminal (seed: The terminal), a thin view over
+// ConversationClient and Transcript. On a terminal it runs in raw mode with bracketed paste
+// (and the alternate screen unless --no-alt-screen); otherwise (pipes, tests) it reads the
+// same key bytes from stdin and writes each changed screen as plain text frames, with no
+// control sequences at all. Invariants: every text from the engine, the transcript or the
+// controller passes visible.ts (through wrap.ts or makeVisible) before it is written, so the
+// only control sequences on the terminal are this file's own; a request is sent once and a
+// lost outcome is reported, never resent.
+import { parseArgs } from "node:util";
+import { ConnectError, ConversationClient } from "../control/client.ts";
+import type { ControllerState } from "../control/protocol.ts";
+import { Transcript, type TranscriptItem } from "../control/transcript.ts";
+import { createPartPrinter } from "./render.ts";
+import { Composer, type ComposerEffect, InputDecoder, type KeyAction } from "./terminal-input.ts";
+import { makeVisible } from "./visible.ts";
+import { textWidth, wrapText } from "./wrap.ts";
+
+export type AttachCommand = {
+  name: "attach";
+  socket: string;
+  grant: string;
+  /** Fixed size (required off a terminal for a useful layout; defaults 80 x 24). */
+  columns?: number;
+  rows?: number;
+  altScreen: boolean;
+};
+
+export type AttachParsed =
+  | { ok: true; command: AttachCommand | { name: "help"; text: string } }
+  | { ok: false; error: string; usage: string };
+
+export const ATTACH_HELP = `Usage: conversation attach --socket PATH --grant ID
+                           [--columns N] [--rows N] [--no-alt-screen]
+
+A terminal on a controller's socket (conversation control prints its path):
+the conversation live, and a composer to steer it. It starts as an observer.
+
+Keys: Enter sends the composer; Ctrl-J or Alt-Enter adds a newline; Ctrl-T
+takes control; Ctrl-G interrupts; Ctrl-O reconnects if needed and re-reads
+the page; PageUp and PageDown scroll; Ctrl-C or Ctrl-D quits.
+
+  --socket PATH      the controller's socket
+  --grant ID         the grant to connect with (an id from the grants file;
+                     there is no default: the grant decides what you may do)
+  --columns N        the width when not a terminal (default 80; 40 or more)
+  --rows N           the height when not a terminal (default 24; 8 or more)
+  --no-alt-screen    draw on the main screen instead of the alternate one
+  -h, --help         this help
+
+Off a terminal (pipes) it reads key bytes from stdin and writes each new
+screen as plain text after a line "=== frame N ===". Engine text is shown
+with control characters made visible (^[, <U+202E>). Exit status: 0 quit;
+1 could not connect; 2 usage error.
+`;
+
+export function parseAttach(args: string[]): AttachParsed {
+  const bad = (error: string): AttachParsed => ({ ok: false, error, usage: ATTACH_HELP });
+  const { values, positionals } = parseArgs({
+    args,
+    options: {
+      socket: { type: "string" },
+      grant: { type: "string" },
+      columns: { type: "string" },
+      rows: { type: "string" },
+      "no-alt-screen": { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  if (values.help) return { ok: true, command: { name: "help", text: ATTACH_HELP } };
+  if (positionals.length > 0) return bad(`unexpected argument ${JSON.stringify(positionals[0])}`);
+  if (values.socket === undefined || values.socket === "") return bad("--socket PATH is required");
+  if (values.grant === undefined || values.grant === "") return bad("--grant ID is required");
+  const command: AttachCommand = {
+    name: "attach",
+    socket: values.socket,
+    grant: values.grant,
+    altScreen: values["no-alt-screen"] !== true,
+  };
+  for (const [key, min] of [
+    ["columns", 40],
+    ["rows", 8],
+  ] as const) {
+    const v = values[key];
+    if (v === undefined) continue;
+    const n = /^\d{1,4}$/.test(v) ? Number(v) : Number.NaN;
+    if (!(n >= min && n <= 1000)) return bad(`--${key} ${JSON.stringify(v)} is not ${min}-1000`);
+    command[key] = n;
+  }
+  return { ok: true, command };
+}
+
+/** Where the app reads keys and draws. `tty` selects raw mode and control sequences. */
+export type Screen = {
+  tty: boolean;
+  input: NodeJS.ReadableStream;
+  write(text: string): void;
+  size(): { columns: number; rows: number };
+  onResize(fn: () => void): () => void;
+  setRaw(on: boolean): void;
+};
+
+export function processScreen(cmd: AttachCommand): Screen {
+  const tty = process.stdin.isTTY === true && process.stdout.isTTY === true;
+  return {
+    tty,
+    input: process.stdin,
+    write: (text) => process.stdout.write(text),
+    size: () =>
+      tty
+        ? { columns: process.stdout.columns || 80, rows: process.stdout.rows || 24 }
+        : { columns: cmd.columns ?? 80, rows: cmd.rows ?? 24 },
+    onResize: (fn) => {
+      if (!tty) return () => {};
+      // Node turns SIGWINCH into the stream's `resize` event.
+      process.stdout.on("resize", fn);
+      return () => process.stdout.off("resize", fn);
+    },
+    setRaw: (on) => {
+      if (tty) process.stdin.setRawMode(on);
+    },
+  };
+}
+
+/** The lone-ESC pause: after it a held ESC is the Escape key (terminal-input.ts). */
+export const ESC_TIMEOUT_MS = 50;
+const HINTS = "Enter send · ^J newline · ^T control · ^G interrupt · ^O reread · ^C quit";
+const CSI = "\x1b[";
+
+/** Runs the terminal until the person quits or `signal` aborts. */
+export async function runAttach(
+  cmd: AttachCommand,
+  err: (text: string) => void,
+  signal: AbortSignal,
+  screen: Screen = processScreen(cmd),
+): Promise<number> {
+  const client = new ConversationClient({
+    socketPath: cmd.socket,
+    grant: cmd.grant,
+    clientName: "conversation attach",
+  });
+  const transcript = new Transcript({ client });
+  try {
+    await client.connect();
+  } catch (e) {
+    transcript.close();
+    const why = e instanceof ConnectError ? `${e.code}: ${e.message}` : String(e);
+    err(`conversation: cannot attach: ${makeVisible(why, { showNewlines: true })}\n`);
+    return 1;
+  }
+  const app = new AttachApp(client, transcript, screen, cmd.altScreen);
+  return app.run(signal);
+}
+
+class AttachApp {
+  readonly #client: ConversationClient;
+  readonly #transcript: Transcript;
+  readonly #screen: Screen;
+  readonly #altScreen: boolean;
+  readonly #decoder = new InputDecoder();
+  readonly #composer = new Composer();
+  readonly #detach: (() => void)[] = [];
+  #notice = "";
+  /** Lines scrolled up from the bottom; 0 follows the end. */
+  #scroll = 0;
+  #bodyRows = 1;
+  #escTimer: NodeJS.Timeout | null = null;
+  #drawQueued = false;
+  #lastFrame = "";
+  #frames = 0;
+  #done: (() => void) | null = null;
+  #quitting = false;
+  #bodyCache: { items: readonly TranscriptItem[]; width: number; lines: string[] } | null = null;
+
+  constructor(client: ConversationClient, transcript: Transcript, screen: Screen, alt: boolean) {
+    this.#client = client;
+    this.#transcript = transcript;
+    this.#screen = screen;
+    this.#altScreen = alt;
+  }
+
+  async run(signal: AbortSignal): Promise<number> {
+    const finished = new Promise<void>((resolve) => {
+      this.#done = resolve;
+    });
+    const c = this.#client;
+    this.#observeState(c.state);
+    this.#detach.push(
+      c.onState((s) => this.#observeState(s)),
+      c.onClose(() => this.#say("disconnected; Ctrl-O reconnects")),
+      c.onDialog((d) => this.#say(`a dialog from Pi, not answered here: ${JSON.stringify(d)}`)),
+      c.onError((issue) => this.#say(`${issue.code}: ${issue.message}`)),
+      this.#transcript.onChange(() => this.#draw()),
+      this.#screen.onResize(() => {
+        this.#bodyCache = null;
+        this.#draw();
+      }),
+    );
+    const onData = (chunk: Buffer | string) => this.#onInput(chunk);
+    const onEnd = () => this.#quit();
+    const input = this.#screen.input;
+    input.on("data", onData);
+    input.on("end", onEnd);
+    this.#detach.push(() => {
+      input.off("data", onData);
+      input.off("end", onEnd);
+    });
+    const onAbort = () => this.#quit();
+    signal.addEventListener("abort", onAbort, { once: true });
+    this.#detach.push(() => signal.removeEventListener("abort", onAbort));
+    const restore = () => this.#restoreTerminal();
+    process.once("exit", restore);
+    this.#detach.push(() => process.off("exit", restore));
+    this.#enterTerminal();
+    if (signal.aborted) this.#quit();
+    this.#draw();
+    try {
+      await finished;
+    } finally {
+      if (this.#escTimer) clearTimeout(this.#escTimer);
+      for (const d of this.#detach.splice(0)) d();
+      this.#transcript.close();
+      await this.#client.close();
+      this.#restoreTerminal();
+      input.pause();
+    }
+    return 0;
+  }
+
+  #enterTerminal(): void {
+    if (!this.#screen.tty) return;
+    this.#screen.setRaw(true);
+    this.#screen.write(`${this.#altScreen ? `${CSI}?1049h` : ""}${CSI}?2004h${CSI}2J`);
+  }
+
+  #terminalRestored = false;
+  #restoreTerminal(): void {
+    if (!this.#screen.tty || this.#terminalRestored) return;
+    this.#terminalRestored = true;
+    const { rows } = this.#screen.size();
+    const leave = this.#altScreen ? `${CSI}?1049l` : `${CSI}${rows};1H\r\n`;
+    this.#screen.write(`${CSI}?2004l${CSI}?25h${leave}`);
+    this.#screen.setRaw(false);
+  }
+
+  #quit(): void {
+    if (this.#quitting) return;
+    this.#quitting = true;
+    this.#done?.();
+  }
+
+  #observeState(state: ControllerState | null): void {
+    if (state && this.#composer.observeController(state)) {
+      this.#say("the controller changed: the composer was cleared");
+    }
+    this.#draw();
+  }
+
+  #say(notice: string): void {
+    this.#notice = notice;
+    this.#draw();
+  }
+
+  #onInput(chunk: Buffer | string): void {
+    if (this.#quitting) return;
+    if (this.#escTimer) {
+      clearTimeout(this.#escTimer);
+      this.#escTimer = null;
+    }
+    this.#apply(this.#decoder.push(chunk));
+    if (this.#decoder.waiting) {
+      this.#escTimer = setTimeout(() => {
+        this.#escTimer = null;
+        if (this.#decoder.waiting) this.#apply(this.#decoder.flushTimeout());
+      }, ESC_TIMEOUT_MS);
+    }
+  }
+
+  // Synchronous per key, so Enter takes the composer at that key and the rest of the chunk
+  // starts the next message.
+  #apply(actions: KeyAction[]): void {
+    for (const action of actions) {
+      if (this.#quitting) return;
+      this.#effect(this.#composer.apply(action, this.#client.role));
+    }
+    this.#draw();
+  }
+
+  #effect(e: ComposerEffect): void {
+    switch (e.type) {
+      case "none":
+        return;
+      case "notice":
+        this.#say(e.text);
+        return;
+      case "prompt":
+        this.#scroll = 0;
+        this.#say("sending…");
+        void this.#client.prompt(e.text).then((o) => {
+          if (o.outcome === "admitted") this.#say("prompt admitted");
+          else if (o.outcome === "unknown") this.#say("outcome unknown, check the transcript");
+          else {
+            // Refused: nothing was sent to the engine, so the text comes back to the composer.
+            if (this.#composer.isEmpty) this.#composer.insert(e.text);
+            this.#say(`not admitted: ${o.refusal}: ${o.message}`);
+          }
+        });
+        return;
+      case "takeover":
+        this.#say("taking control…");
+        void this.#client.takeover().then((o) => this.#outcome(o, "you have control"));
+        return;
+      case "interrupt":
+        this.#say("interrupting…");
+        void this.#client.interrupt().then((o) => this.#outcome(o, "interrupt admitted"));
+        return;
+      case "reread":
+        void this.#reread();
+        return;
+      case "scroll": {
+        const page = Math.max(1, this.#bodyRows - 1);
+        this.#scroll = Math.max(0, this.#scroll + (e.direction === "up" ? page : -page));
+        return;
+      }
+      case "quit":
+        this.#quit();
+        return;
+      default: {
+        const never: never = e;
+        throw new Error(`unhandled effect ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  #outcome(
+    o: { outcome: "admitted" } | { outcome: "unknown" } | { refusal: string; message: string },
+    ok: string,
+  ): void {
+    if ("refusal" in o) this.#say(`not admitted: ${o.refusal}: ${o.message}`);
+    else if (o.outcome === "unknown") this.#say("outcome unknown, check the transcript");
+    else this.#say(ok);
+  }
+
+  async #reread(): Promise<void> {
+    if (!this.#client.connected) {
+      this.#say("reconnecting…");
+      try {
+        // The new welcome makes the Transcript read the page.
+        await this.#client.connect();
+        this.#say("reconnected");
+      } catch (e) {
+        this.#say(`cannot reconnect: ${e instanceof Error ? e.message : String(e)}`);
+      }
+      return;
+    }
+    this.#say("re-reading the page…");
+    await this.#transcript.reread();
+    this.#say("page re-read");
+  }
+
+  #draw(): void {
+    if (this.#drawQueued) return;
+    this.#drawQueued = true;
+    setImmediate(() => {
+      this.#drawQueued = false;
+      if (!this.#terminalRestored) this.#paint();
+    });
+  }
+
+  #paint(): void {
+    const { columns, rows } = this.#screen.size();
+    const width = Math.max(20, columns);
+    const height = Math.max(4, rows);
+    const header = fitLine(this.#headerText(), width);
+    const composer = this.#composerLines(width, Math.max(1, Math.floor(height / 3)));
+    const bodyRows = Math.max(1, height - 2 - composer.lines.length);
+    this.#bodyRows = bodyRows;
+    const body = this.#bodyLines(width);
+    const maxScroll = Math.max(0, body.length - bodyRows);
+    this.#scroll = Math.min(this.#scroll, maxScroll);
+    const end = body.length - this.#scroll;
+    const view = body.slice(Math.max(0, end - bodyRows), end);
+    while (view.length < bodyRows) view.push("");
+    const status = fitLine(this.#statusText(), width);
+    const lines = [header, ...view, status, ...composer.lines];
+    const frame = lines.join("\n");
+    if (frame === this.#lastFrame) return;
+    this.#lastFrame = frame;
+    if (!this.#screen.tty) {
+      this.#screen.write(`=== frame ${++this.#frames} ===\n${frame}\n`);
+      return;
+    }
+    const row = 1 + 1 + bodyRows + 1 + composer.cursorRow;
+    const out = lines.map((l, i) => `${CSI}${i + 1};1H${l}${CSI}K`).join("");
+    this.#screen.write(`${CSI}?25l${out}${CSI}J${CSI}${row};${composer.cursorCol + 1}H${CSI}?25h`);
+  }
+
+  #headerText(): string {
+    const c = this.#client;
+    const s = c.state;
+    const conversation = c.welcome?.conversation ?? "?";
+    // The role first: a long conversation id is what gets cut at the right edge.
+    const bits = [c.role ?? "disconnected"];
+    if (s) {
+      bits.push(`generation ${s.generation}`, `admission ${s.admission}`);
+      if (s.binding !== "bound") bits.push(`binding ${s.binding}`);
+    }
+    bits.push(conversation);
+    return bits.join(" · ");
+  }
+
+  #statusText(): string {
+    const st = this.#transcript.state;
+    const bits: string[] = [];
+    if (st.running) bits.push("[running]");
+    if (this.#transcript.reading) bits.push("[reading]");
+    if (this.#scroll > 0) bits.push(`[+${this.#scroll} lines below]`);
+    bits.push(this.#notice === "" ? HINTS : this.#notice);
+    return bits.join(" ");
+  }
+
+  #composerLines(
+    width: number,
+    maxRows: number,
+  ): { lines: string[]; cursorRow: number; cursorCol: number } {
+    const room = width - 2;
+    const all: string[] = [];
+    for (const source of this.#composer.text.split("\n")) {
+      const shown = makeVisible(source);
+      if (!source.includes("\t") && textWidth(shown) <= room) all.push(shown);
+      else all.push(...wrapText(source, { width: room }));
+    }
+    const lines = all
+      .slice(-maxRows)
+      .map((l, i) => (i === 0 && all.length <= maxRows ? "> " : "  ") + l);
+    const last = lines[lines.length - 1] ?? "> ";
+    return { lines, cursorRow: lines.length - 1, cursorCol: Math.min(width - 1, textWidth(last)) };
+  }
+
+  #bodyLines(width: number): string[] {
+    const items = this.#transcript.items();
+    const cached = this.#bodyCache;
+    if (cached && cached.items === items && cached.width === width) return cached.lines;
+    const lines = renderItems(items, width);
+    this.#bodyCache = { items, width, lines };
+    return lines;
+  }
+}
+
+/** One line: made visible with LF as `^J`, cut with `…` when it does not fit. */
+export function fitLine(text: string, width: number): string {
+  const lines = wrapText(text, { width, oneLine: true });
+  if (lines.length <= 1) return lines[0] ?? "";
+  const cut = wrapText(text, { width: width - 1, oneLine: true });
+  return `${cut[0] ?? ""}…`;
+}
+
+/** The transcript's items as lines of at most `width` columns, all made visible. */
+export function renderItems(items: readonly TranscriptItem[], width: number): string[] {
+  let out: string[] = [];
+  const push = (ls: string[]) => {
+    out = out.concat(ls);
+  };
+  const printer = createPartPrinter((text) => {
+    push(text.replace(/\n$/, "").split("\n"));
+  }, width);
+  const one = (text: string, indent = 0) => wrapText(text, { width, indent, oneLine: true });
+  for (const item of items) {
+    if (item.kind === "part") {
+      printer.print(item.part);
+      continue;
+    }
+    printer.finish();
+    switch (item.kind) {
+      case "streaming":
+        push(["", ...one(`── ${item.role} (streaming)`)]);
+        if (item.thinking !== "") {
+          push(one("[thinking]", 2));
+          push(wrapText(item.thinking, { width, indent: 4 }));
+        }
+        if (item.text !== "") push(wrapText(item.text, { width, indent: 2 }));
+        break;
+      case "tool": {
+        const state = item.state === "running" ? "running" : item.isError ? "failed" : "ended";
+        const updates = item.updates > 0 ? `, ${item.updates} updates` : "";
+        push(one(`[tool ${item.toolName} · ${item.toolCallId}: ${state}${updates}]`, 2));
+        break;
+      }
+      case "notice":
+        push(one(`! ${item.method}: ${item.text}`, 2));
+        break;
+      case "event":
+        push(one(`[event ${item.eventKind}]`, 2));
+        break;
+      case "seam":
+        push(["", ...one(`~~ ${item.reason}: ${item.detail} ~~`)]);
+        break;
+      default: {
+        const never: never = item;
+        throw new Error(`unhandled item ${JSON.stringify(never)}`);
+      }
+    }
+  }
+  printer.finish();
+  return out;
+}
