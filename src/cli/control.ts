@@ -1,6 +1,8 @@
 // `conversation control`: one controller on one session (issue 6 §13). It takes the writer
 // claim, launches the pinned Pi sealed, runs the K8 load check and serves the socket until
-// SIGINT or SIGTERM, then stops the engine with `Controller.stop()`. Flags and the grants file
+// SIGINT or SIGTERM, then stops the engine with `Controller.stop()`. The launcher is
+// `chooseLauncher()`'s: cgroup where a writable cgroup v2 exists (its stops can be proven),
+// else the process group (never proven). Flags and the grants file
 // are checked here (usage errors); the controller's refusals print `refused: <code>: ...`.
 // The control modules are loaded only when the command runs.
 import { lstatSync, readFileSync } from "node:fs";
@@ -42,7 +44,9 @@ Starts a controller on one session: takes the writer claim, launches the
 pinned Pi sealed (RPC mode, no extensions, offline), checks that Pi loaded
 the session, and serves a Unix socket where clients observe and, with a
 grant, steer it (docs/control-protocol.md). Prints the socket path and the
-grants; SIGINT or SIGTERM (Ctrl-C) stops the engine and exits 0.
+grants, and the launcher it chose and why: cgroup where this process's cgroup
+v2 is writable, else pgroup (process group). SIGINT or SIGTERM (Ctrl-C) stops
+the engine and exits 0.
 
   --fixture-root DIR  the session must be inside DIR (this build controls
                       fixtures only)
@@ -61,8 +65,9 @@ grants; SIGINT or SIGTERM (Ctrl-C) stops the engine and exits 0.
   -h, --help          this help
 
 Exit status: 0 stopped by a signal; 1 refused or failed (stderr: "refused:
-<code>: <message>"); 2 usage error. The process-group launcher can't prove
-a stop, so after it the claim stays held, marked uncertain (docs/claim.md).
+<code>: <message>"); 2 usage error. A stop the cgroup launcher proves ends
+the claim (stopped-proven). The process-group launcher can't prove a stop, so
+after it the claim stays held, marked uncertain (docs/claim.md).
 `;
 
 const REQUIRED = [
@@ -197,6 +202,7 @@ export async function runControl(
   const { Controller } = await import("../control/controller.ts");
   const { LiveSessionGuard } = await import("../control/guard.ts");
   const { FixtureVerifier } = await import("../control/records.ts");
+  const { chooseLauncher } = await import("../control/cohort.ts");
   let ctl: Controller;
   try {
     const guard = new LiveSessionGuard({ fixtureRoot: cmd.fixtureRoot });
@@ -206,6 +212,7 @@ export async function runControl(
     }
     const badDir = checkSocketDir(cmd.socketDir);
     if (badDir !== null) return refused(io, "configuration", badDir);
+    const choice = await chooseLauncher();
     ctl = new Controller({
       fixtureRoot: cmd.fixtureRoot,
       claimRoot: cmd.claimRoot,
@@ -214,6 +221,8 @@ export async function runControl(
       seat: cmd.seat,
       verifier: new FixtureVerifier({ fixtureRoot: cmd.fixtureRoot }),
       grants,
+      launcher: choice.launcher,
+      launcherReason: choice.reason,
       engine: { extraArgs: cmd.engineArgs },
       ...(cmd.agentDir === undefined ? {} : { agentDir: cmd.agentDir }),
     });
@@ -261,13 +270,24 @@ function checkSocketDir(dir: string): string | null {
   return null;
 }
 
-/** What a newcomer needs: the conversation, the socket, the grants and how to attach. */
+/**
+ * What a newcomer needs: the conversation, the launcher and why it was chosen, the socket, the
+ * grants and how to attach.
+ */
 export function describeStarted(ctl: Controller, grants: readonly Grant[]): string {
   const steer = grants.find((g) => g.capabilities.includes("prompt")) ?? grants[0];
   const socket = makeVisible(ctl.socketPath, { showNewlines: true });
+  const binding = ctl.execution?.binding;
+  const reason = binding?.launcherReason;
   const lines = [
     `Controlling ${ctl.conversation}`,
     `  session ${makeVisible(ctl.sessionFile, { showNewlines: true })}`,
+    ...(binding
+      ? [
+          `Launcher: ${binding.launcher}` +
+            (reason === undefined ? "" : ` (${makeVisible(reason, { showNewlines: true })})`),
+        ]
+      : []),
     `Socket: ${socket}`,
     "Grants:",
     ...grants.map(

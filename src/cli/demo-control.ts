@@ -1,7 +1,8 @@
 // `npm start`'s demo controller: the real pinned Pi, sealed, on a dedicated demo session, with
 // the loopback demo model (demo-model.ts), so a newcomer can observe and steer it with no
-// account. Its claims, socket and agent directory live in a temp dir removed at stop: the
-// process-group launcher can't prove a stop, so a kept claim would refuse the next run.
+// account. The launcher is `chooseLauncher()`'s (cgroup where it can be, so the stop is proven;
+// else the process group). Its claims, socket and agent directory live in a temp dir removed at
+// stop: the process-group launcher can't prove a stop, so a kept claim would refuse the next run.
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -44,6 +45,8 @@ export async function startDemoControl(options: {
   const sessionFile = await ensureControlSession(options.projectRoot, options.seat);
   const { Controller } = await import("../control/controller.ts");
   const { FixtureVerifier } = await import("../control/records.ts");
+  const { chooseLauncher } = await import("../control/cohort.ts");
+  const choice = await chooseLauncher();
   const temp = await mkdtemp(join(tmpdir(), "mosaic-demo-"));
   const model = await startDemoModel();
   const cleanUp = async () => {
@@ -62,6 +65,8 @@ export async function startDemoControl(options: {
       seat: options.seat,
       verifier: new FixtureVerifier({ fixtureRoot: options.fixtureRoot }),
       grants: DEMO_GRANTS.map((g) => ({ ...g, capabilities: [...g.capabilities] })),
+      launcher: choice.launcher,
+      launcherReason: choice.reason,
       engine: { extraArgs: ["--model", `${DEMO_MODEL.provider}/${DEMO_MODEL.id}`] },
       agentDir,
     });

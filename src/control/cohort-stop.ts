@@ -7,6 +7,7 @@ import type { RemoveResult } from "./cgroup.ts";
 import { errnoOf, findSurvivors, removeTree } from "./cgroup.ts";
 import type { EngineLink } from "./engine.ts";
 import type {
+  Launched,
   Observation,
   ObservedEmpty,
   ObservedMembers,
@@ -97,8 +98,8 @@ type OpBody<K extends OpType> = Omit<Extract<Op, { type: K }>, "id"> & { type: K
 type OpResult<K extends OpType> = ShimReplyFor[K] & { via: "shim" | "direct" };
 
 /** A launched engine in its cgroup scope. Built by CgroupLauncher.launch. */
-export class CohortExecution {
-  readonly launcher = "cgroup";
+export class CohortExecution implements Launched {
+  readonly launcher = "cgroup" as const;
   readonly executionId: string;
   readonly link: EngineLink;
   readonly scope: CgroupScope;

@@ -24,8 +24,8 @@ import {
   SHIM_REPLY_SLACK_MS,
   type StartedShim,
 } from "./cohort-stop.ts";
-import { EngineLink, type EngineLinkOptions, type EngineSpec } from "./engine.ts";
-import { PgroupLauncher } from "./launcher.ts";
+import { EngineLink, type EngineSpec } from "./engine.ts";
+import { type Launcher, type LaunchOptions, PgroupLauncher } from "./launcher.ts";
 import { SHIM_PROTOCOL_VERSION, ShimClient, ShimError } from "./shim.ts";
 
 export type { CgroupScope, CohortObservation, CohortStopOutcome } from "./cohort-stop.ts";
@@ -81,11 +81,9 @@ export const ENGINE_JOIN_FAILED = 125;
 /**
  * Launches each engine into its own cgroup scope under a writable cgroup v2 hierarchy (root
  * here; no systemd needed). Construct it from `CgroupLauncher.probe()` or `chooseLauncher()`.
- *
- * Not (yet) a `Launcher`: launcher.ts's `LauncherKind` has no `"cgroup"` (the schema's binding
- * record does). Otherwise it has the same shape.
+ * A `Launcher`: its executions are `Launched` whose force stop is a `CohortStopOutcome`.
  */
-export class CgroupLauncher {
+export class CgroupLauncher implements Launcher {
   readonly kind = "cgroup";
   readonly hierarchy: Cgroup2Hierarchy;
   readonly #options: Required<Omit<CgroupLauncherOptions, "hierarchy">>;
@@ -149,10 +147,7 @@ export class CgroupLauncher {
    * until the cgroup shows it. Rejects with CohortError (having removed what it made) when any
    * step fails, TypeError for a bad execution id.
    */
-  async launch(
-    spec: EngineSpec,
-    options: { executionId?: string; link?: EngineLinkOptions } = {},
-  ): Promise<CgroupLaunched> {
+  async launch(spec: EngineSpec, options: LaunchOptions = {}): Promise<CgroupLaunched> {
     const executionId = options.executionId ?? crypto.randomUUID();
     if (!ID_PATTERN.test(executionId))
       throw new TypeError(`execution id ${JSON.stringify(executionId)} is not an id`);

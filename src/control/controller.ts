@@ -23,7 +23,6 @@ import {
   type Hello,
   OPERATIONS,
   PROTOCOL_VERSION,
-  type Receipt,
   type Welcome,
 } from "./protocol.ts";
 import {
@@ -50,6 +49,8 @@ export type ControllerOptions = {
   verifier: Verifier;
   grants: Grant[];
   launcher?: Launcher;
+  /** Why this launcher was chosen (chooseLauncher's reason); recorded in each binding record. */
+  launcherReason?: string;
   engine?: {
     command?: string;
     preArgs?: string[];
@@ -327,6 +328,9 @@ export class Controller {
       incarnation,
       generation: this.#generation,
       launcher: launched.launcher,
+      ...(this.#options.launcherReason === undefined
+        ? {}
+        : { launcherReason: this.#options.launcherReason }),
       argvDigest: bound.argvDigest,
       testHook: bound.testHook,
       expected: { sessionFile: this.sessionFile, sessionId: this.sessionKey, leafId: leaf },

@@ -25,6 +25,8 @@ export type BindingRecord = {
   incarnation: string;
   generation: number;
   launcher: LauncherKind;
+  /** Why the controller's launcher was chosen (chooseLauncher); absent in older records. */
+  launcherReason?: string;
   argvDigest: string;
   testHook: boolean;
   expected: { sessionFile: string; sessionId: string; leafId: string | null };

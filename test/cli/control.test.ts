@@ -236,6 +236,12 @@ describe("conversation control", { concurrency: 4 }, () => {
       const socketPath = /^Socket: (.+)$/m.exec(out)?.[1] ?? "";
       assert.equal(socketPath, join(f.root, "s", "control.sock"));
       assert.match(out, /^Controlling pi-[0-9a-f]+$/m);
+      // The launcher chooseLauncher() picked, and why: what the stop's outcome depends on.
+      const launcher = /^Launcher: (cgroup|pgroup) \((.+)\)$/m.exec(out);
+      assert.ok(launcher, out);
+      const kind = launcher[1];
+      t.diagnostic(`launcher: ${kind}`);
+      assert.match(launcher[2] ?? "", kind === "cgroup" ? /cgroup: cgroup2 at / : /pgroup: /);
       assert.match(out, /^ {2}g-op \(local-operator\): observe takeover prompt$/m);
       assert.match(out, /^ {2}g-ro \(watcher\): observe$/m);
       assert.ok(
@@ -288,11 +294,19 @@ describe("conversation control", { concurrency: 4 }, () => {
       assert.deepEqual(exit, { code: 0, signal: null }, cli.stderr());
       assert.equal(existsSync(socketPath), false, "the socket is gone");
       assert.match(cli.stderr(), /^Stopping the engine\.\.\.\n$/);
-      // Pinned Pi exits on EOF; the process-group launcher still can't prove the stop (K2).
-      assert.match(
-        cli.stdout(),
-        /\nStopped: Pi exited \(code 0\), stop uncertain: the process-group launcher cannot prove a stop; claim uncertain, held until a proven stop/,
-      );
+      if (kind === "cgroup") {
+        // Pinned Pi exits on EOF; the cgroup launcher proves the stop and the claim ends.
+        assert.match(
+          cli.stdout(),
+          /\nStopped: the engine's stop is proven; claim stopped-proven\.\n$/,
+        );
+      } else {
+        // Pinned Pi exits on EOF; the process-group launcher can't prove the stop (K2).
+        assert.match(
+          cli.stdout(),
+          /\nStopped: Pi exited \(code 0\), stop uncertain: the process-group launcher cannot prove a stop; claim uncertain, held until a proven stop/,
+        );
+      }
     },
   );
 });
@@ -307,6 +321,7 @@ describe("npm start's demo controller", () => {
     t.after(() => demo.stop().then(() => undefined));
     assert.match(demo.text, /^Socket: .+control\.sock$/m);
     assert.match(demo.text, /--grant demo-op\n/);
+    assert.match(demo.text, /^Launcher: (cgroup|pgroup) \(.+\)$/m);
     assert.doesNotMatch(demo.text, /warning/);
     assert.ok(existsSync(join(projectRoot, DEMO_FILE)));
 
