@@ -64,6 +64,11 @@ export type ControllerOptions = {
   audit?: (record: ControlRecord) => void;
   /** Extra homes whose live roots the guard protects (the scratch HOME case). */
   homes?: string[];
+  /**
+   * Per connection: unsent bytes past which a client that stopped reading is closed
+   * (default MAX_QUEUED_BYTES, 8 MiB). Tests set it lower.
+   */
+  maxQueuedBytes?: number;
 };
 
 /** One engine run: its launch, tracker, stop chain, stream and fences. */
@@ -94,6 +99,8 @@ export class Controller {
   readonly #options: ControllerOptions;
   readonly #guard: LiveSessionGuard;
   readonly #stamp: PathStamp;
+  /** The agent dir's stamp at construction (outside every live root), or null when none. */
+  readonly #agentStamp: PathStamp | null;
   readonly #engine: EngineCommand;
   readonly #claims: ClaimStore;
   readonly #launcher: Launcher;
@@ -130,6 +137,12 @@ export class Controller {
       ...(options.homes ? { homes: options.homes } : {}),
     });
     this.#stamp = this.#guard.checkSessionFile(options.sessionFile, options.seat);
+    // SPEC §6: the agent dir (PI_CODING_AGENT_DIR) must be outside the live roots, as written
+    // and by real path; the same guard and stamp as the session file, checked again at bind.
+    if (options.agentDir !== undefined && typeof options.agentDir !== "string") {
+      throw new ControlRefusal("configuration", "agentDir must be a path");
+    }
+    this.#agentStamp = options.agentDir === undefined ? null : this.#guard.check(options.agentDir);
     this.#verifier.checkSession(options.sessionFile);
     let head: ReturnType<typeof readSessionHead>;
     try {
@@ -231,11 +244,17 @@ export class Controller {
     });
     try {
       await this.launchExecution(execution, incarnation, this.#leafAtConstruction);
-      this.#server = await ControlServer.listen(this.#options.socketDir, {
-        hello: (conn, hello) => this.#hello(conn, hello),
-        request: (conn, request) => this.#ops.handle(conn, request),
-        closed: (conn) => this.#closed(conn),
-      });
+      this.#server = await ControlServer.listen(
+        this.#options.socketDir,
+        {
+          hello: (conn, hello) => this.#hello(conn, hello),
+          request: (conn, request) => this.#ops.handle(conn, request),
+          closed: (conn) => this.#closed(conn),
+        },
+        this.#options.maxQueuedBytes === undefined
+          ? {}
+          : { maxQueuedBytes: this.#options.maxQueuedBytes },
+      );
     } catch (e) {
       await this.stop();
       throw e;
@@ -252,6 +271,7 @@ export class Controller {
     leaf: string | null,
   ): Promise<void> {
     this.#guard.bindCheck(this.sessionFile, this.#stamp);
+    if (this.#agentStamp) this.#guard.bindCheck(this.#agentStamp.path, this.#agentStamp);
     const bound = bindEngine(this.#engineOptions(), this.#engine);
     const { env, home } = await engineEnv({
       agentDir: this.#options.agentDir,

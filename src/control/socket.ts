@@ -19,6 +19,13 @@ import { ControlRefusal } from "./refusal.ts";
 
 /** A prompt of 262,144 characters fits even when every one is escaped (`\u0000`, 6 bytes). */
 export const MAX_LINE_BYTES = 2 * 1024 * 1024;
+/**
+ * Bytes a connection may have waiting to be sent before the controller gives up on it: a client
+ * that stops reading must not make the controller buffer without bound.
+ */
+export const MAX_QUEUED_BYTES = 8 * 1024 * 1024;
+/** How long a closing slow client gets to read what is queued (and the final reason). */
+const SLOW_CLIENT_GRACE_MS = 1000;
 export const SOCKET_NAME = "control.sock";
 const SUN_PATH_MAX = 107;
 
@@ -92,13 +99,16 @@ export class ControlServer {
   static async listen(
     dir: string,
     hooks: ServerHooks,
-    options: { maxLineBytes?: number } = {},
+    options: { maxLineBytes?: number; maxQueuedBytes?: number } = {},
   ): Promise<ControlServer> {
     const socketPath = await readySocketPath(dir);
-    const maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES;
+    const limits = {
+      maxLineBytes: options.maxLineBytes ?? MAX_LINE_BYTES,
+      maxQueuedBytes: options.maxQueuedBytes ?? MAX_QUEUED_BYTES,
+    };
     const server = createServer();
     const self = new ControlServer(socketPath, server);
-    server.on("connection", (socket) => self.#accept(socket, hooks, maxLineBytes));
+    server.on("connection", (socket) => self.#accept(socket, hooks, limits));
     await new Promise<void>((ok, fail) => {
       server.once("error", fail);
       server.listen(socketPath, () => {
@@ -123,10 +133,16 @@ export class ControlServer {
     await unlink(this.socketPath).catch(() => undefined);
   }
 
-  #accept(socket: Socket, hooks: ServerHooks, maxLineBytes: number): void {
+  #accept(
+    socket: Socket,
+    hooks: ServerHooks,
+    { maxLineBytes, maxQueuedBytes }: { maxLineBytes: number; maxQueuedBytes: number },
+  ): void {
     this.#sockets.add(socket);
     const splitter = new LineSplitter({ maxRecordBytes: maxLineBytes });
     let closed = false;
+    // Set once the client fell more than maxQueuedBytes behind: nothing more is queued for it.
+    let overflowed = false;
     const conn: Connection = {
       id: `c-${randomUUID()}`,
       grant: null,
@@ -135,7 +151,16 @@ export class ControlServer {
         return closed;
       },
       send(message) {
-        if (!closed && socket.writable) socket.write(encodeLine(message));
+        if (closed || overflowed || !socket.writable) return;
+        socket.write(encodeLine(message));
+        if (socket.writableLength <= maxQueuedBytes) return;
+        // The client stopped reading. Its channel closes, a final reason goes after what is
+        // queued (read only if it resumes in time), and the socket is destroyed after a grace,
+        // which frees the queue. Other connections and the engine never wait for it.
+        overflowed = true;
+        conn.channelOpen = false;
+        socket.end(encodeLine(slowClient(maxQueuedBytes)));
+        setTimeout(() => socket.destroy(), SLOW_CLIENT_GRACE_MS).unref();
       },
       end() {
         if (!closed) socket.end();
@@ -187,6 +212,16 @@ export class ControlServer {
       hooks.closed(conn);
     });
   }
+}
+
+function slowClient(limit: number): Reply {
+  return {
+    type: "reply",
+    id: null,
+    outcome: "refused:channel",
+    refusal: "channel",
+    message: `the client fell over ${limit} bytes behind; closing`,
+  };
 }
 
 /** The id of a line that looks like a request, so even a malformed one can be correlated. */

@@ -129,6 +129,62 @@ describe("admission", () => {
     assert.equal(ctl.state().generation, gen + 1);
   });
 
+  it("admits exactly one of two takeovers written in the same tick; the other is stale (H1, H2)", async (t) => {
+    const { ctl } = await startController(t);
+    const { c: a, welcome: wa } = await TestClient.welcomed(t, ctl.socketPath);
+    const { c: b, welcome: wb } = await TestClient.welcomed(t, ctl.socketPath);
+    const g = (wa.state as { generation: number }).generation;
+    assert.equal((wb.state as { generation: number }).generation, g);
+    const [na, nb] = [a.messages.length, b.messages.length];
+    const line = (id: string) =>
+      `${JSON.stringify({ type: "request", id, op: "takeover", generation: g })}\n`;
+    a.raw(line("ta"));
+    b.raw(line("tb"));
+    const [ra, rb] = await Promise.all([a.reply("ta", na), b.reply("tb", nb)]);
+    const outcomes = [ra.outcome, rb.outcome].sort();
+    assert.deepEqual(outcomes, ["admitted", "refused:generation"], JSON.stringify([ra, rb]));
+    const [winner, loser] = ra.outcome === "admitted" ? [a, b] : [b, a];
+    const [won, lost] = ra.outcome === "admitted" ? [ra, rb] : [rb, ra];
+    const winnerId = (ra.outcome === "admitted" ? wa : wb).connection;
+    const loserId = (ra.outcome === "admitted" ? wb : wa).connection;
+    assert.deepEqual(won.result, { generation: g + 1, role: "controller" });
+    refused(lost, "generation");
+    assert.deepEqual(ctl.state().generation, g + 1);
+    assert.equal(ctl.state().controllerConnection, winnerId);
+    // Both clients were told the same thing: one state at g + 1 naming the winner, none beyond.
+    for (const [c, from] of [
+      [a, na],
+      [b, nb],
+    ] as const) {
+      const states = c.messages.slice(from).filter((m) => m.type === "state");
+      const seen = states.map(
+        (m) => m.state as { generation: number; controllerConnection: string },
+      );
+      assert.deepEqual(
+        seen.map((s) => [s.generation, s.controllerConnection]),
+        [[g + 1, winnerId]],
+      );
+    }
+    // The loser takes over at the generation it was told: H2, the newest takeover wins.
+    const [ma, mb] = [a.messages.length, b.messages.length];
+    const again = await loser.request({ op: "takeover", generation: g + 1 });
+    assert.equal(again.outcome, "admitted");
+    for (const [c, from] of [
+      [a, ma],
+      [b, mb],
+    ] as const) {
+      const s = await c.waitFor((m) => m.type === "state", "state after the second takeover", from);
+      assert.deepEqual(
+        [(s.state as Msg).generation, (s.state as Msg).controllerConnection],
+        [g + 2, loserId],
+      );
+    }
+    refused(
+      await winner.request({ op: "prompt", generation: g + 1, text: "hi", draft }),
+      "generation",
+    );
+  });
+
   it("refuses already-controller on self-takeover (H4)", async (t) => {
     const { c, gen } = await controlling(t);
     refused(await c.request({ op: "takeover", generation: gen }), "already-controller");

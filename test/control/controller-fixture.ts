@@ -94,6 +94,7 @@ export type StartOptions = {
   audit?: ControllerOptions["audit"];
   session?: (cwd: string) => Line[];
   fixture?: Fixture;
+  maxQueuedBytes?: number;
 };
 
 export function controllerOptions(f: Fixture, o: StartOptions = {}): ControllerOptions {
@@ -119,6 +120,7 @@ export function controllerOptions(f: Fixture, o: StartOptions = {}): ControllerO
       ...(env ? { env } : {}),
     },
     ...(o.audit ? { audit: o.audit } : {}),
+    ...(o.maxQueuedBytes === undefined ? {} : { maxQueuedBytes: o.maxQueuedBytes }),
   };
 }
 

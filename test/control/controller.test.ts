@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { chmodSync, mkdirSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { Controller } from "../../src/control/controller.ts";
@@ -7,6 +8,7 @@ import { isControlRefusal } from "../../src/control/refusal.ts";
 import {
   appendingSession,
   controllerOptions,
+  type Msg,
   makeFixture,
   startController,
   TestClient,
@@ -49,6 +51,89 @@ describe("controller", () => {
       () => new Controller(controllerOptions(f)),
       (e) => isControlRefusal(e) && e.code === "configuration",
     );
+  });
+
+  it("refuses live-session-refused at construction for an agentDir inside a live root (SPEC §6)", (t) => {
+    const f = makeFixture(t);
+    const guardHome = join(f.root, "home");
+    mkdirSync(join(guardHome, ".claude"), { recursive: true });
+    const link = join(f.root, "agent-link");
+    symlinkSync(join(guardHome, ".claude"), link);
+    const inside = [
+      join(homedir(), ".pi", "agent"),
+      join(homedir(), ".claude"),
+      join(homedir(), ".mosaic-dev", "x", "agent"),
+      join(guardHome, ".pi", "agent"),
+      join(guardHome, ".mosaic-dev"),
+      link,
+      join(link, "agent"),
+    ];
+    for (const agentDir of inside) {
+      const o = { ...controllerOptions(f), homes: [guardHome], agentDir };
+      assert.throws(
+        () => new Controller(o),
+        (e) => isControlRefusal(e) && e.code === "live-session-refused",
+        agentDir,
+      );
+    }
+    assert.throws(
+      () => new Controller({ ...controllerOptions(f), agentDir: "relative/agent" }),
+      (e) => isControlRefusal(e) && e.code === "configuration",
+    );
+    const outside = join(f.root, "agent");
+    const ok = new Controller({ ...controllerOptions(f), homes: [guardHome], agentDir: outside });
+    assert.equal(ok.claim, null);
+  });
+
+  it("refuses at bind when the agentDir was swapped for a link into a live root (G3)", async (t) => {
+    const f = makeFixture(t);
+    const guardHome = join(f.root, "home");
+    mkdirSync(join(guardHome, ".pi"), { recursive: true });
+    const agentDir = join(f.root, "agent");
+    const ctl = new Controller({ ...controllerOptions(f), homes: [guardHome], agentDir });
+    t.after(() => ctl.stop());
+    symlinkSync(join(guardHome, ".pi"), agentDir);
+    await assert.rejects(
+      ctl.start(),
+      (e) => isControlRefusal(e) && e.code === "live-session-refused",
+    );
+    assert.equal(ctl.execution, null, "nothing was launched");
+  });
+
+  it("closes a connection that stops reading past its queue limit; others and the engine go on", async (t) => {
+    const { ctl } = await startController(t, {
+      script: { tickMs: 1 },
+      maxQueuedBytes: 64 * 1024,
+    });
+    const { c: slow, welcome } = await TestClient.welcomed(t, ctl.socketPath);
+    const { c: other, welcome: otherWelcome } = await TestClient.welcomed(t, ctl.socketPath);
+    const g = (welcome.state as { generation: number }).generation;
+    assert.equal((await slow.request({ op: "takeover", generation: g })).outcome, "admitted");
+    const draft = { id: "d1", revision: 1 };
+    const p = await slow.request({ op: "prompt", generation: g + 1, text: "slow please", draft });
+    assert.equal(p.outcome, "admitted");
+    slow.socket.pause();
+    const n = other.messages.length;
+    // The slow client was the controller: its close leaves no controller, which every other
+    // client is told.
+    await other.waitFor(
+      (m) => m.type === "state" && (m.state as Msg).controllerConnection === null,
+      "the slow client closed",
+      n,
+      30_000,
+    );
+    assert.equal(ctl.state().controllerConnection, null);
+    const m = other.messages.length;
+    await other.waitFor((x) => x.type === "event", "events after the close", m);
+    assert.equal(ctl.state().admission, "open");
+    const take = await other.request({ op: "takeover", generation: g + 1 });
+    assert.equal(take.outcome, "admitted");
+    const stop = await other.request({ op: "interrupt", generation: g + 2 });
+    assert.equal(stop.outcome, "admitted", JSON.stringify(stop));
+    assert.equal(ctl.state().controllerConnection, otherWelcome.connection);
+    // Resumed, the slow client reads what was left in flight, then finds the socket closed.
+    slow.socket.resume();
+    await slow.closed;
   });
 
   it("claims, launches, binds and listens in a 0700 dir with a 0600 socket when started", async (t) => {
