@@ -490,6 +490,9 @@ export function renderItems(items: readonly TranscriptItem[], width: number): st
       case "notice":
         push(one(`! ${item.method}: ${item.text}`, 2));
         break;
+      case "receipt":
+        push(one(`[prompt settled: ${item.reason}]`, 2));
+        break;
       case "event":
         push(one(`[event ${item.eventKind}]`, 2));
         break;

@@ -244,8 +244,9 @@ export function processIo(): Io {
   };
 }
 
-/** Runs the process's command line: SIGINT and SIGTERM end follow, serve and control (status 0). */
-export async function runProcess(): Promise<void> {
+/** Runs the process's command line (or `argv`): SIGINT and SIGTERM end follow, serve and
+ * control (status 0). */
+export async function runProcess(argv: string[] = process.argv.slice(2)): Promise<void> {
   const stop = new AbortController();
   const abort = () => stop.abort();
   process.once("SIGINT", abort);
@@ -256,7 +257,7 @@ export async function runProcess(): Promise<void> {
     process.exit(EXIT.ok);
   });
   try {
-    process.exitCode = await main(process.argv.slice(2), processIo(), stop.signal);
+    process.exitCode = await main(argv, processIo(), stop.signal);
   } finally {
     process.off("SIGINT", abort);
     process.off("SIGTERM", abort);

@@ -29,6 +29,9 @@ export type TranscriptItem =
       updates: number;
     }
   | { kind: "notice"; key: string; method: string; text: string }
+  /** A prompt's receipt that settled other than `completed` (the controller's `receipt`
+   * event): `reason` is the wire's text, untrusted like any other. */
+  | { kind: "receipt"; key: string; receiptId: string; reason: string }
   /** An event kind this client does not know, shown generically. */
   | { kind: "event"; key: string; eventKind: string }
   | { kind: "seam"; key: string; reason: SeamReason; detail: string };
@@ -61,6 +64,7 @@ const KINDS = [
   "queue-updated",
   "engine-notice",
   "native",
+  "receipt",
 ] as const;
 type Kind = (typeof KINDS)[number];
 const isKind = (k: string): k is Kind => (KINDS as readonly string[]).includes(k);
@@ -127,6 +131,21 @@ class Live {
       case "tool-ended":
         this.#tool(e.kind, str(e.toolCallId) ?? "", str(e.toolName) ?? "", e.isError === true);
         return false;
+      // The controller's own event, right before the run-settled it settles (or where an
+      // overlap, the engine's exit or Pi's refusal was read). Decision: a receipt settled
+      // `completed` (or one not settled yet) is hidden, since the run's messages already show
+      // what happened; any other settle reason (interrupted, transport-unknown, run-overlap,
+      // ...) is shown as one compact status line, because nothing else in the transcript says
+      // that the prompt did not run to its end. Never the generic `[event receipt]`.
+      case "receipt": {
+        const r = e.receipt;
+        const receipt = typeof r === "object" && r !== null ? (r as Record<string, unknown>) : {};
+        const reason = str(receipt.reason);
+        if (receipt.state === "settled" && reason !== null && reason !== "completed") {
+          this.items.push({ kind: "receipt", key, receiptId: str(receipt.id) ?? "", reason });
+        }
+        return false;
+      }
       case "engine-notice":
         this.items.push({
           kind: "notice",

@@ -68,7 +68,7 @@ const answered = (call: string) =>
   ended({ role: "toolResult", toolCallId: call, toolName: "bash", content: "ok", isError: false });
 
 /** One line per item: `page:<text>`, `live:<text>`, `streaming:<text>`, `tool:<id>:<state>`,
- * `seam:<reason>`, `notice:<text>`, `event:<kind>`. */
+ * `seam:<reason>`, `notice:<text>`, `receipt:<reason>`, `event:<kind>`. */
 function lines(items: readonly TranscriptItem[]): string[] {
   return items.map((i) => {
     switch (i.kind) {
@@ -84,6 +84,8 @@ function lines(items: readonly TranscriptItem[]): string[] {
         return `seam:${i.reason}`;
       case "notice":
         return `notice:${i.text}`;
+      case "receipt":
+        return `receipt:${i.reason}`;
       case "event":
         return `event:${i.eventKind}`;
       default: {
@@ -332,6 +334,28 @@ describe("TranscriptState", () => {
     ]);
     // An unknown kind shows generically; the setting change in no spelling does.
     assert.deepEqual(lines(s.items()), ["page:hi", "event:brand-new-kind"]);
+  });
+
+  it("hides a receipt settled completed and shows another settle reason compactly", () => {
+    const s = new TranscriptState();
+    s.applyPage({ parts: [] }, seam(1, true));
+    const receipt = (state: string, reason?: string) => ({
+      kind: "receipt",
+      receipt: { id: "rc-1", request: "q-1", execution: "ex-1", generation: 1, state, reason },
+    });
+    apply(s, [
+      ev(1, receipt("admitted")),
+      ev(2, { kind: "run-started" }),
+      ev(3, said("assistant", "done")),
+      ev(4, receipt("settled", "completed")),
+      ev(5, { kind: "run-settled" }),
+      ev(6, receipt("settled", "interrupted")),
+      ev(7, { kind: "run-settled" }),
+      ev(8, { kind: "receipt", receipt: "not an object" }),
+    ]);
+    // Never the generic `[event receipt]`; only the reason that is not `completed` shows.
+    assert.deepEqual(lines(s.items()), ["live:done", "receipt:interrupted"]);
+    assert.equal(s.running, false);
   });
 
   it("E3: reads again when another epoch's event arrives while the page is read", () => {
