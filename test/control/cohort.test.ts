@@ -216,11 +216,17 @@ describe("cohort", { skip }, () => {
     assert.equal(cgroupOf(scope.shimPid), join(dirname(scope.enginePath), "supervisor"));
     assert.equal(cgroupOf(enginePid), scope.enginePath);
     assert.equal(cgroupOf(stayed), scope.enginePath);
-    const members = await listMembers(scope.engine);
-    assert.deepEqual(members, {
-      status: "observed",
-      pids: [enginePid, stayed].sort((a, b) => a - b),
-    });
+    // The shell that wrote stayed.pid may not have exited yet: wait for it to go, then the
+    // members are exactly the engine and the grandchild that stayed.
+    const expected = [enginePid, stayed].sort((a, b) => a - b);
+    let members = await listMembers(scope.engine);
+    const deadline = Date.now() + 5000;
+    while (JSON.stringify(members) !== JSON.stringify({ status: "observed", pids: expected })) {
+      if (Date.now() > deadline) break;
+      await delay(20);
+      members = await listMembers(scope.engine);
+    }
+    assert.deepEqual(members, { status: "observed", pids: expected });
     assert.equal(launched.cgroupNamespace, true);
     assert.equal(
       readFileSync(join(dir, "stayed.cgroup"), "utf8")
