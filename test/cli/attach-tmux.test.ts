@@ -1,112 +1,22 @@
 // `conversation attach` in a real pty: tmux runs it against a controller over fake-pi, a person's
 // keys go in with `send-keys` and `paste-buffer`, the screen comes back with `capture-pane`.
-// Each test has its own tmux server (-L, a unique socket name), killed in t.after; every wait
-// polls with a deadline. Without tmux the tests skip, saying why, unless CI is set (CI installs
-// tmux, .ci/run), where they fail instead.
+// The harness (its own tmux server per pane, deadlines on every wait, skipping without tmux
+// unless CI is set) is test/cli/tmux-pane.ts.
 import assert from "node:assert/strict";
-import { execFile, spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync, rmSync } from "node:fs";
-import { join } from "node:path";
-import { describe, it, type TestContext } from "node:test";
+import { describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { textWidth } from "../../src/cli/wrap.ts";
 import { startController } from "../control/controller-fixture.ts";
-import { MAIN } from "./run-cli.ts";
+import {
+  EMPTY_COMPOSER,
+  firstLine,
+  type Pane,
+  quit,
+  tmuxSkip as skip,
+  startPane,
+} from "./tmux-pane.ts";
 
-const DEADLINE_MS = 10_000;
-const TMUX_COMMAND_MS = 5_000;
-const POLL_MS = 50;
-
-const tmuxVersion = spawnSync("tmux", ["-V"], { encoding: "utf8", timeout: TMUX_COMMAND_MS });
-const tmuxMissing = tmuxVersion.status !== 0;
-const skip =
-  tmuxMissing && process.env.CI === undefined
-    ? `tmux is not installed (${tmuxVersion.error?.message ?? tmuxVersion.stderr}); CI installs it`
-    : false;
 if (skip) process.stderr.write(`attach-tmux: skipped: ${skip}\n`);
-
-const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
-
-type Pane = {
-  /** Runs one tmux command on this test's server. */
-  tmux(args: string[], input?: string): Promise<string>;
-  /** The visible screen; `joined` joins lines the terminal wrapped (capture-pane -J). */
-  screen(joined?: boolean): Promise<string>;
-  waitScreen(what: string, test: (screen: string) => boolean, joined?: boolean): Promise<string>;
-  /** Resolves once the pane (and so the session) is gone. */
-  waitClosed(): Promise<void>;
-  /** The attach process's exit status, written by the pane's shell after it exits. */
-  status(): string | null;
-};
-
-/** Starts `node src/cli/main.ts attach` in a new detached tmux session of 60 x 20. */
-async function startPane(t: TestContext, root: string, socket: string, grant: string) {
-  const name = `mc-attach-${process.pid}-${randomBytes(4).toString("hex")}`;
-  const env: NodeJS.ProcessEnv = { ...process.env, LANG: "C.UTF-8" };
-  delete env.TMUX;
-  const tmux = (args: string[], input?: string) =>
-    new Promise<string>((resolve, reject) => {
-      const child = execFile(
-        "tmux",
-        ["-f", "/dev/null", "-L", name, ...args],
-        { env, timeout: TMUX_COMMAND_MS, encoding: "utf8" },
-        (error, stdout, stderr) => {
-          if (error) reject(new Error(`tmux ${args.join(" ")}: ${error.message} ${stderr}`));
-          else resolve(stdout);
-        },
-      );
-      if (input !== undefined) child.stdin?.end(input);
-    });
-  let socketPath: string | null = null;
-  t.after(async () => {
-    // The server is gone already when the pane closed; kill it in every other case. A server
-    // that exits with its last session leaves its socket file behind: remove it.
-    await tmux(["kill-server"]).catch(() => {});
-    if (socketPath) rmSync(socketPath, { force: true });
-  });
-  const statusFile = join(root, `${name}.status`);
-  const attach = [process.execPath, MAIN, "attach", "--socket", socket, "--grant", grant];
-  const command = `${attach.map(quote).join(" ")}; echo $? > ${quote(statusFile)}`;
-  await tmux(["new-session", "-d", "-x", "60", "-y", "20", command]);
-  socketPath = (await tmux(["display-message", "-p", "#{socket_path}"])).trim() || null;
-  // Let applications set tmux buffers with OSC 52, so a clipboard write that got through
-  // would show in list-buffers.
-  await tmux(["set-option", "-g", "set-clipboard", "on"]);
-  const screen = (joined = false) => tmux(["capture-pane", "-p", ...(joined ? ["-J"] : [])]);
-  const pane: Pane = {
-    tmux,
-    screen,
-    async waitScreen(what, test, joined = false) {
-      const deadline = Date.now() + DEADLINE_MS;
-      let last = "";
-      while (Date.now() < deadline) {
-        last = await screen(joined).catch((e: Error) => `(no screen: ${e.message})`);
-        if (test(last)) return last;
-        await sleep(POLL_MS);
-      }
-      throw new Error(`timed out waiting for ${what}; the screen:\n${last}`);
-    },
-    async waitClosed() {
-      const deadline = Date.now() + DEADLINE_MS;
-      while (Date.now() < deadline) {
-        const open = await tmux(["has-session"]).then(
-          () => true,
-          () => false,
-        );
-        if (!open) return;
-        await sleep(POLL_MS);
-      }
-      throw new Error(`the pane did not close within ${DEADLINE_MS} ms:\n${await screen()}`);
-    },
-    status: () => (existsSync(statusFile) ? readFileSync(statusFile, "utf8").trim() : null),
-  };
-  return pane;
-}
-
-/** The composer's empty line: capture-pane drops trailing spaces (with -J it keeps them). */
-const EMPTY_COMPOSER = /^> *$/m;
-const firstLine = (screen: string) => screen.split("\n")[0] ?? "";
 
 /** Attached as observer with the history shown, then Ctrl-T until the header says controller. */
 async function takeControl(p: Pane): Promise<void> {
@@ -114,12 +24,6 @@ async function takeControl(p: Pane): Promise<void> {
   await p.waitScreen("the history", (s) => /^ {2}hello$/m.test(s));
   await p.tmux(["send-keys", "C-t"]);
   await p.waitScreen("control", (s) => firstLine(s).startsWith("controller · "));
-}
-
-async function quit(p: Pane): Promise<void> {
-  await p.tmux(["send-keys", "C-c"]);
-  await p.waitClosed();
-  assert.equal(p.status(), "0", "attach exits 0 on Ctrl-C");
 }
 
 describe("conversation attach in tmux", { concurrency: 2, skip }, () => {
