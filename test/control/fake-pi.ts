@@ -37,7 +37,18 @@ export type FakePiScript = {
   promptError?: string;
   /** Exit at startup, before reading stdin, like Pi with a missing header cwd (exit 1). */
   startupExit?: { code: number; stderr: string };
+  /** Another input path acting at a point (see Foreign). */
+  foreign?: Foreign[];
 };
+
+/**
+ * A stand-in for an input path other than this RPC stream (under the seal there is none, so
+ * whatever it does is an overlap the controller must read). It acts the n-th time (default 1)
+ * the fake reaches `at`, after any delay or hold there, and writes no response: `run` gives the
+ * run about to start this user message instead of its prompt's (N8; at `run-start`), `steer`
+ * queues `text` as a steer with its queue_update, `abort` aborts the running run.
+ */
+export type Foreign = { at: HoldPoint; n?: number; act: "run" | "steer" | "abort"; text?: string };
 
 // Pi's hidden built-in command, listed even with --no-extensions (research §3.2).
 const LLAMA = {
@@ -115,6 +126,7 @@ class FakePi {
   #dialogs = new Map<string, (answer: Command | null) => void>();
   #uiCounter = 0;
   #responseCounter = 0;
+  #foreignRun: string | null = null;
 
   constructor(args: Args, script: FakePiScript) {
     this.args = args;
@@ -200,19 +212,33 @@ class FakePi {
    * does (rpc-mode.js:627-633), so responses keep the order of their commands.
    */
   wants(point: HoldPoint): boolean {
-    return Boolean(this.script.delays?.[point]) || Boolean(this.script.holds?.includes(point));
+    return (
+      Boolean(this.script.delays?.[point]) ||
+      Boolean(this.script.holds?.includes(point)) ||
+      Boolean(this.script.foreign?.some((f) => f.at === point))
+    );
   }
 
   async hold(point: HoldPoint): Promise<void> {
-    const delay = this.script.delays?.[point];
-    if (delay) await sleep(delay);
-    if (!this.script.holds?.includes(point) || !this.script.holdDir) return;
     const n = (this.#holdCounts.get(point) ?? 0) + 1;
     this.#holdCounts.set(point, n);
-    const base = `${this.script.holdDir}/${point}.${n}`;
-    writeFileSync(`${base}.reached`, "");
-    // Polling a marker file keeps the fake free of any extra channel to the test.
-    while (!existsSync(`${base}.release`)) await sleep(5);
+    const delay = this.script.delays?.[point];
+    if (delay) await sleep(delay);
+    if (this.script.holds?.includes(point) && this.script.holdDir) {
+      const base = `${this.script.holdDir}/${point}.${n}`;
+      writeFileSync(`${base}.reached`, "");
+      // Polling a marker file keeps the fake free of any extra channel to the test.
+      while (!existsSync(`${base}.release`)) await sleep(5);
+    }
+    for (const f of this.script.foreign ?? []) {
+      if (f.at !== point || (f.n ?? 1) !== n) continue;
+      if (f.act === "run") this.#foreignRun = f.text ?? "foreign";
+      else if (f.act === "abort") this.#run?.abort.abort();
+      else {
+        this.#steering.push(f.text ?? "foreign");
+        this.#queueUpdate();
+      }
+    }
   }
 
   onLine(line: string): void {
@@ -340,7 +366,8 @@ class FakePi {
     if (this.wants("run-start")) await this.hold("run-start");
     const runMessages: Message[] = [];
     this.out({ type: "agent_start" });
-    let text: string | undefined = first;
+    let text: string | undefined = this.#foreignRun ?? first;
+    this.#foreignRun = null;
     let firstTurn = true;
     while (text !== undefined) {
       this.out({ type: "turn_start" });
