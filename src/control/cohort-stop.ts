@@ -97,9 +97,10 @@ type OpBody<K extends OpType> = Omit<Extract<Op, { type: K }>, "id"> & { type: K
 /** A reply, and whether the shim made it or the launcher did, on the cgroup itself. */
 type OpResult<K extends OpType> = ShimReplyFor[K] & { via: "shim" | "direct" };
 
-/** A launched engine in its cgroup scope. Built by CgroupLauncher.launch. */
+/** A launched engine in its cgroup scope. Built by CgroupLauncher.launch and ScopeLauncher.launch. */
 export class CohortExecution implements Launched {
-  readonly launcher = "cgroup" as const;
+  /** `scope` when systemd made the scope (ScopeLauncher), `cgroup` when the launcher did. */
+  readonly launcher: "cgroup" | "scope";
   readonly executionId: string;
   readonly link: EngineLink;
   readonly scope: CgroupScope;
@@ -117,7 +118,9 @@ export class CohortExecution implements Launched {
     cgroupNamespace: boolean,
     shim: StartedShim,
     timings: StopTimings,
+    launcher: "cgroup" | "scope" = "cgroup",
   ) {
+    this.launcher = launcher;
     this.executionId = executionId;
     this.link = link;
     this.scope = scope;

@@ -164,114 +164,323 @@ export class CgroupLauncher implements Launcher {
         `mkdir ${dir}: ${code}`,
       );
     }
-    let shim: StartedShim | null = null;
-    // Ends whatever got in (the engine may have started children) and removes the scope.
-    const undo = async (code: CohortErrorCode, message: string): Promise<never> => {
-      if (shim) await shim.kill();
-      await writeControl(engine, "cgroup.kill", "1");
-      await waitForEvents(engine, { populated: false }, o.killTimeoutMs);
-      const removed = await removeTree(dir);
-      const left = removed.failed.map((f) => `${f.dir}: ${f.errno}`).join(", ");
-      throw new CohortError(code, left ? `${message}; left behind: ${left}` : message);
-    };
+    const undo = undoer(dir, engine, () => null, o.killTimeoutMs);
     try {
       await mkdir(supervisor);
       await mkdir(engine);
     } catch (e) {
       return undo("scope-create", `mkdir under ${dir}: ${errnoOf(e)}`);
     }
-
-    shim = startShim(dir);
+    const shim = startShim([process.execPath, SHIM_PATH, "--scope", dir], {});
+    const undoAll = undoer(dir, engine, () => shim, o.killTimeoutMs);
     const expected = join(this.hierarchy.cgroupPath, `mosaic-${executionId}`);
-    try {
-      const hello = await Promise.race([
-        shim.client.request({ type: "hello" }, o.startTimeoutMs),
-        shim.exited.then((s) => {
-          throw new ShimError("shim-gone", `the shim exited (${s})`);
-        }),
-      ]);
-      if (hello.version !== SHIM_PROTOCOL_VERSION) {
-        return undo("shim-start", `the shim speaks version ${hello.version}`);
-      }
-      if (hello.cgroup !== join(expected, "supervisor")) {
-        return undo(
-          "shim-start",
-          `the shim reports cgroup ${hello.cgroup}, not ${expected}/supervisor`,
-        );
-      }
-    } catch (e) {
-      if (!(e instanceof ShimError)) throw e;
-      return undo("shim-start", `${e.message}; shim stderr: ${shim.stderr().trim()}`);
+    const hello = await shimHello(shim, o.startTimeoutMs, undoAll);
+    if (hello !== join(expected, "supervisor")) {
+      return undoAll("shim-start", `the shim reports cgroup ${hello}, not ${expected}/supervisor`);
     }
-
-    const prefix = o.unshare ? [o.unshare, "--cgroup", "--"] : [];
-    const link = EngineLink.start(
-      {
-        command: "/bin/sh",
-        args: [
-          "-c",
-          JOIN_SCRIPT,
-          "mosaic-engine-join",
-          join(engine, "cgroup.procs"),
-          ...prefix,
-          spec.command,
-          ...spec.args,
-        ],
-        env: spec.env,
-        cwd: spec.cwd,
-      },
-      options.link ?? {},
+    return startEngine(
+      "cgroup",
+      executionId,
+      { dir, supervisor, engine, enginePath: join(expected, "engine"), shimPid: shim.pid },
+      shim,
+      spec,
+      options,
+      o,
+      undoAll,
     );
-    // Joined once `engine` is populated; or the engine already exited (joined unless 125).
-    const joined = await Promise.race([
-      shim.client
-        .request(
-          { type: "events", until: { populated: true }, timeoutMs: o.startTimeoutMs },
-          o.startTimeoutMs + SHIM_REPLY_SLACK_MS,
-        )
-        .then(
-          (r) => (r.met ? "joined" : "timeout"),
-          (e: unknown) => `shim: ${String(e)}`,
-        ),
-      link.exited,
-    ]);
-    if (
-      typeof joined !== "string" &&
-      (joined.spawnError || joined.exitCode === ENGINE_JOIN_FAILED)
-    ) {
-      return undo(
-        "engine-join",
-        `the engine did not join ${engine}: ${joined.spawnError ?? link.stderr().text.trim()}`,
-      );
-    }
-    if (typeof joined === "string" && joined !== "joined") {
-      link.kill("SIGKILL", "group");
-      await link.exited;
-      return undo("engine-start", `the engine was not seen in ${engine}: ${joined}`);
-    }
+  }
+}
 
+export type ScopeLauncherOptions = CgroupLauncherOptions & {
+  /** systemd-run(1). Default `systemd-run` on PATH. */
+  systemdRun?: string;
+  /**
+   * The environment systemd-run runs in: it finds the user manager's bus through
+   * XDG_RUNTIME_DIR or DBUS_SESSION_BUS_ADDRESS. Default those, PATH, HOME and USER from ours.
+   */
+  env?: NodeJS.ProcessEnv;
+};
+
+// Run by systemd-run inside the new scope, before the shim: finds the scope's directory from
+// its own cgroup (mount point + path below the mount's root), makes the two leaves and execs
+// the shim with `--scope <dir>`. $1 mount point, $2 the mount's root ("" for /), then the shim.
+const SCOPE_SCRIPT = [
+  "cg=",
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion
+  "while IFS= read -r l; do case $l in 0::*) cg=${l#0::};; esac; done < /proc/self/cgroup",
+  'case $cg in "$2"/*) ;; *) echo "scope: cgroup $cg is outside $2" >&2; exit 71;; esac',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion
+  'd="$1${cg#"$2"}"',
+  'mkdir "$d/supervisor" "$d/engine" || exit 72',
+  "shift 2",
+  'exec "$@" --scope "$d"',
+].join("\n");
+
+/**
+ * Launches each engine into a systemd user scope: `systemd-run --user --scope
+ * --unit=mosaic-<execution> -p Delegate=yes` runs the shim as the scope's first process, the
+ * scope gets the same `supervisor` / `engine` leaves as CgroupLauncher's, and the force stop is
+ * the same CohortExecution stop and proof. Needs a user manager that answers, and an engine
+ * join the controller may write (see docs/cohort.md). Construct it from `ScopeLauncher.probe()`.
+ */
+export class ScopeLauncher implements Launcher {
+  readonly kind = "scope";
+  readonly hierarchy: Cgroup2Hierarchy;
+  readonly #systemdRun: string;
+  readonly #env: NodeJS.ProcessEnv;
+  readonly #options: ScopeTimings;
+
+  constructor(options: ScopeLauncherOptions) {
+    this.hierarchy = options.hierarchy;
+    this.#systemdRun = options.systemdRun ?? "systemd-run";
+    this.#env =
+      options.env ??
+      pick(process.env, ["PATH", "HOME", "USER", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS"]);
+    this.#options = {
+      unshare: options.unshare,
+      termGraceMs: options.termGraceMs ?? 3000,
+      freezeTimeoutMs: options.freezeTimeoutMs ?? 2000,
+      killTimeoutMs: options.killTimeoutMs ?? 3000,
+      startTimeoutMs: options.startTimeoutMs ?? 10_000,
+      procRoot: options.procRoot ?? "/proc",
+    };
+  }
+
+  /** A user manager that answers, a cgroup2 mount showing this process, unshare(1) if any. */
+  static async probe(
+    options: Omit<ScopeLauncherOptions, "hierarchy" | "unshare"> & {
+      procSelf?: string;
+      systemctl?: string;
+    } = {},
+  ): Promise<
+    { ok: true; launcher: ScopeLauncher; detail: string } | { ok: false; reason: string }
+  > {
+    const { procSelf, systemctl, ...rest } = options;
+    const um = await probeUserManager({
+      ...(systemctl === undefined ? {} : { systemctl }),
+      ...(rest.env === undefined ? {} : { env: rest.env }),
+    });
+    if (!um.answers) return { ok: false, reason: `no systemd user manager answers (${um.detail})` };
+    const answers = `a systemd user manager answers (${um.detail})`;
+    const systemdRun = rest.systemdRun ?? "systemd-run";
+    const version = await run(systemdRun, ["--version"], 3000, rest.env ?? process.env);
+    if (!version.ok)
+      return { ok: false, reason: `${answers} but ${systemdRun}: ${version.detail}` };
+    const found = await findCgroup2(procSelf);
+    if (!found.ok) return { ok: false, reason: `${answers} but ${found.reason}` };
+    const unshare = await findUnshare();
+    const detail = [
+      `a systemd user manager answers (${um.detail}); scopes via ${systemdRun} --user --scope, cgroup2 at ${found.hierarchy.mountPoint}`,
+      unshare.ok
+        ? `engine cgroup namespace via ${unshare.path}`
+        : `no cgroup namespace: ${unshare.reason}`,
+    ].join("; ");
+    return {
+      ok: true,
+      launcher: new ScopeLauncher({
+        ...rest,
+        hierarchy: found.hierarchy,
+        unshare: unshare.ok ? unshare.path : null,
+      }),
+      detail,
+    };
+  }
+
+  /**
+   * systemd-run makes the scope `mosaic-<execution>.scope` with the shim in it (the shim's first
+   * act is to join `supervisor`); the scope's directory is learnt from the shim's hello; then
+   * the engine starts exactly as under CgroupLauncher. Rejects with CohortError, having killed
+   * what it started (systemd collects the emptied scope), TypeError for a bad execution id.
+   */
+  async launch(spec: EngineSpec, options: LaunchOptions = {}): Promise<CohortExecution> {
+    const executionId = options.executionId ?? crypto.randomUUID();
+    if (!ID_PATTERN.test(executionId))
+      throw new TypeError(`execution id ${JSON.stringify(executionId)} is not an id`);
+    const o = this.#options;
+    const h = this.hierarchy;
+    const unit = `mosaic-${executionId}`;
+    const shim = startShim(
+      [
+        this.#systemdRun,
+        "--user",
+        "--scope",
+        "--quiet",
+        "--collect",
+        `--unit=${unit}`,
+        "--property=Delegate=yes",
+        "--",
+        "/bin/sh",
+        "-c",
+        SCOPE_SCRIPT,
+        "mosaic-scope",
+        h.mountPoint,
+        h.mountRoot === "/" ? "" : h.mountRoot,
+        process.execPath,
+        SHIM_PATH,
+      ],
+      this.#env,
+    );
+    const cgroup = await shimHello(
+      shim,
+      o.startTimeoutMs,
+      undoer(null, null, () => shim, o.killTimeoutMs),
+    );
+    const suffix = `/${unit}.scope/supervisor`;
+    const root = h.mountRoot === "/" ? "" : h.mountRoot;
+    if (cgroup === null || !cgroup.endsWith(suffix) || !cgroup.startsWith(`${root}/`)) {
+      return undoer(
+        null,
+        null,
+        () => shim,
+        o.killTimeoutMs,
+      )("shim-start", `the shim reports cgroup ${cgroup}, not …${suffix} under ${h.mountPoint}`);
+    }
+    const scopePath = cgroup.slice(0, -"/supervisor".length);
+    const dir = join(h.mountPoint, scopePath.slice(root.length));
     const scope: CgroupScope = {
       dir,
-      supervisor,
-      engine,
-      enginePath: join(expected, "engine"),
+      supervisor: join(dir, "supervisor"),
+      engine: join(dir, "engine"),
+      enginePath: join(scopePath, "engine"),
       shimPid: shim.pid,
     };
-    return new CohortExecution(executionId, link, scope, o.unshare !== null, shim, {
+    const undo = undoer(dir, scope.engine, () => shim, o.killTimeoutMs);
+    return startEngine("scope", executionId, scope, shim, spec, options, o, undo);
+  }
+}
+
+function pick(env: NodeJS.ProcessEnv, keys: string[]): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {};
+  for (const k of keys) if (env[k] !== undefined) out[k] = env[k];
+  return out;
+}
+
+type ScopeTimings = Required<Omit<CgroupLauncherOptions, "hierarchy">>;
+type Undo = (code: CohortErrorCode, message: string) => Promise<never>;
+
+// Ends whatever got in (the engine may have started children), removes the scope, rejects.
+function undoer(
+  dir: string | null,
+  engine: string | null,
+  shim: () => StartedShim | null,
+  killTimeoutMs: number,
+): Undo {
+  return async (code, message) => {
+    await shim()?.kill();
+    let left = "";
+    if (dir !== null && engine !== null) {
+      await writeControl(engine, "cgroup.kill", "1");
+      await waitForEvents(engine, { populated: false }, killTimeoutMs);
+      const removed = await removeTree(dir);
+      left = removed.failed.map((f) => `${f.dir}: ${f.errno}`).join(", ");
+    }
+    throw new CohortError(code, left ? `${message}; left behind: ${left}` : message);
+  };
+}
+
+/** The shim's hello: the cgroup it reports it is in (null if it could not read it). */
+async function shimHello(
+  shim: StartedShim,
+  startTimeoutMs: number,
+  undo: Undo,
+): Promise<string | null> {
+  try {
+    const hello = await Promise.race([
+      shim.client.request({ type: "hello" }, startTimeoutMs),
+      shim.exited.then((s) => {
+        throw new ShimError("shim-gone", `the shim exited (${s})`);
+      }),
+    ]);
+    if (hello.version !== SHIM_PROTOCOL_VERSION) {
+      return undo("shim-start", `the shim speaks version ${hello.version}`);
+    }
+    return hello.cgroup;
+  } catch (e) {
+    if (!(e instanceof ShimError)) throw e;
+    return undo("shim-start", `${e.message}; shim stderr: ${shim.stderr().trim()}`);
+  }
+}
+
+/**
+ * Starts the engine through EngineLink via the wrapper that joins `scope.engine` before it
+ * execs, and waits until the cgroup shows it (or the engine exits). Undoes on failure.
+ */
+async function startEngine(
+  kind: "cgroup" | "scope",
+  executionId: string,
+  scope: CgroupScope,
+  shim: StartedShim,
+  spec: EngineSpec,
+  options: LaunchOptions,
+  o: ScopeTimings,
+  undo: Undo,
+): Promise<CohortExecution> {
+  const engine = scope.engine;
+  const prefix = o.unshare ? [o.unshare, "--cgroup", "--"] : [];
+  const link = EngineLink.start(
+    {
+      command: "/bin/sh",
+      args: [
+        "-c",
+        JOIN_SCRIPT,
+        "mosaic-engine-join",
+        join(engine, "cgroup.procs"),
+        ...prefix,
+        spec.command,
+        ...spec.args,
+      ],
+      env: spec.env,
+      cwd: spec.cwd,
+    },
+    options.link ?? {},
+  );
+  // Joined once `engine` is populated; or the engine already exited (joined unless 125).
+  const joined = await Promise.race([
+    shim.client
+      .request(
+        { type: "events", until: { populated: true }, timeoutMs: o.startTimeoutMs },
+        o.startTimeoutMs + SHIM_REPLY_SLACK_MS,
+      )
+      .then(
+        (r) => (r.met ? "joined" : "timeout"),
+        (e: unknown) => `shim: ${String(e)}`,
+      ),
+    link.exited,
+  ]);
+  if (typeof joined !== "string" && (joined.spawnError || joined.exitCode === ENGINE_JOIN_FAILED)) {
+    return undo(
+      "engine-join",
+      `the engine did not join ${engine}: ${joined.spawnError ?? link.stderr().text.trim()}`,
+    );
+  }
+  if (typeof joined === "string" && joined !== "joined") {
+    link.kill("SIGKILL", "group");
+    await link.exited;
+    return undo("engine-start", `the engine was not seen in ${engine}: ${joined}`);
+  }
+  return new CohortExecution(
+    executionId,
+    link,
+    scope,
+    o.unshare !== null,
+    shim,
+    {
       termGraceMs: o.termGraceMs,
       freezeTimeoutMs: o.freezeTimeoutMs,
       killTimeoutMs: o.killTimeoutMs,
       procRoot: o.procRoot,
-    });
-  }
+    },
+    kind,
+  );
 }
 
-function startShim(scopeDir: string): StartedShim {
-  const child: ChildProcess = spawn(process.execPath, [SHIM_PATH, "--scope", scopeDir], {
+function startShim(argv: [string, ...string[]], env: NodeJS.ProcessEnv): StartedShim {
+  const [command, ...args] = argv;
+  const child: ChildProcess = spawn(command, args, {
     stdio: ["ignore", "ignore", "pipe", "pipe"],
     // Its own session: a terminal's ^C for the controller's group does not reach the anchor.
     detached: true,
-    env: {},
+    env,
     cwd: "/",
   });
   let tail = "";
@@ -345,28 +554,31 @@ export async function probeUserManager(
 }
 
 export type LauncherChoice =
+  | { kind: "scope"; launcher: ScopeLauncher; reason: string }
   | { kind: "cgroup"; launcher: CgroupLauncher; reason: string }
   | { kind: "pgroup"; launcher: PgroupLauncher; reason: string };
 
 /**
  * Picks the strongest launcher this host supports and says why, for the binding record:
- * ScopeLauncher where a systemd user manager answers (not built yet: reported, then the next),
- * CgroupLauncher where a writable cgroup v2 hierarchy can freeze and kill, else PgroupLauncher,
- * whose stops are never proven.
+ * ScopeLauncher where a systemd user manager answers, CgroupLauncher where a writable cgroup v2
+ * hierarchy can freeze and kill, else PgroupLauncher, whose stops are never proven.
  */
 export async function chooseLauncher(
   options: {
     systemctl?: string;
+    systemdRun?: string;
     procSelf?: string;
     cgroup?: Omit<CgroupLauncherOptions, "hierarchy" | "unshare">;
   } = {},
 ): Promise<LauncherChoice> {
-  const um = await probeUserManager(
-    options.systemctl === undefined ? {} : { systemctl: options.systemctl },
-  );
-  const scope = um.answers
-    ? `scope: a systemd user manager answers (${um.detail}) but ScopeLauncher is not built`
-    : `scope: no systemd user manager answers (${um.detail})`;
+  const sc = await ScopeLauncher.probe({
+    ...options.cgroup,
+    ...(options.systemctl === undefined ? {} : { systemctl: options.systemctl }),
+    ...(options.systemdRun === undefined ? {} : { systemdRun: options.systemdRun }),
+    ...(options.procSelf === undefined ? {} : { procSelf: options.procSelf }),
+  });
+  if (sc.ok) return { kind: "scope", launcher: sc.launcher, reason: `scope: ${sc.detail}` };
+  const scope = `scope: ${sc.reason}`;
   const cg = await CgroupLauncher.probe({
     ...options.cgroup,
     ...(options.procSelf === undefined ? {} : { procSelf: options.procSelf }),

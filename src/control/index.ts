@@ -37,6 +37,8 @@ export {
   CohortError,
   chooseLauncher,
   type LauncherChoice,
+  ScopeLauncher,
+  type ScopeLauncherOptions,
 } from "./cohort.ts";
 export { Controller, type ControllerOptions, type Execution } from "./controller.ts";
 export {

@@ -199,7 +199,7 @@ describe("cohort", { skip }, () => {
       assert.equal(fallback.kind, "pgroup");
       assert.equal(
         fallback.reason,
-        "scope: a systemd user manager answers (version 255) but ScopeLauncher is not built; cgroup: no cgroup2 mount in mountinfo; pgroup: stops can't be proven",
+        "scope: a systemd user manager answers (version 255) but no cgroup2 mount in mountinfo; cgroup: no cgroup2 mount in mountinfo; pgroup: stops can't be proven",
       );
     });
   });
