@@ -1,6 +1,8 @@
 // @mosaic/conversation/control: mediated control of a sealed headless Pi (CHAT-03). One
 // Controller per execution serves a Unix socket; ConversationClient is the library every client
 // uses. docs/controller.md and docs/control-protocol.md describe both.
+
+export { type BootProof, proveByReboot } from "./boot-proof.ts";
 export {
   CLAIM_STATES,
   type Claim,

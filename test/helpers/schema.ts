@@ -4,6 +4,7 @@
 import { AssertionError } from "node:assert";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import schema from "../../schema/chat-01.schema.json" with { type: "json" };
+import type { BootProof } from "../../src/control/boot-proof.ts";
 import type { ClaimHolder, ClaimRevision } from "../../src/control/claim.ts";
 import type { StopProof } from "../../src/control/launcher.ts";
 import type { Receipt } from "../../src/control/protocol.ts";
@@ -64,6 +65,7 @@ export type SchemaRecords = {
   confirmationRecord: ConfirmationRecord;
   eligibilityRecord: EligibilityRecord;
   dialogRecord: DialogRecord;
+  bootProof: BootProof;
 };
 export type SchemaDef = keyof SchemaRecords;
 
@@ -268,4 +270,10 @@ const semanticChecks: { [D in SchemaDef]?: (value: SchemaRecords[D]) => string[]
   view: (view) => checkView(view),
   fragment: (f) => (f.index < f.count ? [] : [`index ${f.index} >= count ${f.count}`]),
   readResult: checkReadResult,
+  bootProof: (p) => {
+    const problems: string[] = [];
+    if (p.holder.host !== p.machine.host) problems.push("/machine/host must be the holder's host");
+    if (p.holder.bootId === p.machine.bootId) problems.push("/machine/bootId must be another boot");
+    return problems;
+  },
 };
