@@ -3,6 +3,7 @@
 // records a proof). Two clients watch the same stream. Every wait has a deadline; the
 // controller, clients and temp dir go in t.after.
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { ClaimStore } from "../../src/control/claim.ts";
 import { ConversationClient } from "../../src/control/client.ts";
@@ -20,7 +21,9 @@ import {
   controllerOptions,
   type Fixture,
   makeFixture,
+  type Tap,
   TestClient,
+  tapController,
   validateRecords,
 } from "./controller-fixture.ts";
 
@@ -87,13 +90,26 @@ function fixtureController(
   return { f, ctrl };
 }
 
+/**
+ * Starts the controller and puts a tap in front of its socket: every line either way must be
+ * valid CHAT-01 (clientMessage, controllerMessage), and some must have passed each way.
+ */
+async function startTapped(t: TestContext, ctrl: Controller, f: Fixture): Promise<Tap> {
+  await ctrl.start(); // claim, launch, K8 load check, listen
+  const tap = await tapController(t, ctrl.socketPath, join(f.root, "tap.sock"));
+  t.after(() => {
+    assert.ok(tap.lines.client > 0 && tap.lines.controller > 0, JSON.stringify(tap.lines));
+  });
+  return tap;
+}
+
 describe("ConversationClient against the Controller (fake-pi)", () => {
   it("runs the seed's code sample end to end, with a second client watching", T, async (t) => {
     const launcher = new FakeLauncher({ stops: [{ result: "stopped" }] });
     const { f, ctrl } = fixtureController(t, launcher);
-    await ctrl.start(); // claim, launch, K8 load check, listen
+    const tap = await startTapped(t, ctrl, f);
 
-    const a = watch(t, ctrl.socketPath, "g-op");
+    const a = watch(t, tap.path, "g-op");
     const welcome = await a.client.connect(); // starts as an observer
     assert.equal(welcome.role, "observer");
     assert.equal(welcome.conversation, ctrl.conversation);
@@ -124,7 +140,7 @@ describe("ConversationClient against the Controller (fake-pi)", () => {
     assert.equal(await a.client.takeover().then((r) => r.outcome), "refused:already-controller");
 
     // A second client, an observer.
-    const b = watch(t, ctrl.socketPath, "g-op");
+    const b = watch(t, tap.path, "g-op");
     const bWelcome = await b.client.connect();
     assert.equal(bWelcome.role, "observer");
     assert.equal(bWelcome.state.controllerConnection, welcome.connection);
@@ -227,10 +243,10 @@ describe("ConversationClient against the Controller (fake-pi)", () => {
     "answers a prompt at Pi's ack: the receipt as of the ack, before the run's events",
     T,
     async (t) => {
-      const { ctrl } = fixtureController(t);
-      await ctrl.start();
+      const { f, ctrl } = fixtureController(t);
+      const tap = await startTapped(t, ctrl, f);
       // A raw client sees its replies and the stream in the order they were written.
-      const { c, welcome } = await TestClient.welcomed(t, ctrl.socketPath);
+      const { c, welcome } = await TestClient.welcomed(t, tap.path);
       let generation = (welcome.state as ControllerState).generation;
       assert.equal((await c.request({ op: "takeover", generation })).outcome, "admitted");
       generation++;
@@ -267,9 +283,9 @@ describe("ConversationClient against the Controller (fake-pi)", () => {
     "recovers after a proven stop and launches a new execution through the client",
     T,
     async (t) => {
-      const { ctrl } = fixtureController(t);
-      await ctrl.start();
-      const a = watch(t, ctrl.socketPath, "g-op");
+      const { f, ctrl } = fixtureController(t);
+      const tap = await startTapped(t, ctrl, f);
+      const a = watch(t, tap.path, "g-op");
       const welcome = await a.client.connect();
       assert.equal((await a.client.takeover()).outcome, "admitted");
       const first = await a.client.prompt("before the stop");

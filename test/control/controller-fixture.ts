@@ -2,7 +2,7 @@
 // line-level socket client. Every controller and socket is closed, and the temp dir removed,
 // in t.after. Waits have deadlines; nothing sleeps.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createConnection, type Socket } from "node:net";
+import { createConnection, createServer, type Socket } from "node:net";
 import { join } from "node:path";
 import type { TestContext } from "node:test";
 import { Controller, type ControllerOptions } from "../../src/control/controller.ts";
@@ -10,7 +10,7 @@ import { LineSplitter } from "../../src/control/framing.ts";
 import { FakeLauncher, type Launcher } from "../../src/control/launcher.ts";
 import { type Grant, OPERATIONS } from "../../src/control/protocol.ts";
 import { FixtureVerifier } from "../../src/control/records.ts";
-import { assertValid } from "../helpers/schema.ts";
+import { assertValid, findProblems, type SchemaDef } from "../helpers/schema.ts";
 import type { FakePiScript } from "./fake-pi.ts";
 import { FAKE_PI, FAKE_SESSION_ID } from "./fake-pi-harness.ts";
 
@@ -158,19 +158,32 @@ export function validateRecords(ctl: Controller): void {
 
 export type Msg = Record<string, unknown> & { type: string };
 
-/** A line-level client: raw writes, every message kept, waits with a deadline. */
+/**
+ * A line-level client: raw writes, every message kept, waits with a deadline. Every message
+ * received must be a valid CHAT-01 `controllerMessage`: the first that is not fails every wait
+ * and the test (in t.after).
+ */
 export class TestClient {
   readonly messages: Msg[] = [];
   readonly socket: Socket;
   readonly closed: Promise<void>;
   #waiters = new Set<() => void>();
   #n = 0;
+  #invalid: Error | null = null;
 
   private constructor(socket: Socket) {
     this.socket = socket;
     const splitter = new LineSplitter();
     socket.on("data", (chunk: Buffer) => {
-      for (const line of splitter.push(chunk)) this.messages.push(JSON.parse(line) as Msg);
+      for (const line of splitter.push(chunk)) {
+        const m = JSON.parse(line) as Msg;
+        try {
+          assertValid("controllerMessage", m);
+        } catch (e) {
+          this.#invalid ??= e as Error;
+        }
+        this.messages.push(m);
+      }
       for (const w of [...this.#waiters]) w();
     });
     this.closed = new Promise((ok) => socket.on("close", () => ok()));
@@ -186,6 +199,7 @@ export class TestClient {
     const c = new TestClient(socket);
     t.after(() => {
       socket.destroy();
+      if (c.#invalid) throw c.#invalid;
     });
     return c;
   }
@@ -216,6 +230,12 @@ export class TestClient {
   waitFor(match: (m: Msg) => boolean, what: string, from = 0, timeoutMs = 10_000): Promise<Msg> {
     return new Promise((resolve, reject) => {
       const check = () => {
+        if (this.#invalid) {
+          this.#waiters.delete(check);
+          clearTimeout(timer);
+          reject(this.#invalid);
+          return;
+        }
         const hit = this.messages.slice(from).find(match);
         if (!hit) return;
         this.#waiters.delete(check);
@@ -233,4 +253,64 @@ export class TestClient {
       check();
     });
   }
+}
+
+/** Lines a Tap passed, per direction, and every schema problem found in them. */
+export type Tap = {
+  /** The tap's socket: connect here instead of the controller's. */
+  path: string;
+  lines: { client: number; controller: number };
+  problems: string[];
+};
+
+/**
+ * A line-level tap between clients and a controller: a socket at `path` that forwards bytes
+ * both ways unchanged, checking each client line as a CHAT-01 `clientMessage` and each
+ * controller line as a `controllerMessage`. A half-close or close on one side ends the other.
+ * In t.after the tap closes and fails the test if any line was invalid.
+ */
+export async function tapController(
+  t: Pick<TestContext, "after">,
+  target: string,
+  path: string,
+): Promise<Tap> {
+  const tap: Tap = { path, lines: { client: 0, controller: 0 }, problems: [] };
+  const sockets = new Set<Socket>();
+  const pipe = (from: Socket, to: Socket, side: "client" | "controller", def: SchemaDef) => {
+    const splitter = new LineSplitter();
+    from.on("data", (chunk: Buffer) => {
+      for (const line of splitter.push(chunk)) {
+        tap.lines[side]++;
+        let problems: string[];
+        try {
+          problems = findProblems(def, JSON.parse(line));
+        } catch {
+          problems = ["not JSON"];
+        }
+        if (problems.length > 0) tap.problems.push(`${side} line ${line}: ${problems.join("; ")}`);
+      }
+      to.write(chunk);
+    });
+    from.on("end", () => to.end());
+    from.on("close", () => to.destroy());
+    from.on("error", () => {});
+  };
+  const server = createServer((client) => {
+    const upstream = createConnection(target);
+    sockets.add(client).add(upstream);
+    pipe(client, upstream, "client", "clientMessage");
+    pipe(upstream, client, "controller", "controllerMessage");
+  });
+  await new Promise<void>((ok, fail) => {
+    server.once("error", fail);
+    server.listen(path, () => ok());
+  });
+  t.after(async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise<void>((ok) => server.close(() => ok()));
+    if (tap.problems.length > 0) {
+      throw new Error(`invalid wire lines:\n  ${tap.problems.slice(0, 20).join("\n  ")}`);
+    }
+  });
+  return tap;
 }

@@ -7,7 +7,20 @@ import schema from "../../schema/chat-01.schema.json" with { type: "json" };
 import type { BootProof } from "../../src/control/boot-proof.ts";
 import type { ClaimHolder, ClaimRevision } from "../../src/control/claim.ts";
 import type { StopProof } from "../../src/control/launcher.ts";
-import type { Receipt } from "../../src/control/protocol.ts";
+import type {
+  ClientMessage,
+  ControllerMessage,
+  ControllerState,
+  Dialog,
+  Hello,
+  Receipt,
+  Reply,
+  Request,
+  StateChange,
+  StreamEvent,
+  Target,
+  Welcome,
+} from "../../src/control/protocol.ts";
 import type {
   BindingRecord,
   ConfirmationRecord,
@@ -16,6 +29,7 @@ import type {
   ReceiptRecord,
   StopRecord,
 } from "../../src/control/records.ts";
+import type { ControlRefusalCode } from "../../src/control/refusal.ts";
 import {
   type Block,
   type BranchInfo,
@@ -66,6 +80,18 @@ export type SchemaRecords = {
   eligibilityRecord: EligibilityRecord;
   dialogRecord: DialogRecord;
   bootProof: BootProof;
+  controlRefusalCode: ControlRefusalCode;
+  hello: Hello;
+  requestTarget: Target;
+  request: Request;
+  clientMessage: ClientMessage;
+  controllerState: ControllerState;
+  welcome: Welcome;
+  reply: Reply;
+  streamEvent: StreamEvent;
+  dialogMessage: Dialog;
+  stateMessage: StateChange;
+  controllerMessage: ControllerMessage;
 };
 export type SchemaDef = keyof SchemaRecords;
 
@@ -263,6 +289,35 @@ function checkReadResult(result: ReadResult): string[] {
   return problems;
 }
 
+// JSON Schema's maxLength counts code points; the wire guards count UTF-16 units.
+function checkUnits(value: unknown, max: number, at: string): string[] {
+  return typeof value === "string" && value.length > max
+    ? [`${at} has ${value.length} UTF-16 units (limit ${max})`]
+    : [];
+}
+
+function checkHello(hello: Hello): string[] {
+  return checkUnits(hello.client, 200, "/client");
+}
+
+function checkRequest(r: Request): string[] {
+  const problems = Object.entries(r.target ?? {}).flatMap(([k, v]) =>
+    checkUnits(v, 200, `/target/${k}`),
+  );
+  if (r.op === "observe") problems.push(...checkUnits(r.cursor, 512, "/cursor"));
+  return problems;
+}
+
+function checkReply(reply: Reply): string[] {
+  const code = reply.outcome.startsWith("refused:") ? reply.outcome.slice(8) : undefined;
+  return reply.refusal === code ? [] : [`/refusal ${reply.refusal} differs from /outcome`];
+}
+
+function checkStreamEvent(e: StreamEvent): string[] {
+  const id = `${e.streamEpoch}.${e.sequence}`;
+  return e.id === id ? [] : [`/id ${e.id} is not <streamEpoch>.<sequence> (${id})`];
+}
+
 const semanticChecks: { [D in SchemaDef]?: (value: SchemaRecords[D]) => string[] } = {
   block: (block) => checkBlock(block),
   part: (part) => checkPart(part),
@@ -270,6 +325,13 @@ const semanticChecks: { [D in SchemaDef]?: (value: SchemaRecords[D]) => string[]
   view: (view) => checkView(view),
   fragment: (f) => (f.index < f.count ? [] : [`index ${f.index} >= count ${f.count}`]),
   readResult: checkReadResult,
+  hello: checkHello,
+  request: checkRequest,
+  clientMessage: (m) => (m.type === "hello" ? checkHello(m) : checkRequest(m)),
+  reply: checkReply,
+  streamEvent: checkStreamEvent,
+  controllerMessage: (m) =>
+    m.type === "reply" ? checkReply(m) : m.type === "event" ? checkStreamEvent(m) : [],
   bootProof: (p) => {
     const problems: string[] = [];
     if (p.holder.host !== p.machine.host) problems.push("/machine/host must be the holder's host");

@@ -1,6 +1,14 @@
 import assert, { AssertionError } from "node:assert/strict";
 import { describe, it } from "node:test";
 import schema from "../../schema/chat-01.schema.json" with { type: "json" };
+import { parseControllerMessage } from "../../src/control/controller-message.ts";
+import {
+  OPERATIONS,
+  PROTOCOL_VERSION,
+  parseClientMessage,
+  RECEIPT_REASONS,
+} from "../../src/control/protocol.ts";
+import { CONTROL_REFUSAL_CODES } from "../../src/control/refusal.ts";
 import {
   type Block,
   type Catalogue,
@@ -420,6 +428,317 @@ describe("toChatId", () => {
       if (ID_PATTERN.test(native) && native.length <= 128) assert.equal(id, native);
       else assert.match(id, /^h-[0-9a-f]{40}$/);
       assertValid("entry", `n.${id}`);
+    });
+  }
+});
+
+describe("chat-01 wire messages", () => {
+  const req = (op: string, extra: Record<string, unknown> = {}) =>
+    JSON.stringify({ type: "request", id: "r-1", op, ...extra });
+  const draft = { id: "d-1", revision: 0 };
+  // [what, line, parseClientMessage accepts it]
+  const lines: [string, string, boolean][] = [
+    ["a hello", '{"type":"hello","protocol":2,"grant":"g-op"}', true],
+    ["a hello naming its client", '{"type":"hello","protocol":2,"grant":"g","client":"cli"}', true],
+    ["a hello with an empty client", '{"type":"hello","protocol":2,"grant":"g","client":""}', true],
+    [
+      "a hello with a 200-unit client",
+      JSON.stringify({ type: "hello", protocol: 2, grant: "g", client: "é".repeat(200) }),
+      true,
+    ],
+    [
+      "a hello with a 201-unit client",
+      JSON.stringify({ type: "hello", protocol: 2, grant: "g", client: "x".repeat(201) }),
+      false,
+    ],
+    [
+      "a hello with a client over 200 UTF-16 units only",
+      JSON.stringify({ type: "hello", protocol: 2, grant: "g", client: "😀".repeat(101) }),
+      false,
+    ],
+    ["a hello for protocol 1", '{"type":"hello","protocol":1,"grant":"g"}', false],
+    ['a hello with protocol "2"', '{"type":"hello","protocol":"2","grant":"g"}', false],
+    ["a hello without a grant", '{"type":"hello","protocol":2}', false],
+    ["a hello with a bad grant id", '{"type":"hello","protocol":2,"grant":"-g"}', false],
+    ["a hello with an unknown field", '{"type":"hello","protocol":2,"grant":"g","x":1}', false],
+    [
+      "a hello with a non-string client",
+      '{"type":"hello","protocol":2,"grant":"g","client":7}',
+      false,
+    ],
+    ["an observe", req("observe"), true],
+    ["an observe with limit and cursor", req("observe", { limit: 100, cursor: "c-1" }), true],
+    ["an observe with limit 1", req("observe", { limit: 1 }), true],
+    ["an observe with limit 0", req("observe", { limit: 0 }), false],
+    ["an observe with limit 101", req("observe", { limit: 101 }), false],
+    ["an observe with limit 1.5", req("observe", { limit: 1.5 }), false],
+    ['an observe with limit "5"', req("observe", { limit: "5" }), false],
+    ["an observe with an empty cursor", req("observe", { cursor: "" }), false],
+    ["an observe with a 512-unit cursor", req("observe", { cursor: "c".repeat(512) }), true],
+    ["an observe with a 513-unit cursor", req("observe", { cursor: "c".repeat(513) }), false],
+    [
+      "an observe with a cursor over 512 UTF-16 units only",
+      req("observe", { cursor: "😀".repeat(257) }),
+      false,
+    ],
+    ["a takeover", req("takeover", { generation: 1, incarnation: "i-1" }), true],
+    ["a takeover at generation 0", req("takeover", { generation: 0 }), true],
+    ["a takeover at generation -1", req("takeover", { generation: -1 }), false],
+    ["a takeover at generation 1.5", req("takeover", { generation: 1.5 }), false],
+    ["a takeover at an unsafe generation", req("takeover", { generation: 2 ** 53 }), false],
+    ["a takeover with a null generation", req("takeover", { generation: null }), false],
+    ["a takeover with a bad incarnation", req("takeover", { incarnation: "i 1" }), false],
+    ["a takeover with a limit", req("takeover", { limit: 5 }), false],
+    ["a release", req("release"), true],
+    [
+      "a release with a target",
+      req("release", { target: { conversation: "c", execution: "e", branch: "b" } }),
+      true,
+    ],
+    ["a release with an empty target", req("release", { target: {} }), true],
+    ["a target naming a non-id string", req("release", { target: { branch: "not an id!" } }), true],
+    ["a target with an unknown field", req("release", { target: { leaf: "l" } }), false],
+    ["a target with an empty string", req("release", { target: { branch: "" } }), false],
+    [
+      "a target with a 201-unit string",
+      req("release", { target: { branch: "b".repeat(201) } }),
+      false,
+    ],
+    ["a target that is an array", req("release", { target: [] }), false],
+    ["an interrupt", req("interrupt"), true],
+    ["a prompt", req("prompt", { text: "hi", draft }), true],
+    ["a prompt without text", req("prompt", { draft }), true],
+    ["a prompt with slash text (admission refuses it)", req("prompt", { text: "/x", draft }), true],
+    ["a prompt without a draft", req("prompt", { text: "hi" }), false],
+    ["a prompt with a non-string text", req("prompt", { text: 1, draft }), false],
+    ["a prompt with a bad draft id", req("prompt", { draft: { id: "", revision: 0 } }), false],
+    [
+      "a prompt with a negative revision",
+      req("prompt", { draft: { id: "d", revision: -1 } }),
+      false,
+    ],
+    ["a prompt with a draft field too many", req("prompt", { draft: { ...draft, x: 1 } }), false],
+    ["a prompt with an operation", req("prompt", { draft, operation: "recover" }), false],
+    ["a confirm", req("confirm", { operation: "force-stop" }), true],
+    ["a confirm of recover", req("confirm", { operation: "recover" }), true],
+    ["a confirm of launch", req("confirm", { operation: "launch" }), false],
+    ["a confirm without an operation", req("confirm"), false],
+    ["a force-stop", req("force-stop", { confirmation: "cf-1" }), true],
+    ["a force-stop without a confirmation", req("force-stop"), false],
+    ["a force-stop with a bad confirmation", req("force-stop", { confirmation: "" }), false],
+    ["a recover", req("recover", { confirmation: "cf-1" }), true],
+    [
+      "a recover with an eligibility",
+      req("recover", { confirmation: "cf-1", eligibility: "el-1" }),
+      false,
+    ],
+    ["a launch", req("launch", { eligibility: "el-1" }), true],
+    ["a launch without an eligibility", req("launch"), false],
+    ["a request with an unknown op", req("delete"), false],
+    ["a request without an op", '{"type":"request","id":"r-1"}', false],
+    ["a request without an id", '{"type":"request","op":"release"}', false],
+    [
+      "a request with a bad id",
+      JSON.stringify({ type: "request", id: "r 1", op: "release" }),
+      false,
+    ],
+    [
+      "a request with a 201-character id",
+      JSON.stringify({ type: "request", id: "r".repeat(201), op: "release" }),
+      false,
+    ],
+    ["a request with a numeric id", '{"type":"request","id":1,"op":"release"}', false],
+    ["a request with an unknown field", req("release", { extra: true }), false],
+    ["a message of another type", '{"type":"reply","id":null,"outcome":"admitted"}', false],
+    ["a message without a type", '{"id":"r-1","op":"release"}', false],
+    ["an array", "[]", false],
+    ["a string", '"hello"', false],
+    ["null", "null", false],
+  ];
+
+  for (const [what, line, accepted] of lines) {
+    it(`agrees with parseClientMessage on ${what}`, () => {
+      const parsed = parseClientMessage(line);
+      assert.equal(parsed.ok, accepted, JSON.stringify(parsed));
+      const problems = findProblems("clientMessage", JSON.parse(line));
+      assert.equal(problems.length === 0, parsed.ok, problems.join("\n"));
+    });
+  }
+
+  it("covers every op with an accepted line", () => {
+    const ops = new Set(
+      lines.filter(([, , ok]) => ok).map(([, line]) => (JSON.parse(line) as { op?: string }).op),
+    );
+    for (const op of OPERATIONS) assert.ok(ops.has(op), op);
+  });
+
+  it("matches the control constants when they change", () => {
+    const defs = schema.$defs;
+    assert.deepEqual(defs.controlRefusalCode.enum, [...CONTROL_REFUSAL_CODES]);
+    assert.deepEqual(defs.receipt.properties.reason.enum, [...RECEIPT_REASONS]);
+    assert.equal(defs.hello.properties.protocol.const, PROTOCOL_VERSION);
+    assert.equal(defs.welcome.properties.protocol.const, PROTOCOL_VERSION);
+    const ops = defs.request.oneOf.map((b) => b.properties.op.const);
+    assert.deepEqual(ops.sort(), [...OPERATIONS].sort());
+    const refused = defs.reply.properties.outcome.anyOf[1]?.enum;
+    assert.deepEqual(
+      refused,
+      CONTROL_REFUSAL_CODES.map((c) => `refused:${c}`),
+    );
+  });
+
+  const state = {
+    incarnation: "i-1",
+    execution: "x-1",
+    generation: 1,
+    controllerConnection: null,
+    admission: "open",
+    binding: "bound",
+  };
+  const receipt = {
+    id: "rc-1",
+    request: "r-1",
+    execution: "x-1",
+    generation: 2,
+    state: "settled",
+    reason: "completed",
+  };
+  // Every controller message the schema accepts, parseControllerMessage accepts too.
+  const controller: [string, unknown][] = [
+    [
+      "a welcome",
+      {
+        type: "welcome",
+        protocol: 2,
+        connection: "c-1",
+        role: "observer",
+        conversation: "cv",
+        state,
+      },
+    ],
+    [
+      "a state",
+      { type: "state", state: { ...state, controllerConnection: "c-1", admission: "fenced" } },
+    ],
+    ["an admitted reply", { type: "reply", id: "r-1", outcome: "admitted", result: { any: [1] } }],
+    [
+      "an unknown reply with a receipt",
+      { type: "reply", id: "r-1", outcome: "unknown", message: "m", receipt },
+    ],
+    [
+      "a refused reply",
+      { type: "reply", id: null, outcome: "refused:grant", refusal: "grant", message: "no" },
+    ],
+    [
+      "a cursor refusal",
+      {
+        type: "reply",
+        id: "r-1",
+        outcome: "refused:cursor",
+        refusal: "cursor",
+        detail: "cursor-expired",
+      },
+    ],
+    [
+      "an event",
+      {
+        type: "event",
+        streamEpoch: "se-1",
+        sequence: 3,
+        id: "se-1.3",
+        event: { kind: "text-delta", delta: "x" },
+      },
+    ],
+    [
+      "a receipt event",
+      {
+        type: "event",
+        streamEpoch: "se-1",
+        sequence: 1,
+        id: "se-1.1",
+        event: { kind: "receipt", receipt },
+      },
+    ],
+    [
+      "a dialog",
+      { type: "dialog", id: "dl-1", method: "confirm", title: "t", disabled: true, reason: "r" },
+    ],
+  ];
+  for (const [what, m] of controller) {
+    it(`accepts ${what}, as parseControllerMessage does`, () => {
+      assertValid("controllerMessage", m);
+      const parsed = parseControllerMessage(JSON.stringify(m));
+      assert.ok(parsed.ok, JSON.stringify(parsed));
+    });
+  }
+
+  const refusedMessages: [string, unknown, RegExp][] = [
+    [
+      "a refused reply without its refusal",
+      { type: "reply", id: "r-1", outcome: "refused:busy" },
+      /refusal/,
+    ],
+    [
+      "a refused reply whose refusal differs",
+      { type: "reply", id: "r-1", outcome: "refused:busy", refusal: "fenced" },
+      /differs from \/outcome/,
+    ],
+    [
+      "an admitted reply with a refusal",
+      { type: "reply", id: "r-1", outcome: "admitted", refusal: "busy" },
+      /refusal/,
+    ],
+    [
+      "a reply with an unknown code",
+      { type: "reply", id: "r-1", outcome: "refused:nope", refusal: "nope" },
+      /outcome/,
+    ],
+    [
+      "an event whose id is not epoch.sequence",
+      { type: "event", streamEpoch: "se-1", sequence: 2, id: "se-1.1", event: { kind: "x" } },
+      /not <streamEpoch>.<sequence>/,
+    ],
+    [
+      "a receipt event without its receipt",
+      { type: "event", streamEpoch: "se-1", sequence: 1, id: "se-1.1", event: { kind: "receipt" } },
+      /receipt/,
+    ],
+    [
+      "an event at sequence 0",
+      { type: "event", streamEpoch: "se-1", sequence: 0, id: "se-1.0", event: { kind: "x" } },
+      /sequence/,
+    ],
+    [
+      "a welcome with an extra field",
+      {
+        type: "welcome",
+        protocol: 2,
+        connection: "c-1",
+        role: "observer",
+        conversation: "cv",
+        state,
+        x: 1,
+      },
+      /additional/,
+    ],
+    [
+      "a state at generation 0",
+      { type: "state", state: { ...state, generation: 0 } },
+      /generation/,
+    ],
+    [
+      "a dialog that is enabled",
+      { type: "dialog", id: "dl-1", method: "confirm", title: "t", disabled: false, reason: "r" },
+      /disabled/,
+    ],
+  ];
+  for (const [what, m, why] of refusedMessages) {
+    it(`refuses ${what}`, () => {
+      const problems = findProblems("controllerMessage", m);
+      assert.ok(
+        problems.some((p) => why.test(p)),
+        problems.join("\n"),
+      );
     });
   }
 });
