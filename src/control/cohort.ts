@@ -8,7 +8,6 @@ import { access, constants, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { fileURLToPath } from "node:url";
-import { ID_PATTERN } from "../protocol/chat-01.ts";
 import {
   type Cgroup2Hierarchy,
   errnoOf,
@@ -25,7 +24,7 @@ import {
   type StartedShim,
 } from "./cohort-stop.ts";
 import { EngineLink, type EngineSpec } from "./engine.ts";
-import { type Launcher, type LaunchOptions, PgroupLauncher } from "./launcher.ts";
+import { executionIdOf, type Launcher, type LaunchOptions, PgroupLauncher } from "./launcher.ts";
 import { SHIM_PROTOCOL_VERSION, ShimClient, ShimError } from "./shim.ts";
 
 export type { CgroupScope, CohortObservation, CohortStopOutcome } from "./cohort-stop.ts";
@@ -148,9 +147,7 @@ export class CgroupLauncher implements Launcher {
    * step fails, TypeError for a bad execution id.
    */
   async launch(spec: EngineSpec, options: LaunchOptions = {}): Promise<CgroupLaunched> {
-    const executionId = options.executionId ?? crypto.randomUUID();
-    if (!ID_PATTERN.test(executionId))
-      throw new TypeError(`execution id ${JSON.stringify(executionId)} is not an id`);
+    const executionId = executionIdOf(options);
     const o = this.#options;
     const dir = join(this.hierarchy.dir, `mosaic-${executionId}`);
     const supervisor = join(dir, "supervisor");
@@ -293,9 +290,7 @@ export class ScopeLauncher implements Launcher {
    * what it started (systemd collects the emptied scope), TypeError for a bad execution id.
    */
   async launch(spec: EngineSpec, options: LaunchOptions = {}): Promise<CohortExecution> {
-    const executionId = options.executionId ?? crypto.randomUUID();
-    if (!ID_PATTERN.test(executionId))
-      throw new TypeError(`execution id ${JSON.stringify(executionId)} is not an id`);
+    const executionId = executionIdOf(options);
     const o = this.#options;
     const h = this.hierarchy;
     const unit = `mosaic-${executionId}`;

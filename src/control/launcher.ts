@@ -249,8 +249,8 @@ class LaunchedEngine implements Launched {
   }
 }
 
-// Checked before anything spawns.
-function executionIdOf(options: LaunchOptions): string {
+/** The launch's execution id, given or new; checked before anything spawns (TypeError). */
+export function executionIdOf(options: LaunchOptions): string {
   const id = options.executionId ?? randomUUID();
   if (!ID_PATTERN.test(id)) throw new TypeError(`execution id ${JSON.stringify(id)} is not an id`);
   return id;

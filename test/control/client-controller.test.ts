@@ -17,6 +17,7 @@ import type {
   StreamEvent,
 } from "../../src/control/protocol.ts";
 import type { StopRecord } from "../../src/control/records.ts";
+import { until } from "../helpers/deadline.ts";
 import {
   controllerOptions,
   type Fixture,
@@ -28,15 +29,6 @@ import {
 } from "./controller-fixture.ts";
 
 const T = { timeout: 20_000 };
-
-/** Resolves once `cond()` holds, polled every few ms; rejects after `ms`. */
-async function until(cond: () => boolean, what: string, ms = 5000): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!cond()) {
-    if (performance.now() > deadline) throw new Error(`deadline: ${what} after ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 /** A client that keeps every event, dialog and state it is pushed. */
 type Watched = {

@@ -13,6 +13,7 @@ import { CgroupLauncher, CohortExecution } from "../../src/control/cohort.ts";
 import { Controller } from "../../src/control/controller.ts";
 import type { Receipt, StreamEvent } from "../../src/control/protocol.ts";
 import { digestOf, FixtureVerifier, type StopRecord } from "../../src/control/records.ts";
+import { until, within } from "../helpers/deadline.ts";
 import { type FakeModel, type ModelReply, startFakeModel } from "../helpers/fake-model.ts";
 import { isAlive, killQuietly } from "../helpers/processes.ts";
 import { MODEL, settledSession, writeAgentFiles } from "../helpers/real-pi.ts";
@@ -40,26 +41,6 @@ if (skip) console.log(`# cohort real-Pi tests skip: ${skip}`);
 const scopes = new Set<string>();
 /** Pids the family reported, killed at the end whatever the assertions said. */
 const strays = new Set<number>();
-
-async function until(cond: () => boolean, what: string, ms = 15_000): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!cond()) {
-    if (performance.now() > deadline) throw new Error(`deadline: ${what} after ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
-async function within<V>(p: Promise<V>, what: string, ms = 20_000): Promise<V> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`deadline: ${what} after ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([p, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 function settled(events: StreamEvent[], receipt: string): string | null {
   for (const e of events) {

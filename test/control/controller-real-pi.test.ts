@@ -12,6 +12,7 @@ import { Controller } from "../../src/control/controller.ts";
 import { PgroupLauncher } from "../../src/control/launcher.ts";
 import type { Receipt, ReceiptReason, StreamEvent } from "../../src/control/protocol.ts";
 import type { StopRecord } from "../../src/control/records.ts";
+import { until } from "../helpers/deadline.ts";
 import { type FakeModel, type ModelReply, startFakeModel } from "../helpers/fake-model.ts";
 import {
   assistantEntry,
@@ -30,14 +31,6 @@ import {
 } from "./controller-fixture.ts";
 
 const T = { timeout: 30_000 };
-
-async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!cond()) {
-    if (performance.now() > deadline) throw new Error(`deadline: ${what} after ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 type Running = {
   ctrl: Controller;

@@ -34,6 +34,7 @@ import { type ClaimState, ClaimStore } from "../../src/control/claim.ts";
 import { Controller } from "../../src/control/controller.ts";
 import { LineSplitter } from "../../src/control/framing.ts";
 import { isControlRefusal } from "../../src/control/refusal.ts";
+import { until, within } from "../helpers/deadline.ts";
 import { assertValid } from "../helpers/schema.ts";
 import {
   controllerOptions,
@@ -50,7 +51,6 @@ import { FAKE_PI, FAKE_SESSION_ID, holdPoint } from "./fake-pi-harness.ts";
 const CTRL_CHILD = join(import.meta.dirname, "ctrl-child.ts");
 /** `sh -c KEEPER keeper <engine argv...>`: forwards stdin, then holds it open for 60 s. */
 const KEEPER = '{ /bin/cat; exec /bin/sleep 60; } | exec "$@"';
-const DEADLINE_MS = 5000;
 
 // --- /proc ------------------------------------------------------------------------------------
 
@@ -91,26 +91,6 @@ function groupMembers(pgid: number): number[] {
     if (procStat(pid)?.pgrp === pgid && running(pid)) out.push(pid);
   }
   return out;
-}
-
-async function until(cond: () => boolean, what: string, timeoutMs = DEADLINE_MS): Promise<void> {
-  const end = performance.now() + timeoutMs;
-  while (!cond()) {
-    if (performance.now() > end) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((ok) => setTimeout(ok, 10));
-  }
-}
-
-async function within<T>(p: Promise<T>, what: string, timeoutMs = DEADLINE_MS): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, fail) => {
-    timer = setTimeout(() => fail(new Error(`${what}: not within ${timeoutMs} ms`)), timeoutMs);
-  });
-  try {
-    return await Promise.race([p, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** What connecting to a Unix socket gives: "connected" or the errno. */

@@ -27,6 +27,7 @@ import {
   type StopRecord,
 } from "../../src/control/records.ts";
 import { readSessionHead } from "../../src/control/session-head.ts";
+import { until, within } from "../helpers/deadline.ts";
 import { type FakeModel, type ModelReply, startFakeModel } from "../helpers/fake-model.ts";
 import { isAlive } from "../helpers/processes.ts";
 import { MODEL, readLines, settledSession, writeAgentFiles } from "../helpers/real-pi.ts";
@@ -60,27 +61,6 @@ function leftoverScopes(): string[] {
     encoding: "utf8",
   });
   return out.split("\n").filter((l) => scopes.has(l));
-}
-
-async function until(cond: () => boolean, what: string, ms = 15_000): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!cond()) {
-    if (performance.now() > deadline) throw new Error(`deadline: ${what} after ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
-/** With a deadline, so a hung request fails the test instead of the runner. */
-async function within<T>(p: Promise<T>, what: string, ms = 20_000): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`deadline: ${what} after ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([p, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 function settled(events: StreamEvent[], receipt: string): ReceiptReason | null {
