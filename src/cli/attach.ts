@@ -7,9 +7,9 @@
 // only control sequences on the terminal are this file's own; a request is sent once and a
 // lost outcome is reported, never resent.
 import { parseArgs } from "node:util";
-import { ConnectError, ConversationClient } from "../control/client.ts";
+import { ConnectError, ConversationClient } from "../control/client/client.ts";
+import { Transcript, type TranscriptItem } from "../control/client/transcript.ts";
 import type { ControllerState } from "../control/protocol.ts";
-import { Transcript, type TranscriptItem } from "../control/transcript.ts";
 import { createPartPrinter } from "./render.ts";
 import { Composer, type ComposerEffect, InputDecoder, type KeyAction } from "./terminal-input.ts";
 import { makeVisible } from "./visible.ts";

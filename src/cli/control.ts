@@ -8,12 +8,12 @@
 import { lstatSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import type { Controller } from "../control/controller.ts";
+import type { Controller } from "../control/controller/controller.ts";
 import { type Grant, OPERATIONS, type Operation } from "../control/protocol.ts";
 import { isControlRefusal } from "../control/refusal.ts";
 import { ID_PATTERN } from "../protocol/chat-01.ts";
 import type { Checked } from "./config.ts";
-import type { Io } from "./main.ts";
+import type { Io } from "./io.ts";
 import { whenAborted } from "./serve.ts";
 import { makeVisible } from "./visible.ts";
 
@@ -199,10 +199,10 @@ export async function runControl(
   io: Io,
   signal: AbortSignal,
 ): Promise<number> {
-  const { Controller } = await import("../control/controller.ts");
-  const { LiveSessionGuard } = await import("../control/guard.ts");
-  const { FixtureVerifier } = await import("../control/records.ts");
-  const { chooseLauncher } = await import("../control/cohort.ts");
+  const { Controller } = await import("../control/controller/controller.ts");
+  const { LiveSessionGuard } = await import("../control/engine/guard.ts");
+  const { FixtureVerifier } = await import("../control/controller/records.ts");
+  const { chooseLauncher } = await import("../control/cohort/cohort.ts");
   let ctl: Controller;
   try {
     const guard = new LiveSessionGuard({ fixtureRoot: cmd.fixtureRoot });

@@ -43,9 +43,9 @@ export async function startDemoControl(options: {
   seat: string;
 }): Promise<DemoControl> {
   const sessionFile = await ensureControlSession(options.projectRoot, options.seat);
-  const { Controller } = await import("../control/controller.ts");
-  const { FixtureVerifier } = await import("../control/records.ts");
-  const { chooseLauncher } = await import("../control/cohort.ts");
+  const { Controller } = await import("../control/controller/controller.ts");
+  const { FixtureVerifier } = await import("../control/controller/records.ts");
+  const { chooseLauncher } = await import("../control/cohort/cohort.ts");
   const choice = await chooseLauncher();
   const temp = await mkdtemp(join(tmpdir(), "mosaic-demo-"));
   const model = await startDemoModel();

@@ -23,12 +23,9 @@ export const EXIT = { ok: 0, refused: 1, usage: 2 } as const;
 /** How often `follow` asks the reader for what was appended. */
 export const FOLLOW_POLL_MS = 500;
 
-export type Io = {
-  out(text: string): void;
-  err(text: string): void;
-  /** Columns for text output. */
-  width: number;
-};
+import type { Io } from "./io.ts";
+
+export type { Io };
 
 type Ok = Extract<ReadResult, { ok: true }>;
 

@@ -2,7 +2,7 @@
 // Controller per execution serves a Unix socket; ConversationClient is the library every client
 // uses. docs/controller.md and docs/control-protocol.md describe both.
 
-export { type BootProof, proveByReboot } from "./boot-proof.ts";
+export { type BootProof, proveByReboot } from "./claim/boot-proof.ts";
 export {
   CLAIM_STATES,
   type Claim,
@@ -13,7 +13,7 @@ export {
   ClaimStore,
   type ClaimStoreOptions,
   type SeatKey,
-} from "./claim.ts";
+} from "./claim/claim.ts";
 export {
   type ClientIssue,
   type Confirmed,
@@ -32,7 +32,7 @@ export {
   type Refused,
   type Seam,
   type Unknown,
-} from "./client.ts";
+} from "./client/client.ts";
 export {
   CgroupLauncher,
   type CgroupLauncherOptions,
@@ -41,8 +41,7 @@ export {
   type LauncherChoice,
   ScopeLauncher,
   type ScopeLauncherOptions,
-} from "./cohort.ts";
-export { Controller, type ControllerOptions, type Execution } from "./controller.ts";
+} from "./cohort/cohort.ts";
 export {
   /** FIXTURE-ONLY: its force stop reports whatever a test scripted (a synthetic proof). */
   FakeLauncher,
@@ -56,7 +55,26 @@ export {
   type PgroupLauncherOptions,
   type StopOutcome,
   type StopProof,
-} from "./launcher.ts";
+} from "./cohort/launcher.ts";
+export { Controller, type ControllerOptions, type Execution } from "./controller/controller.ts";
+export {
+  type BindingRecord,
+  type ConfirmationRecord,
+  type ControlRecord,
+  type DialogRecord,
+  type EligibilityRecord,
+  Evidence,
+  type EvidenceEntry,
+  FixtureVerifier,
+  isVerifier,
+  type LoadedSession,
+  type ReceiptRecord,
+  type StopRecord,
+  type StopResult,
+  type StopTrigger,
+  type StopVerdict,
+  type Verifier,
+} from "./controller/records.ts";
 export {
   type ClientMessage,
   CONFIRMED_OPERATIONS,
@@ -84,24 +102,6 @@ export {
   type Target,
   type Welcome,
 } from "./protocol.ts";
-export {
-  type BindingRecord,
-  type ConfirmationRecord,
-  type ControlRecord,
-  type DialogRecord,
-  type EligibilityRecord,
-  Evidence,
-  type EvidenceEntry,
-  FixtureVerifier,
-  isVerifier,
-  type LoadedSession,
-  type ReceiptRecord,
-  type StopRecord,
-  type StopResult,
-  type StopTrigger,
-  type StopVerdict,
-  type Verifier,
-} from "./records.ts";
 export {
   CONTROL_REFUSAL_CODES,
   ControlRefusal,

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { renameSync, writeFileSync } from "node:fs";
 import { describe, it, type TestContext } from "node:test";
-import { FakeLauncher, PgroupLauncher } from "../../src/control/launcher.ts";
+import { FakeLauncher, PgroupLauncher } from "../../src/control/cohort/launcher.ts";
 import { OPERATIONS } from "../../src/control/protocol.ts";
 import {
   GRANTS,

@@ -5,7 +5,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
-import { BOOT_ID_FILE, proveByReboot } from "../../src/control/boot-proof.ts";
+import { BOOT_ID_FILE, proveByReboot } from "../../src/control/claim/boot-proof.ts";
 import {
   type ClaimHolder,
   type ClaimRevision,
@@ -14,8 +14,8 @@ import {
   nameOf,
   type SeatKey,
   seatDigest,
-} from "../../src/control/claim.ts";
-import { digestOf } from "../../src/control/records.ts";
+} from "../../src/control/claim/claim.ts";
+import { digestOf } from "../../src/control/controller/records.ts";
 import { isControlRefusal } from "../../src/control/refusal.ts";
 import { assertValid, isValid } from "../helpers/schema.ts";
 

@@ -1,7 +1,7 @@
 // A claimer in its own process, for claim.test.ts: races and crashes need real pids. Argv[2] is
 // a JSON ChildArgs. It prints one JSON event per line; stdin lines "go" and "release" drive it,
 // and stdin EOF ends it, so a child never outlives its test.
-import { ClaimStore, type SeatKey } from "../../src/control/claim.ts";
+import { ClaimStore, type SeatKey } from "../../src/control/claim/claim.ts";
 import { isControlRefusal } from "../../src/control/refusal.ts";
 
 export type ChildArgs = {

@@ -23,7 +23,7 @@ import {
   type ClaimStoreOptions,
   readProcessStart,
   type SeatKey,
-} from "../../src/control/claim.ts";
+} from "../../src/control/claim/claim.ts";
 import { isControlRefusal } from "../../src/control/refusal.ts";
 import { assertValid } from "../helpers/schema.ts";
 import type { ChildArgs, ChildEvent } from "./claim-child.ts";

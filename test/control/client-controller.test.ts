@@ -5,10 +5,11 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
-import { ClaimStore } from "../../src/control/claim.ts";
-import { ConversationClient } from "../../src/control/client.ts";
-import { Controller } from "../../src/control/controller.ts";
-import { FakeLauncher } from "../../src/control/launcher.ts";
+import { ClaimStore } from "../../src/control/claim/claim.ts";
+import { ConversationClient } from "../../src/control/client/client.ts";
+import { FakeLauncher } from "../../src/control/cohort/launcher.ts";
+import { Controller } from "../../src/control/controller/controller.ts";
+import type { StopRecord } from "../../src/control/controller/records.ts";
 import type {
   ControllerState,
   Dialog,
@@ -16,7 +17,6 @@ import type {
   ReceiptReason,
   StreamEvent,
 } from "../../src/control/protocol.ts";
-import type { StopRecord } from "../../src/control/records.ts";
 import { until } from "../helpers/deadline.ts";
 import {
   controllerOptions,

@@ -9,8 +9,8 @@ import {
   ConversationClient,
   type ConversationClientOptions,
   parseControllerMessage,
-} from "../../src/control/client.ts";
-import { encodeLine, LineSplitter } from "../../src/control/framing.ts";
+} from "../../src/control/client/client.ts";
+import { encodeLine, LineSplitter } from "../../src/control/engine/framing.ts";
 import {
   type ControllerState,
   type Hello,

@@ -8,11 +8,15 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it, type TestContext } from "node:test";
-import { ConversationClient } from "../../src/control/client.ts";
-import { CgroupLauncher, CohortExecution } from "../../src/control/cohort.ts";
-import { Controller } from "../../src/control/controller.ts";
+import { ConversationClient } from "../../src/control/client/client.ts";
+import { CgroupLauncher, CohortExecution } from "../../src/control/cohort/cohort.ts";
+import { Controller } from "../../src/control/controller/controller.ts";
+import {
+  digestOf,
+  FixtureVerifier,
+  type StopRecord,
+} from "../../src/control/controller/records.ts";
 import type { Receipt, StreamEvent } from "../../src/control/protocol.ts";
-import { digestOf, FixtureVerifier, type StopRecord } from "../../src/control/records.ts";
 import { until, within } from "../helpers/deadline.ts";
 import { type FakeModel, type ModelReply, startFakeModel } from "../helpers/fake-model.ts";
 import { isAlive, killQuietly } from "../helpers/processes.ts";

@@ -13,7 +13,7 @@ import {
   removeTree,
   waitForEvents,
   writeControl,
-} from "../../src/control/cgroup.ts";
+} from "../../src/control/cohort/cgroup.ts";
 import {
   type CgroupLaunched,
   CgroupLauncher,
@@ -22,15 +22,15 @@ import {
   type CohortObservation,
   type CohortStopOutcome,
   chooseLauncher,
-} from "../../src/control/cohort.ts";
-import type { EngineSpec } from "../../src/control/engine.ts";
-import { FixtureVerifier } from "../../src/control/records.ts";
+} from "../../src/control/cohort/cohort.ts";
+import { FixtureVerifier } from "../../src/control/controller/records.ts";
+import type { EngineSpec } from "../../src/control/engine/engine.ts";
 import { isAlive, killQuietly, waitForPidFile, waitGone } from "../helpers/processes.ts";
 import { assertValid } from "../helpers/schema.ts";
 import { fakeHeader, fakePiSpec, makeFakeProject } from "./fake-pi-harness.ts";
 
 const TINY = join(import.meta.dirname, "tiny-engine.ts");
-const COHORT = join(import.meta.dirname, "../../src/control/cohort.ts");
+const COHORT = join(import.meta.dirname, "../../src/control/cohort/cohort.ts");
 const PATH = `${dirname(process.execPath)}:/usr/bin:/bin`;
 const FAST: Omit<CgroupLauncherOptions, "hierarchy" | "unshare"> = {
   termGraceMs: 1000,

@@ -4,9 +4,9 @@
 import assert from "node:assert/strict";
 import { existsSync, rmSync } from "node:fs";
 import { describe, it } from "node:test";
-import { CgroupLauncher, CohortExecution } from "../../src/control/cohort.ts";
-import { Controller } from "../../src/control/controller.ts";
-import { digestOf, FixtureVerifier } from "../../src/control/records.ts";
+import { CgroupLauncher, CohortExecution } from "../../src/control/cohort/cohort.ts";
+import { Controller } from "../../src/control/controller/controller.ts";
+import { digestOf, FixtureVerifier } from "../../src/control/controller/records.ts";
 import { isAlive } from "../helpers/processes.ts";
 import { controllerOptions, makeFixture, validateRecords } from "./controller-fixture.ts";
 

@@ -7,11 +7,11 @@ import assert from "node:assert/strict";
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
-import { ConversationClient } from "../../src/control/client.ts";
-import { Controller } from "../../src/control/controller.ts";
-import { PgroupLauncher } from "../../src/control/launcher.ts";
+import { ConversationClient } from "../../src/control/client/client.ts";
+import { PgroupLauncher } from "../../src/control/cohort/launcher.ts";
+import { Controller } from "../../src/control/controller/controller.ts";
+import type { StopRecord } from "../../src/control/controller/records.ts";
 import type { Receipt, ReceiptReason, StreamEvent } from "../../src/control/protocol.ts";
-import type { StopRecord } from "../../src/control/records.ts";
 import { until } from "../helpers/deadline.ts";
 import { type FakeModel, type ModelReply, startFakeModel } from "../helpers/fake-model.ts";
 import {

@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync, statSync, symlinkSync, writeFileSync } from "node
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { Controller } from "../../src/control/controller.ts";
+import { Controller } from "../../src/control/controller/controller.ts";
 import { isControlRefusal } from "../../src/control/refusal.ts";
 import {
   appendingSession,
@@ -198,7 +198,7 @@ describe("controller", () => {
 
   it("marks the claim uncertain on stop with the process-group launcher", async (t) => {
     const f = makeFixture(t);
-    const { PgroupLauncher } = await import("../../src/control/launcher.ts");
+    const { PgroupLauncher } = await import("../../src/control/cohort/launcher.ts");
     const ctl = new Controller(
       controllerOptions(f, {
         launcher: new PgroupLauncher({ termGraceMs: 1000, killGraceMs: 1000 }),

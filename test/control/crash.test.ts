@@ -30,9 +30,9 @@ import {
 import { createConnection } from "node:net";
 import { join } from "node:path";
 import { type TestContext, test } from "node:test";
-import { type ClaimState, ClaimStore } from "../../src/control/claim.ts";
-import { Controller } from "../../src/control/controller.ts";
-import { LineSplitter } from "../../src/control/framing.ts";
+import { type ClaimState, ClaimStore } from "../../src/control/claim/claim.ts";
+import { Controller } from "../../src/control/controller/controller.ts";
+import { LineSplitter } from "../../src/control/engine/framing.ts";
 import { isControlRefusal } from "../../src/control/refusal.ts";
 import { until, within } from "../helpers/deadline.ts";
 import { assertValid } from "../helpers/schema.ts";

@@ -5,16 +5,16 @@
 // controller cleanly and exits, so a child never outlives a test that forgot it.
 import { existsSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Controller } from "../../src/control/controller.ts";
 import {
   FakeLauncher,
   type FakeStopScript,
   type Launched,
   type Launcher,
   PgroupLauncher,
-} from "../../src/control/launcher.ts";
+} from "../../src/control/cohort/launcher.ts";
+import { Controller } from "../../src/control/controller/controller.ts";
+import { FixtureVerifier } from "../../src/control/controller/records.ts";
 import type { Grant } from "../../src/control/protocol.ts";
-import { FixtureVerifier } from "../../src/control/records.ts";
 import { isControlRefusal } from "../../src/control/refusal.ts";
 
 /** A FakeStopScript as JSON: `holdFile` holds the stop until that file exists. */

@@ -9,8 +9,8 @@ import {
   type EngineLinkOptions,
   type EngineSpec,
   EngineTimeout,
-} from "../../src/control/engine.ts";
-import type { RpcResponse } from "../../src/control/rpc.ts";
+} from "../../src/control/engine/engine.ts";
+import type { RpcResponse } from "../../src/control/engine/rpc.ts";
 import { RecordLog } from "./link-watch.ts";
 
 const TINY = join(import.meta.dirname, "tiny-engine.ts");

@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, watch, writeFileSync } from
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { TestContext } from "node:test";
-import { EngineLink, type EngineSpec } from "../../src/control/engine.ts";
+import { EngineLink, type EngineSpec } from "../../src/control/engine/engine.ts";
 import type { FakePiScript, HoldPoint } from "./fake-pi.ts";
 import { RecordLog } from "./link-watch.ts";
 

@@ -4,7 +4,7 @@
 // id and a counter so runs are deterministic.
 import { createHash } from "node:crypto";
 import { appendFileSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { encodeLine } from "../../src/control/framing.ts";
+import { encodeLine } from "../../src/control/engine/framing.ts";
 
 export type Entry = { type: string; id: string; parentId: string | null; [key: string]: unknown };
 export type Message = { role: string; [key: string]: unknown };

@@ -1,14 +1,14 @@
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { describe, it } from "node:test";
-import { EngineLink, type LinkRecord } from "../../src/control/engine.ts";
+import { EngineLink, type LinkRecord } from "../../src/control/engine/engine.ts";
 import {
   parseCommandList,
   parseEntries,
   parseSessionState,
   parseTree,
   type RpcResponse,
-} from "../../src/control/rpc.ts";
+} from "../../src/control/engine/rpc.ts";
 import {
   FAKE_SESSION_ID,
   fakeHeader,

@@ -5,7 +5,7 @@
 // until its first command. FAKE_PI_SCRIPT names a JSON file of hold points and delays.
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
-import { encodeLine, LineSplitter } from "../../src/control/framing.ts";
+import { encodeLine, LineSplitter } from "../../src/control/engine/framing.ts";
 import { type Message, Session, SessionError } from "./fake-pi-session.ts";
 
 /** Named points a script can hold or delay at. A point reached n times is numbered 1..n. */

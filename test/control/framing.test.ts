@@ -5,7 +5,7 @@ import {
   encodeLine,
   FramingError,
   LineSplitter,
-} from "../../src/control/framing.ts";
+} from "../../src/control/engine/framing.ts";
 
 /** Feeds `bytes` in pieces of `size` and returns every record, the unterminated last included. */
 function split(bytes: Buffer, size: number, splitter = new LineSplitter()): string[] {

@@ -3,7 +3,7 @@ import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
-import { followPath, LIVE_DIRS, LiveSessionGuard } from "../../src/control/guard.ts";
+import { followPath, LIVE_DIRS, LiveSessionGuard } from "../../src/control/engine/guard.ts";
 import { isControlRefusal } from "../../src/control/refusal.ts";
 import { tempDir } from "../helpers/reader.ts";
 

@@ -3,7 +3,6 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
-import type { EngineSpec } from "../../src/control/engine.ts";
 import {
   FakeLauncher,
   type Launched,
@@ -11,7 +10,8 @@ import {
   type Observation,
   PgroupLauncher,
   type StopOutcome,
-} from "../../src/control/launcher.ts";
+} from "../../src/control/cohort/launcher.ts";
+import type { EngineSpec } from "../../src/control/engine/engine.ts";
 import { ID_PATTERN } from "../../src/protocol/chat-01.ts";
 import { isAlive, killQuietly, statOf, waitForPidFile, waitGone } from "../helpers/processes.ts";
 import { fakeHeader, fakePiSpec, makeFakeProject } from "./fake-pi-harness.ts";

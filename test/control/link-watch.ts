@@ -1,6 +1,6 @@
 // Test helper: records everything an EngineLink delivers, from the moment it is attached, and
 // waits for a record with a deadline (never a sleep).
-import type { EngineLink, LinkRecord } from "../../src/control/engine.ts";
+import type { EngineLink, LinkRecord } from "../../src/control/engine/engine.ts";
 
 export class RecordLog {
   readonly records: LinkRecord[] = [];

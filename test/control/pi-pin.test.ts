@@ -17,7 +17,7 @@ import {
   readPin,
   SEALED_ARGS,
   sealedArgv,
-} from "../../src/control/pi-pin.ts";
+} from "../../src/control/engine/pi-pin.ts";
 import { isControlRefusal } from "../../src/control/refusal.ts";
 import { tempDir } from "../helpers/reader.ts";
 

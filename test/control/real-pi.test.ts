@@ -4,13 +4,13 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { EngineLink, type LinkRecord } from "../../src/control/engine.ts";
+import { EngineLink, type LinkRecord } from "../../src/control/engine/engine.ts";
 import {
   parseCommandList,
   parseSessionState,
   parseTree,
   type RpcResponse,
-} from "../../src/control/rpc.ts";
+} from "../../src/control/engine/rpc.ts";
 import {
   assistantEntry,
   headerLine,

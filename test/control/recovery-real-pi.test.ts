@@ -10,23 +10,23 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { appendFileSync, existsSync } from "node:fs";
 import { after, describe, it, type TestContext } from "node:test";
-import { ClaimStore } from "../../src/control/claim.ts";
-import { ConversationClient } from "../../src/control/client.ts";
-import { CgroupLauncher, CohortExecution } from "../../src/control/cohort.ts";
-import { Controller } from "../../src/control/controller.ts";
+import { ClaimStore } from "../../src/control/claim/claim.ts";
+import { ConversationClient } from "../../src/control/client/client.ts";
+import { CgroupLauncher, CohortExecution } from "../../src/control/cohort/cohort.ts";
+import { Controller } from "../../src/control/controller/controller.ts";
+import {
+  digestOf,
+  type EligibilityRecord,
+  FixtureVerifier,
+  type StopRecord,
+} from "../../src/control/controller/records.ts";
+import { readSessionHead } from "../../src/control/engine/session-head.ts";
 import type {
   ControllerState,
   Receipt,
   ReceiptReason,
   StreamEvent,
 } from "../../src/control/protocol.ts";
-import {
-  digestOf,
-  type EligibilityRecord,
-  FixtureVerifier,
-  type StopRecord,
-} from "../../src/control/records.ts";
-import { readSessionHead } from "../../src/control/session-head.ts";
 import { until, within } from "../helpers/deadline.ts";
 import { type FakeModel, type ModelReply, startFakeModel } from "../helpers/fake-model.ts";
 import { isAlive } from "../helpers/processes.ts";

@@ -11,15 +11,15 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, describe, it, type TestContext } from "node:test";
-import { removeTree, waitForEvents, writeControl } from "../../src/control/cgroup.ts";
+import { removeTree, waitForEvents, writeControl } from "../../src/control/cohort/cgroup.ts";
 import {
   CgroupLauncher,
   CohortError,
   type CohortExecution,
   chooseLauncher,
   ScopeLauncher,
-} from "../../src/control/cohort.ts";
-import type { EngineSpec } from "../../src/control/engine.ts";
+} from "../../src/control/cohort/cohort.ts";
+import type { EngineSpec } from "../../src/control/engine/engine.ts";
 import { isAlive, killQuietly, waitForPidFile } from "../helpers/processes.ts";
 
 const TINY = join(import.meta.dirname, "tiny-engine.ts");

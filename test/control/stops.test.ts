@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it, type TestContext } from "node:test";
-import { FakeLauncher } from "../../src/control/launcher.ts";
+import { FakeLauncher } from "../../src/control/cohort/launcher.ts";
 import { type Msg, startController, TestClient } from "./controller-fixture.ts";
 import { holdPoint } from "./fake-pi-harness.ts";
 

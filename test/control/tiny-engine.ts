@@ -2,7 +2,7 @@
 // to do ("<verb> <argument>"); any other command is echoed back in a success response.
 // Run as `node test/control/tiny-engine.ts`. Not a model of Pi (fake-pi.ts is).
 import { closeSync, readFileSync } from "node:fs";
-import { LineSplitter } from "../../src/control/framing.ts";
+import { LineSplitter } from "../../src/control/engine/framing.ts";
 
 type Command = { id?: string; type?: string; [key: string]: unknown };
 

@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { ConversationClient, ObserveOutcome, Seam } from "../../src/control/client.ts";
-import type { ControllerState, StreamEvent, Welcome } from "../../src/control/protocol.ts";
+import type { ConversationClient, ObserveOutcome, Seam } from "../../src/control/client/client.ts";
 import {
   Transcript,
   type TranscriptClient,
   type TranscriptItem,
   TranscriptState,
-} from "../../src/control/transcript.ts";
+} from "../../src/control/client/transcript.ts";
+import type { ControllerState, StreamEvent, Welcome } from "../../src/control/protocol.ts";
 import type { Part } from "../../src/protocol/chat-01.ts";
 import { renderEntry } from "../../src/reader/blocks.ts";
 

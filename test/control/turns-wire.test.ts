@@ -4,7 +4,7 @@
 // every client sees. Unit cases over synthetic input are in turns.test.ts.
 import assert from "node:assert/strict";
 import { describe, it, type TestContext } from "node:test";
-import { FakeLauncher } from "../../src/control/launcher.ts";
+import { FakeLauncher } from "../../src/control/cohort/launcher.ts";
 import { type Msg, type StartOptions, startController, TestClient } from "./controller-fixture.ts";
 import { holdPoint } from "./fake-pi-harness.ts";
 

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { type OverlapSignal, Tracker } from "../../src/control/controller/turns.ts";
+import type { RpcEvent } from "../../src/control/engine/rpc.ts";
 import type { ReceiptReason } from "../../src/control/protocol.ts";
-import type { RpcEvent } from "../../src/control/rpc.ts";
-import { type OverlapSignal, Tracker } from "../../src/control/turns.ts";
 
 function tracker() {
   const settled: [string, ReceiptReason][] = [];

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { TestContext } from "node:test";
-import { EngineLink, type EngineSpec } from "../../src/control/engine.ts";
+import { EngineLink, type EngineSpec } from "../../src/control/engine/engine.ts";
 import { RecordLog } from "../control/link-watch.ts";
 import { type FakeModel, type ModelReply, startFakeModel } from "./fake-model.ts";
 

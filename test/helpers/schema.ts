@@ -4,9 +4,17 @@
 import { AssertionError } from "node:assert";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import schema from "../../schema/chat-01.schema.json" with { type: "json" };
-import type { BootProof } from "../../src/control/boot-proof.ts";
-import type { ClaimHolder, ClaimRevision } from "../../src/control/claim.ts";
-import type { StopProof } from "../../src/control/launcher.ts";
+import type { BootProof } from "../../src/control/claim/boot-proof.ts";
+import type { ClaimHolder, ClaimRevision } from "../../src/control/claim/claim.ts";
+import type { StopProof } from "../../src/control/cohort/launcher.ts";
+import type {
+  BindingRecord,
+  ConfirmationRecord,
+  DialogRecord,
+  EligibilityRecord,
+  ReceiptRecord,
+  StopRecord,
+} from "../../src/control/controller/records.ts";
 import type {
   ClientMessage,
   ControllerMessage,
@@ -21,14 +29,6 @@ import type {
   Target,
   Welcome,
 } from "../../src/control/protocol.ts";
-import type {
-  BindingRecord,
-  ConfirmationRecord,
-  DialogRecord,
-  EligibilityRecord,
-  ReceiptRecord,
-  StopRecord,
-} from "../../src/control/records.ts";
 import type { ControlRefusalCode } from "../../src/control/refusal.ts";
 import {
   type Block,

@@ -1,7 +1,7 @@
 import assert, { AssertionError } from "node:assert/strict";
 import { describe, it } from "node:test";
 import schema from "../../schema/chat-01.schema.json" with { type: "json" };
-import { parseControllerMessage } from "../../src/control/controller-message.ts";
+import { parseControllerMessage } from "../../src/control/client/controller-message.ts";
 import {
   OPERATIONS,
   PROTOCOL_VERSION,

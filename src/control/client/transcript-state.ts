@@ -2,11 +2,11 @@
 // out, by the seam rules (seed: The seam). Invariants: an event is shown at most once; an event
 // past a hole is held, never shown after what came before; a seam not known to be complete
 // carries a marker. transcript.ts wires it to a client.
-import type { Part } from "../protocol/chat-01.ts";
-import { toChatId } from "../protocol/chat-01.ts";
-import { renderEntry } from "../reader/blocks.ts";
+import type { Part } from "../../protocol/chat-01.ts";
+import { toChatId } from "../../protocol/chat-01.ts";
+import { renderEntry } from "../../reader/blocks.ts";
+import type { StreamEvent } from "../protocol.ts";
 import type { Seam } from "./client.ts";
-import type { StreamEvent } from "./protocol.ts";
 
 /** Why a seam marker shows. `reconcile`: the cut was not quiet (E2, E4); the others are holes
  * (E3) or a page read that failed, each cleared by the next page. */

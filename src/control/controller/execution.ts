@@ -5,10 +5,14 @@
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import type { EngineLink } from "./engine.ts";
-import type { LoadedSession } from "./records.ts";
-import { ControlRefusal } from "./refusal.ts";
-import { parseEntries, parseSessionState, parseTree } from "./rpc.ts";
+import type { Launched } from "../cohort/launcher.ts";
+import type { EngineLink } from "../engine/engine.ts";
+import { parseEntries, parseSessionState, parseTree } from "../engine/rpc.ts";
+import { ControlRefusal } from "../refusal.ts";
+import type { EventStream } from "./events.ts";
+import type { BindingRecord, DialogRecord, LoadedSession } from "./records.ts";
+import type { Closer, StopChain } from "./stops.ts";
+import type { Tracker } from "./turns.ts";
 
 const RESERVED_ENV = new Set(["PATH", "HOME", "PI_OFFLINE", "PI_CODING_AGENT_DIR"]);
 
@@ -94,3 +98,19 @@ export async function checkLoad(
 function fail(loaded: LoadedSession | null, reason: string): LoadCheck {
   return { ok: false, loaded, reason };
 }
+
+/** One engine run: its launch, tracker, stop chain, stream and fences. */
+export type Execution = {
+  execution: string;
+  incarnation: string;
+  launched: Launched;
+  link: EngineLink;
+  tracker: Tracker;
+  stops: StopChain;
+  stream: EventStream;
+  binding: BindingRecord;
+  closers: Set<Closer>;
+  dialogs: DialogRecord[];
+  home: string;
+  leafAtStart: string | null;
+};

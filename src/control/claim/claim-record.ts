@@ -4,8 +4,8 @@
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { isAbsolute, resolve } from "node:path";
-import { ID_PATTERN } from "../protocol/chat-01.ts";
-import { ControlRefusal } from "./refusal.ts";
+import { ID_PATTERN } from "../../protocol/chat-01.ts";
+import { ControlRefusal } from "../refusal.ts";
 
 export const CLAIM_STATES = [
   "held",

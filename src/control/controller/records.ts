@@ -4,9 +4,9 @@
 // Records are plain JSON; a digest is SHA-256 over canonical JSON (keys sorted at every level).
 import { createHash } from "node:crypto";
 import { isAbsolute, relative, resolve } from "node:path";
-import type { LauncherKind, StopOutcome, StopProof } from "./launcher.ts";
-import type { ConfirmedOperation, Receipt } from "./protocol.ts";
-import { ControlRefusal } from "./refusal.ts";
+import type { LauncherKind, StopOutcome, StopProof } from "../cohort/launcher.ts";
+import type { ConfirmedOperation, Receipt } from "../protocol.ts";
+import { ControlRefusal } from "../refusal.ts";
 
 export type LoadedSession = {
   sessionFile: string | null;

@@ -2,7 +2,7 @@
 // bound to the connection it was issued to, its operation, the target execution and the latest
 // stop at issue; it is consumed on use, even when the use is then refused further on.
 import { randomUUID } from "node:crypto";
-import type { ConfirmedOperation } from "./protocol.ts";
+import type { ConfirmedOperation } from "../protocol.ts";
 import type { ConfirmationRecord } from "./records.ts";
 
 export const CONFIRMATION_TTL_MS = 60_000;

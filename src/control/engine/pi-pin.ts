@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ControlRefusal } from "./refusal.ts";
+import { ControlRefusal } from "../refusal.ts";
 
 export const PI_PACKAGE = "@earendil-works/pi-coding-agent";
 export const PI_VERSION = "0.85.1";
@@ -18,7 +18,7 @@ const LOCK_KEY = `node_modules/${PI_PACKAGE}`;
 const CLI_PATH = ["node_modules", ...PI_PACKAGE.split("/"), "dist", "bundle", "cli.js"];
 
 /** This package's root: src/control/ (or dist/control/ once built) is two levels down. */
-export const PACKAGE_ROOT = resolve(fileURLToPath(new URL("../../", import.meta.url)));
+export const PACKAGE_ROOT = resolve(fileURLToPath(new URL("../../../", import.meta.url)));
 
 export type Pin = { name: string; version: string; integrity: string; resolved?: string };
 

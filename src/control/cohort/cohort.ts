@@ -8,6 +8,7 @@ import { access, constants, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { fileURLToPath } from "node:url";
+import { EngineLink, type EngineSpec } from "../engine/engine.ts";
 import {
   type Cgroup2Hierarchy,
   errnoOf,
@@ -23,7 +24,6 @@ import {
   SHIM_REPLY_SLACK_MS,
   type StartedShim,
 } from "./cohort-stop.ts";
-import { EngineLink, type EngineSpec } from "./engine.ts";
 import { executionIdOf, type Launcher, type LaunchOptions, PgroupLauncher } from "./launcher.ts";
 import { SHIM_PROTOCOL_VERSION, ShimClient, ShimError } from "./shim.ts";
 

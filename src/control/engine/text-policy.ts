@@ -3,8 +3,8 @@
 // before it reaches the engine. `PREFIXES` is the table of what Pi interprets, each row with
 // the pinned source lines that show it; test/control/text-policy.test.ts reads them back.
 // Never rewrites admitted text: it is sent exactly as given.
-import { LIMITS } from "../protocol/chat-01.ts";
-import type { ControlRefusalCode } from "./refusal.ts";
+import { LIMITS } from "../../protocol/chat-01.ts";
+import type { ControlRefusalCode } from "../refusal.ts";
 
 /** A line of pinned Pi that a test reads back. `file` is relative to `node_modules/`. */
 export type SourceLine = { file: string; line: number; snippet: string; shows: string };

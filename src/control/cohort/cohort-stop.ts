@@ -3,9 +3,10 @@
 // enumerate, cgroup.kill, `populated 0`), then a survivor check. Invariants: the proof holds
 // only observed values; an absent read never passes for an empty one; only a proven stop
 // releases the shim and removes the scope, and a proven stop stays proven.
+
+import type { EngineLink } from "../engine/engine.ts";
 import type { RemoveResult } from "./cgroup.ts";
 import { errnoOf, findSurvivors, removeTree } from "./cgroup.ts";
-import type { EngineLink } from "./engine.ts";
 import type {
   Launched,
   Observation,

@@ -5,10 +5,10 @@
 // proof instead, and a holder on another host cannot be judged from here.
 import { readFile } from "node:fs/promises";
 import { hostname } from "node:os";
+import { digestOf } from "../controller/records.ts";
+import { ControlRefusal } from "../refusal.ts";
 import type { Claim, ClaimHolder, ClaimStore, SeatKey } from "./claim.ts";
 import { parseHolder } from "./claim-record.ts";
-import { digestOf } from "./records.ts";
-import { ControlRefusal } from "./refusal.ts";
 
 /** CHAT-01 v2 `bootProof`: the holder's boot is not this machine's current boot. */
 export type BootProof = {

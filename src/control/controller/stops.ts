@@ -3,10 +3,10 @@
 // fence. A force stop supersedes a running Interrupt (one chain); one escalation runs at a time.
 // Only a stop the verifier accepts ends the claim; anything else leaves it `uncertain`.
 import { randomUUID } from "node:crypto";
-import type { EngineLink } from "./engine.ts";
-import type { Launched, StopOutcome } from "./launcher.ts";
+import type { Launched, StopOutcome } from "../cohort/launcher.ts";
+import type { EngineLink } from "../engine/engine.ts";
+import { parseQueue } from "../engine/rpc.ts";
 import type { StopRecord, StopResult, StopTrigger, Verifier } from "./records.ts";
-import { parseQueue } from "./rpc.ts";
 import type { Tracker } from "./turns.ts";
 
 /** Why admission is closed; admission is open only when no closer remains. */

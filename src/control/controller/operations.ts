@@ -4,11 +4,9 @@
 // reply is a value: refusals are `{ outcome: "refused:<code>", refusal }`, a lost prompt is
 // `unknown`, never resent.
 import { randomUUID } from "node:crypto";
-import type { Reader } from "../reader/reader.ts";
-import { admit } from "./admission.ts";
-import type { Claim, ClaimStore, SeatKey } from "./claim.ts";
-import { ConfirmationStore } from "./confirmations.ts";
-import type { Execution } from "./controller.ts";
+import type { Reader } from "../../reader/reader.ts";
+import type { Claim, ClaimStore, SeatKey } from "../claim/claim.ts";
+import { readSessionHead } from "../engine/session-head.ts";
 import {
   type ControllerMessage,
   type ControllerState,
@@ -18,10 +16,12 @@ import {
   type ReceiptReason,
   type Reply,
   type Request,
-} from "./protocol.ts";
+} from "../protocol.ts";
+import { type ControlRefusalCode, isControlRefusal } from "../refusal.ts";
+import { admit } from "./admission.ts";
+import { ConfirmationStore } from "./confirmations.ts";
+import type { Execution } from "./execution.ts";
 import type { ControlRecord, EligibilityRecord } from "./records.ts";
-import { type ControlRefusalCode, isControlRefusal } from "./refusal.ts";
-import { readSessionHead } from "./session-head.ts";
 import type { Connection } from "./socket.ts";
 
 export type OperationsHost = {

@@ -5,7 +5,7 @@
 import { type BigIntStats, lstatSync, readlinkSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
-import { ControlRefusal } from "./refusal.ts";
+import { ControlRefusal } from "../refusal.ts";
 
 /** The live roots under each home: Pi's, Claude's, and the Mosaic dev tree's. */
 export const LIVE_DIRS = [".pi", ".claude", ".mosaic-dev"] as const;

@@ -7,15 +7,15 @@ import { randomUUID } from "node:crypto";
 import { chmod, lstat, mkdir, unlink } from "node:fs/promises";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { isAbsolute, join, resolve } from "node:path";
-import { encodeLine, FramingError, LineSplitter } from "./framing.ts";
+import { encodeLine, FramingError, LineSplitter } from "../engine/framing.ts";
 import {
   type ControllerMessage,
   type Hello,
   parseClientMessage,
   type Reply,
   type Request,
-} from "./protocol.ts";
-import { ControlRefusal } from "./refusal.ts";
+} from "../protocol.ts";
+import { ControlRefusal } from "../refusal.ts";
 
 /** A prompt of 262,144 characters fits even when every one is escaped (`\u0000`, 6 bytes). */
 export const MAX_LINE_BYTES = 2 * 1024 * 1024;

@@ -5,8 +5,7 @@
 // when the socket closes); a request made while not connected refuses `channel`.
 import { randomUUID } from "node:crypto";
 import { createConnection, type Socket } from "node:net";
-import { isCount, isId, isObj, type Obj, parseControllerMessage } from "./controller-message.ts";
-import { encodeLine, FramingError, LineSplitter } from "./framing.ts";
+import { encodeLine, FramingError, LineSplitter } from "../engine/framing.ts";
 import {
   CONFIRMED_OPERATIONS,
   type ConfirmedOperation,
@@ -21,8 +20,9 @@ import {
   type Role,
   type StreamEvent,
   type Welcome,
-} from "./protocol.ts";
-import type { ControlRefusalCode } from "./refusal.ts";
+} from "../protocol.ts";
+import type { ControlRefusalCode } from "../refusal.ts";
+import { isCount, isId, isObj, type Obj, parseControllerMessage } from "./controller-message.ts";
 
 export { type ParsedControllerMessage, parseControllerMessage } from "./controller-message.ts";
 /** A refusal, from the controller or (`channel`, `malformed`) from this library. */

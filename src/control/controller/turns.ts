@@ -3,8 +3,9 @@
 // stream in order and never sends anything; the controller acts on what it reports.
 // docs/controller.md defines each signal. An `aborted` with no stop that wrote an abort in its
 // chain is an overlap (O6), never a stop link.
-import type { ReceiptReason } from "./protocol.ts";
-import type { RpcEvent, RpcMessage } from "./rpc.ts";
+
+import type { RpcEvent, RpcMessage } from "../engine/rpc.ts";
+import type { ReceiptReason } from "../protocol.ts";
 
 export type OverlapCode = "O1" | "O2" | "O3" | "O4" | "O5" | "O6";
 export type OverlapSignal = { code: OverlapCode; detail: string };

@@ -6,8 +6,8 @@
 import { randomUUID } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import { setTimeout as delay } from "node:timers/promises";
-import { ID_PATTERN } from "../protocol/chat-01.ts";
-import { EngineLink, type EngineLinkOptions, type EngineSpec } from "./engine.ts";
+import { ID_PATTERN } from "../../protocol/chat-01.ts";
+import { EngineLink, type EngineLinkOptions, type EngineSpec } from "../engine/engine.ts";
 
 export type LauncherKind = "pgroup" | "fake" | "cgroup" | "scope";
 export type StopPhase = "term" | "kill";

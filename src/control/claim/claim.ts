@@ -9,6 +9,7 @@ import { constants } from "node:fs";
 import { link, lstat, mkdir, open, readdir, readFile, readlink, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import { basename, isAbsolute, join, resolve } from "node:path";
+import { ControlRefusal } from "../refusal.ts";
 import {
   ACQUIRE_ATTEMPTS,
   type Assessment,
@@ -41,7 +42,6 @@ import {
   sameHolder,
   seatDigest,
 } from "./claim-record.ts";
-import { ControlRefusal } from "./refusal.ts";
 
 export * from "./claim-record.ts";
 

@@ -3,8 +3,8 @@
 // the same event repeated has the same id and the same bytes. Blocking dialogs are not stream
 // events: the controller pushes them as `dialog` messages.
 import { randomUUID } from "node:crypto";
-import type { StreamEvent } from "./protocol.ts";
-import type { RpcEvent, RpcMessage } from "./rpc.ts";
+import type { RpcEvent, RpcMessage } from "../engine/rpc.ts";
+import type { StreamEvent } from "../protocol.ts";
 
 export type ChatEvent = StreamEvent["event"];
 

@@ -5,17 +5,22 @@
 import { randomUUID } from "node:crypto";
 import { rm } from "node:fs/promises";
 import { basename, dirname } from "node:path";
-import { ID_PATTERN } from "../protocol/chat-01.ts";
-import { createReader, type Reader } from "../reader/reader.ts";
-import { conversationId, rootsFromSpecs } from "../reader/sources.ts";
-import { type Claim, ClaimStore } from "./claim.ts";
-import type { EngineLink } from "./engine.ts";
+import { ID_PATTERN } from "../../protocol/chat-01.ts";
+import { createReader, type Reader } from "../../reader/reader.ts";
+import { conversationId, rootsFromSpecs } from "../../reader/sources.ts";
+import { type Claim, ClaimStore } from "../claim/claim.ts";
+import { type Launched, type Launcher, PgroupLauncher } from "../cohort/launcher.ts";
+import type { EngineLink } from "../engine/engine.ts";
+import { LiveSessionGuard, type PathStamp } from "../engine/guard.ts";
 import { EventStream, mapEvent } from "./events.ts";
-import { checkExtraEnv, checkLoad, engineEnv } from "./execution.ts";
-import { LiveSessionGuard, type PathStamp } from "./guard.ts";
-import { type Launched, type Launcher, PgroupLauncher } from "./launcher.ts";
+import { checkExtraEnv, checkLoad, type Execution, engineEnv } from "./execution.ts";
 import { Operations } from "./operations.ts";
-import { bindEngine, type EngineCommand, engineCommand, sealedArgv } from "./pi-pin.ts";
+
+export type { Execution } from "./execution.ts";
+
+import { bindEngine, type EngineCommand, engineCommand, sealedArgv } from "../engine/pi-pin.ts";
+import { BLOCKING_UI_METHODS } from "../engine/rpc.ts";
+import { readSessionHead } from "../engine/session-head.ts";
 import {
   type ControllerState,
   type Dialog,
@@ -24,7 +29,8 @@ import {
   OPERATIONS,
   PROTOCOL_VERSION,
   type Welcome,
-} from "./protocol.ts";
+} from "../protocol.ts";
+import { ControlRefusal } from "../refusal.ts";
 import {
   type BindingRecord,
   type ControlRecord,
@@ -33,9 +39,6 @@ import {
   isVerifier,
   type Verifier,
 } from "./records.ts";
-import { ControlRefusal } from "./refusal.ts";
-import { BLOCKING_UI_METHODS } from "./rpc.ts";
-import { readSessionHead } from "./session-head.ts";
 import { type Connection, ControlServer, readySocketPath } from "./socket.ts";
 import { type Closer, StopChain } from "./stops.ts";
 import { Tracker } from "./turns.ts";
@@ -69,22 +72,6 @@ export type ControllerOptions = {
    * (default MAX_QUEUED_BYTES, 8 MiB). Tests set it lower.
    */
   maxQueuedBytes?: number;
-};
-
-/** One engine run: its launch, tracker, stop chain, stream and fences. */
-export type Execution = {
-  execution: string;
-  incarnation: string;
-  launched: Launched;
-  link: EngineLink;
-  tracker: Tracker;
-  stops: StopChain;
-  stream: EventStream;
-  binding: BindingRecord;
-  closers: Set<Closer>;
-  dialogs: DialogRecord[];
-  home: string;
-  leafAtStart: string | null;
 };
 
 const DIALOG_REASON = "the controller never answers engine dialogs (lead decision 30)";

@@ -8,6 +8,7 @@
 import { Socket } from "node:net";
 import { dirname, join } from "node:path";
 import type { Duplex } from "node:stream";
+import { encodeLine, FramingError, LineSplitter } from "../engine/framing.ts";
 import {
   cgroupOf,
   type EventsRead,
@@ -20,7 +21,6 @@ import {
   waitForEvents,
   writeControl,
 } from "./cgroup.ts";
-import { encodeLine, FramingError, LineSplitter } from "./framing.ts";
 
 export const SHIM_PROTOCOL_VERSION = 1;
 /** A record on the channel is small; anything bigger is a broken peer. */

@@ -1,4 +1,4 @@
-import { ID_PATTERN } from "../protocol/chat-01.ts";
+import { ID_PATTERN } from "../../protocol/chat-01.ts";
 import {
   type ControllerMessage,
   type ControllerState,
@@ -6,8 +6,8 @@ import {
   type Receipt,
   type Reply,
   type Role,
-} from "./protocol.ts";
-import { CONTROL_REFUSAL_CODES, type ControlRefusalCode } from "./refusal.ts";
+} from "../protocol.ts";
+import { CONTROL_REFUSAL_CODES, type ControlRefusalCode } from "../refusal.ts";
 
 export type ParsedControllerMessage =
   | { ok: true; message: ControllerMessage }

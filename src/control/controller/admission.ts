@@ -3,9 +3,10 @@
 // controller; the checks that consume state (confirmation, stop-proof, eligibility, cursor,
 // and the leaf checks of recover and launch) run after these in the operation itself.
 // docs/controller.md lists the order and what triggers each code in this build.
-import { canonicalRequest, type Grant, type Operation, type Request } from "./protocol.ts";
-import type { ControlRefusalCode } from "./refusal.ts";
-import { checkPromptText } from "./text-policy.ts";
+
+import { checkPromptText } from "../engine/text-policy.ts";
+import { canonicalRequest, type Grant, type Operation, type Request } from "../protocol.ts";
+import type { ControlRefusalCode } from "../refusal.ts";
 
 export type Refused = { ok: false; code: ControlRefusalCode; message: string };
 export type Admitted = { ok: true; text?: string };

@@ -1,9 +1,9 @@
 // Transcript: a reader page plus the live stream, joined by the seam rules (seed: The seam).
 // The rules live in TranscriptState (transcript-state.ts); this wires it to a client and reads
 // the page on every welcome.
-import type { Part } from "../protocol/chat-01.ts";
+import type { Part } from "../../protocol/chat-01.ts";
+import type { ControllerState, StreamEvent, Welcome } from "../protocol.ts";
 import type { ObserveOutcome, Seam } from "./client.ts";
-import type { ControllerState, StreamEvent, Welcome } from "./protocol.ts";
 import { type TranscriptItem, TranscriptState } from "./transcript-state.ts";
 
 export {
