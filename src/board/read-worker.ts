@@ -1,0 +1,56 @@
+// A read worker (read-pool.ts): its own reader over the board's sources and the board's own
+// request handler (routes.ts), so a page that costs seconds to read holds this thread and
+// never the board's request loop. Requests are handled one at a time, in arrival order.
+import { isMainThread, parentPort, workerData } from "node:worker_threads";
+import { createReader } from "../reader/reader.ts";
+import { rootsFromSpecs } from "../reader/sources.ts";
+import { loadAssets } from "./assets.ts";
+import { type FromWorker, isToWorker, type WorkerSetup } from "./read-messages.ts";
+import { createHandler } from "./routes.ts";
+
+function isWorkerSetup(value: unknown): value is WorkerSetup {
+  if (typeof value !== "object" || value === null) return false;
+  if (!("sources" in value && "hosts" in value)) return false;
+  const { sources, hosts } = value;
+  return (
+    Array.isArray(hosts) &&
+    hosts.every((h) => typeof h === "string") &&
+    typeof sources === "object" &&
+    sources !== null &&
+    "specs" in sources &&
+    Array.isArray(sources.specs) &&
+    "registrations" in sources &&
+    Array.isArray(sources.registrations)
+  );
+}
+
+function run(): void {
+  const port = parentPort;
+  if (isMainThread || port === null) {
+    throw new Error("read-worker.ts runs only as a worker thread started by the board.");
+  }
+  const setup: unknown = workerData;
+  if (!isWorkerSetup(setup)) throw new Error("read worker: malformed workerData");
+  const { specs, registrations, ...tuning } = setup.sources;
+  const reader = createReader({ roots: () => rootsFromSpecs(specs, registrations), ...tuning });
+  const post = (message: FromWorker) => port.postMessage(message);
+  const handle = createHandler({
+    reader,
+    assets: loadAssets(),
+    hosts: new Set(setup.hosts),
+    log: (line) => post({ type: "log", line }),
+  });
+  port.on("message", (message: unknown) => {
+    if (!isToWorker(message)) {
+      post({ type: "log", line: "board: read worker: a malformed message was ignored" });
+      return;
+    }
+    // createHandler never throws: a reader bug is logged and answered 500 there.
+    const reply = handle(message.request);
+    // Copied, not transferred: an asset's Buffer is served again by the next request.
+    post({ type: "reply", id: message.id, reply });
+  });
+  post({ type: "ready" });
+}
+
+run();
