@@ -84,12 +84,18 @@ export function laneOf(target: string, lanes: number): number {
   } catch {
     // A bad escape is refused 400 by the handler; any lane can say so.
   }
-  // FNV-1a: stable across runs and spreads short ids well enough for a handful of lanes.
+  // FNV-1a, stable across runs, then a murmur3 finish: FNV's low bits alone are the parity
+  // of the characters', which would send most ids of one shape to one lane.
   let hash = 0x811c9dc5;
   for (let i = 0; i < id.length; i++) {
     hash ^= id.charCodeAt(i);
     hash = Math.imul(hash, 0x01000193);
   }
+  hash ^= hash >>> 16;
+  hash = Math.imul(hash, 0x85ebca6b);
+  hash ^= hash >>> 13;
+  hash = Math.imul(hash, 0xc2b2ae35);
+  hash ^= hash >>> 16;
   return 1 + ((hash >>> 0) % lanes);
 }
 

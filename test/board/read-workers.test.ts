@@ -1,0 +1,226 @@
+// The board reading in worker threads (issue 17 item 4): pages, cursors and refusals as on the
+// request loop; the catalogue answered promptly while a page that costs seconds is read; and
+// every worker thread gone once the board is closed, also when it fails to start.
+import assert from "node:assert/strict";
+import { closeSync, openSync, readFileSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it, type TestContext } from "node:test";
+import { type Board, type ReaderSources, startBoard } from "../../src/board/index.ts";
+import { laneOf } from "../../src/board/read-pool.ts";
+import { conversationId, sessionsDirOf } from "../../src/index.ts";
+import { header, T0, ts } from "../helpers/reader.ts";
+import { assertReadResult, assertValid } from "../helpers/schema.ts";
+import { type BoardFixture, writeBoardFixture } from "./fixture.ts";
+import { send } from "./http-client.ts";
+
+/** Threads of this process now (the main thread, libuv's and V8's, and any worker's). */
+function threadCount(): number {
+  const line = /^Threads:\s+(\d+)$/m.exec(readFileSync("/proc/self/status", "utf8"));
+  return Number(line?.[1]);
+}
+
+async function waitFor(what: string, ok: () => boolean, deadlineMs = 10_000): Promise<void> {
+  const until = Date.now() + deadlineMs;
+  while (!ok()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function boardOver(
+  t: TestContext,
+  fx: BoardFixture,
+  lanes = 2,
+): Promise<{ board: Board; logs: string[] }> {
+  const logs: string[] = [];
+  const sources: ReaderSources = { specs: fx.specs, registrations: fx.registrations };
+  const board = await startBoard({ sources, lanes, log: (line) => logs.push(line) });
+  t.after(() => board.close());
+  return { board, logs };
+}
+
+const pagePath = (id: string, query = "") =>
+  `/api/conversations/${encodeURIComponent(id)}/page${query}`;
+
+describe("board read workers", () => {
+  it("serves the catalogue, pages, cursors and refusals from worker threads", async (t) => {
+    const fx = await writeBoardFixture(t);
+    const { board, logs } = await boardOver(t, fx);
+    const cat = await send(board.port, "/api/conversations");
+    assert.equal(cat.status, 200);
+    assertValid("catalogue", cat.json);
+    const ids = cat.json.conversations
+      .filter((r) => r.unsupportedReason === null)
+      .map((r) => r.conversation);
+    assert.ok(ids.length >= 6);
+
+    for (const id of ids) {
+      const first = await send(board.port, pagePath(id));
+      assert.equal(first.status, 200, `${id}: ${first.text.slice(0, 300)}`);
+      assertReadResult(first.json);
+      assert.ok(first.json.ok);
+      const next = first.json.page.nextCursor ?? first.json.follow?.id;
+      assert.ok(next, "a cursor to go on with");
+      const branch = first.json.page.branch;
+      const second = await send(
+        board.port,
+        pagePath(id, `?branch=${encodeURIComponent(branch)}&cursor=${next}`),
+      );
+      assert.equal(second.status, 200, `next on ${id}`);
+      assertReadResult(second.json);
+      assert.ok(second.json.ok);
+    }
+    const long = conversationId(fx.alpha.projectRoot, fx.alpha.seat, "long.jsonl");
+    const first = await send(board.port, pagePath(long));
+    assertReadResult(first.json);
+    assert.ok(first.json.ok && first.json.page.parts.length === 100);
+
+    const unknown = await send(board.port, pagePath("pi-nothing-here"));
+    assert.equal(unknown.status, 404);
+    assertReadResult(unknown.json);
+    const stale = await send(board.port, pagePath(long, "?branch=main&cursor=c-nope"));
+    assert.equal(stale.status, 410);
+    const misdirected = await send(board.port, "/api/conversations", { host: "evil.example" });
+    assert.equal(misdirected.status, 421);
+    const post = await send(board.port, "/api/conversations", { method: "POST" });
+    assert.equal(post.status, 405);
+    const html = await send(board.port, "/");
+    assert.equal(html.status, 200);
+    assert.match(String(html.headers["content-type"]), /^text\/html/);
+    const head = await send(board.port, "/api/conversations", { method: "HEAD" });
+    assert.equal(head.text, "");
+    assert.equal(head.headers["content-length"], cat.headers["content-length"]);
+    assert.deepEqual(logs, []);
+  });
+
+  it("answers the catalogue promptly while a page that costs seconds is read", async (t) => {
+    const fx = await writeBoardFixture(t);
+    const heavy = writeHeavySession(fx);
+    const { board } = await boardOver(t, fx);
+    const catalogue = async () => {
+      const started = performance.now();
+      const r = await send(board.port, "/api/conversations");
+      assert.equal(r.status, 200);
+      return performance.now() - started;
+    };
+    await catalogue(); // the catalogue lane's first answer, before the clock matters
+
+    let heavyDone = false;
+    const heavyStarted = performance.now();
+    const heavyPage = send(board.port, pagePath(heavy), { timeoutMs: 120_000 }).then((r) => {
+      heavyDone = true;
+      return { status: r.status, ms: performance.now() - heavyStarted };
+    });
+    const during: number[] = [];
+    while (!heavyDone) {
+      const ms = await catalogue();
+      if (!heavyDone) during.push(ms);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const { status, ms: heavyMs } = await heavyPage;
+    assert.equal(status, 200);
+    // The premise: a page that costs seconds. If the reader ever gets this fast, grow the file.
+    assert.ok(heavyMs > 1500, `the heavy page took only ${Math.round(heavyMs)} ms`);
+    assert.ok(during.length >= 5, `only ${during.length} catalogue answers during the read`);
+    // On the request loop each of these would wait out the heavy read (seconds). The bound
+    // leaves a wide margin for a 2-core machine shared with other work.
+    const worst = Math.max(...during);
+    t.diagnostic(
+      `heavy page ${Math.round(heavyMs)} ms; ${during.length} catalogues, worst ${Math.round(worst)} ms`,
+    );
+    assert.ok(
+      worst < 500,
+      `a catalogue answer took ${Math.round(worst)} ms while a page took ${Math.round(heavyMs)} ms (answers: ${during.map(Math.round).join(", ")})`,
+    );
+  });
+
+  it("sends one conversation to one lane however its id is escaped, and spreads ids", () => {
+    const lanes = 3;
+    const counts = [0, 0, 0, 0];
+    for (let i = 0; i < 3000; i++) {
+      const id = `pi-${i.toString(36)}-main-0198c${i}.jsonl`;
+      const lane = laneOf(pagePath(id), lanes);
+      assert.equal(laneOf(`/api/conversations/${id}/page?branch=main&cursor=c-1`, lanes), lane);
+      counts[lane]! += 1;
+    }
+    assert.equal(counts[0], 0, "lane 0 is the catalogue's");
+    for (const n of counts.slice(1)) assert.ok(n > 800 && n < 1200, `lanes ${counts}`);
+    assert.equal(
+      laneOf("/api/conversations/a%2Db/page", 5),
+      laneOf("/api/conversations/a-b/page", 5),
+    );
+    for (const other of [
+      "/api/conversations",
+      "/",
+      "/console.js",
+      "/api/conversations//page",
+      "*",
+    ]) {
+      assert.equal(laneOf(other, lanes), 0, other);
+    }
+  });
+
+  it("stops every worker thread when the board closes", async (t) => {
+    const fx = await writeBoardFixture(t);
+    const before = threadCount();
+    const board = await startBoard({
+      sources: { specs: fx.specs, registrations: fx.registrations },
+      lanes: 3,
+      log: () => {},
+    });
+    t.after(() => board.close());
+    assert.ok(threadCount() >= before + 4, "a catalogue lane and three conversation lanes");
+    assert.equal((await send(board.port, "/api/conversations")).status, 200);
+    await board.close();
+    await board.close(); // twice is harmless
+    await waitFor("the worker threads to end", () => threadCount() <= before);
+    await assert.rejects(send(board.port, "/api/conversations"), /ECONNREFUSED/);
+  });
+
+  it("rejects the start, and leaves no thread or port, when a worker cannot start", async (t) => {
+    const fx = await writeBoardFixture(t);
+    const before = threadCount();
+    // Sources that are not sources: the worker refuses its setup and exits.
+    const broken = { specs: "not a list", registrations: [] } as unknown as ReaderSources;
+    void fx;
+    await assert.rejects(startBoard({ sources: broken, lanes: 1, log: () => {} }), /worker/);
+    await waitFor("the worker threads to end", () => threadCount() <= before);
+  });
+});
+
+/**
+ * A conversation whose first page costs seconds: 300,000 small entries (about 60 MB). The
+ * cost is what any reader pays to index that many entries, not a quirk a faster parser fixes.
+ */
+function writeHeavySession(fx: BoardFixture): string {
+  const dir = sessionsDirOf(fx.alpha.projectRoot, fx.alpha.seat);
+  const name = "heavy.jsonl";
+  const fd = openSync(join(dir, name), "w");
+  try {
+    writeSync(
+      fd,
+      `${JSON.stringify(header(fx.alpha.projectRoot, { id: "01a00000-0000-7000-8000-0000000000ff" }))}\n`,
+    );
+    let parent: string | null = null;
+    let chunk = "";
+    for (let i = 0; i < 300_000; i++) {
+      const id = `e${i}`;
+      chunk += `${JSON.stringify({
+        type: "message",
+        id,
+        parentId: parent,
+        timestamp: ts(i),
+        message: { role: "user", content: `entry ${i} ${"x".repeat(60)}`, timestamp: T0 + i },
+      })}\n`;
+      parent = id;
+      if (chunk.length > 1 << 20) {
+        writeSync(fd, chunk);
+        chunk = "";
+      }
+    }
+    writeSync(fd, chunk);
+  } finally {
+    closeSync(fd);
+  }
+  return conversationId(fx.alpha.projectRoot, fx.alpha.seat, name);
+}
