@@ -6,7 +6,6 @@
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { createReader, rootsFromSpecs } from "../index.ts";
 import { DEFAULT_HOST, DEFAULT_PORT, parsePort } from "./args.ts";
 import { type Sources, sourcesFromFlags } from "./config.ts";
 import { type DemoControl, tryDemoControl } from "./demo-control.ts";
@@ -76,10 +75,12 @@ async function start(argv: string[], signal: AbortSignal): Promise<number> {
       onError: (e) => process.stderr.write(`demo writer: ${e.message}\n`),
     });
   }
-  const reader = createReader({
-    roots: () => rootsFromSpecs(sources.specs, sources.registrations),
+  const started = await startServing({
+    reading: { sources },
+    host,
+    port,
+    portGiven: values.port !== undefined,
   });
-  const started = await startServing({ reader, host, port, portGiven: values.port !== undefined });
   if (!started.ok) {
     stopWriter();
     process.stderr.write(`npm start: cannot serve: ${started.error}\n`);

@@ -70,7 +70,7 @@ async function run(
     case "follow":
       return follow(reader, cmd, io, signal);
     case "serve":
-      return serve(reader, cmd, io, signal);
+      return serve(sources, cmd, io, signal);
     default:
       return unreachable(cmd);
   }
@@ -194,14 +194,14 @@ async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
 }
 
 async function serve(
-  reader: Reader,
+  sources: Sources,
   cmd: Extract<Command, { name: "serve" }>,
   io: Io,
   signal: AbortSignal,
 ): Promise<number> {
   const badHost = await checkHost(cmd.host);
   if (badHost !== null) return usageError(io, badHost, HELP.serve);
-  const started = await startServing({ reader, ...cmd });
+  const started = await startServing({ reading: { sources }, ...cmd });
   if (!started.ok) {
     io.err(`conversation: cannot serve: ${started.error}\n`);
     return EXIT.refused;
