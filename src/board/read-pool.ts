@@ -28,6 +28,8 @@ export type ReadPoolOptions = {
   log: (line: string) => void;
   /** How long the first start of a worker may take before startReadPool rejects. */
   startDeadlineMs?: number;
+  /** The worker's module: read-worker beside this file unless a test brings its own. */
+  workerUrl?: URL;
 };
 
 export type ReadPool = {
@@ -111,11 +113,13 @@ class Lane {
   readonly #index: number;
   readonly #setup: WorkerSetup;
   readonly #log: (line: string) => void;
+  readonly #url: URL;
 
   constructor(index: number, setup: WorkerSetup, options: ReadPoolOptions) {
     this.#index = index;
     this.#setup = setup;
     this.#log = options.log;
+    this.#url = options.workerUrl ?? WORKER_URL;
   }
 
   get isRunning(): boolean {
@@ -156,7 +160,7 @@ class Lane {
   }
 
   #spawn(): Worker {
-    const worker = new Worker(WORKER_URL, {
+    const worker = new Worker(this.#url, {
       workerData: this.#setup,
       name: `board-read-${this.#index}`,
       // The parent's flags (the test runner's among them) are not all valid in a worker.

@@ -6,7 +6,8 @@ import { closeSync, openSync, readFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { type Board, type ReaderSources, startBoard } from "../../src/board/index.ts";
-import { laneOf } from "../../src/board/read-pool.ts";
+import { laneOf, startReadPool } from "../../src/board/read-pool.ts";
+import type { Reply } from "../../src/board/reply.ts";
 import { conversationId, sessionsDirOf } from "../../src/index.ts";
 import { header, T0, ts } from "../helpers/reader.ts";
 import { assertReadResult, assertValid } from "../helpers/schema.ts";
@@ -224,3 +225,61 @@ function writeHeavySession(fx: BoardFixture): string {
   }
   return conversationId(fx.alpha.projectRoot, fx.alpha.seat, name);
 }
+
+describe("board read pool", () => {
+  const workerUrl = new URL("./crashing-worker.ts", import.meta.url);
+  const sources: ReaderSources = { specs: [], registrations: [] };
+  const request = (target: string) => ({ method: "GET", target, host: "127.0.0.1:1" });
+  const threadOf = (reply: Reply) => {
+    assert.equal(reply.status, 200);
+    return (JSON.parse(reply.body.toString()) as { threadId: number }).threadId;
+  };
+
+  it("answers 500 for what a crashed worker owed, and starts a new one for the next request", async (t) => {
+    const logs: string[] = [];
+    const log = (line: string) => logs.push(line);
+    const pool = await startReadPool({ sources, hosts: [], lanes: 1, log, workerUrl });
+    t.after(() => pool.close());
+    assert.equal(pool.running, 2);
+    const page = "/api/conversations/x/page";
+    let thread = threadOf(await pool.handle(request(page)));
+    for (const crash of ["/api/conversations/x/exit", "/api/conversations/x/throw"]) {
+      // Sent behind the crash on the same lane: answered too, never left hanging.
+      const [crashed, queued] = await Promise.all([
+        pool.handle(request(crash)),
+        pool.handle(request(page)),
+      ]);
+      for (const reply of [crashed, queued]) {
+        assert.equal(reply.status, 500);
+        assert.match(reply.body.toString(), /"code":"internal-error"/);
+        assert.doesNotMatch(reply.body.toString(), /bug|exit/, "the body is generic");
+      }
+      await waitFor("the crashed worker to be gone", () => pool.running === 1);
+      const next = threadOf(await pool.handle(request(page)));
+      assert.notEqual(next, thread, "a new worker");
+      assert.equal(pool.running, 2);
+      thread = next;
+    }
+    assert.ok(
+      logs.some((l) => /read worker 1 exited \(3\)/.test(l)),
+      logs.join("\n"),
+    );
+    assert.ok(
+      logs.some((l) => /a bug in the worker/.test(l)),
+      logs.join("\n"),
+    );
+    // The catalogue's lane never noticed.
+    threadOf(await pool.handle(request("/api/conversations")));
+  });
+
+  it("answers what is pending when it closes, and nothing after", async () => {
+    const pool = await startReadPool({ sources, hosts: [], lanes: 2, log: () => {}, workerUrl });
+    const pending = pool.handle(request("/api/conversations/y/page"));
+    await pool.close();
+    const reply = await pending;
+    assert.ok(reply.status === 200 || reply.status === 500);
+    assert.equal(pool.running, 0);
+    assert.equal((await pool.handle(request("/api/conversations"))).status, 500);
+    assert.equal(pool.running, 0, "no worker is started after close");
+  });
+});
