@@ -22,6 +22,8 @@ export type WorkerSetup = {
   sources: ReaderSources;
   /** The `Host` values the board accepts, known once it listens. */
   hosts: string[];
+  /** Added to the thread's nice value on Linux: conversation lanes yield the CPU. */
+  nice: number;
 };
 
 export type ToWorker = { type: "request"; id: number; request: BoardRequest };

@@ -49,13 +49,19 @@ const WORKER_URL = new URL(`./read-worker${extname(import.meta.url)}`, import.me
 
 const DEFAULT_START_DEADLINE_MS = 60_000;
 
+/** Nice value of the conversation lanes (read-worker.ts); the catalogue's lane keeps the board's. */
+export const CONVERSATION_LANE_NICE = 10;
+
 /** Starts 1 + `lanes` workers and waits until each has built its reader. */
 export async function startReadPool(options: ReadPoolOptions): Promise<ReadPool> {
   if (!Number.isInteger(options.lanes) || options.lanes < 1 || options.lanes > MAX_LANES) {
     throw new Error(`The board's read lanes must be an integer from 1 to ${MAX_LANES}.`);
   }
-  const setup: WorkerSetup = { sources: options.sources, hosts: [...options.hosts] };
-  const lanes = Array.from({ length: options.lanes + 1 }, (_, i) => new Lane(i, setup, options));
+  const hosts = [...options.hosts];
+  const lanes = Array.from({ length: options.lanes + 1 }, (_, i) => {
+    const nice = i === 0 ? 0 : CONVERSATION_LANE_NICE;
+    return new Lane(i, { sources: options.sources, hosts, nice }, options);
+  });
   const deadline = options.startDeadlineMs ?? DEFAULT_START_DEADLINE_MS;
   try {
     await Promise.all(lanes.map((lane) => lane.started(deadline)));

@@ -1,6 +1,7 @@
 // A read worker (read-pool.ts): its own reader over the board's sources and the board's own
 // request handler (routes.ts), so a page that costs seconds to read holds this thread and
 // never the board's request loop. Requests are handled one at a time, in arrival order.
+import { getPriority, setPriority } from "node:os";
 import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { createReader } from "../reader/reader.ts";
 import { rootsFromSpecs } from "../reader/sources.ts";
@@ -10,9 +11,10 @@ import { createHandler } from "./routes.ts";
 
 function isWorkerSetup(value: unknown): value is WorkerSetup {
   if (typeof value !== "object" || value === null) return false;
-  if (!("sources" in value && "hosts" in value)) return false;
-  const { sources, hosts } = value;
+  if (!("sources" in value && "hosts" in value && "nice" in value)) return false;
+  const { sources, hosts, nice } = value;
   return (
+    typeof nice === "number" &&
     Array.isArray(hosts) &&
     hosts.every((h) => typeof h === "string") &&
     typeof sources === "object" &&
@@ -31,6 +33,7 @@ function run(): void {
   }
   const setup: unknown = workerData;
   if (!isWorkerSetup(setup)) throw new Error("read worker: malformed workerData");
+  lowerPriority(setup.nice);
   const { specs, registrations, ...tuning } = setup.sources;
   const reader = createReader({ roots: () => rootsFromSpecs(specs, registrations), ...tuning });
   const post = (message: FromWorker) => port.postMessage(message);
@@ -51,6 +54,23 @@ function run(): void {
     post({ type: "reply", id: message.id, reply });
   });
   post({ type: "ready" });
+}
+
+/**
+ * On Linux a nice value belongs to a thread, and setpriority(PRIO_PROCESS, 0) sets the calling
+ * thread's: a conversation lane then gives way to the request loop and the catalogue's lane
+ * when the CPU is short, and costs nothing when it is not. Elsewhere the call would lower the
+ * whole process, so it is not made.
+ */
+function lowerPriority(nice: number): void {
+  if (nice === 0 || process.platform !== "linux") return;
+  try {
+    // Relative to the thread's own (inherited from the loop's), never above the loop's.
+    setPriority(0, Math.min(19, getPriority(0) + nice));
+  } catch {
+    // Not permitted (a sandbox's seccomp, say): the lane runs at the board's priority, which
+    // only loses the tie-break above; the thread isolation does not depend on it.
+  }
 }
 
 run();

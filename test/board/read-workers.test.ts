@@ -2,7 +2,7 @@
 // request loop; the catalogue answered promptly while a page that costs seconds is read; and
 // every worker thread gone once the board is closed, also when it fails to start.
 import assert from "node:assert/strict";
-import { closeSync, openSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { type Board, type ReaderSources, startBoard } from "../../src/board/index.ts";
@@ -18,6 +18,13 @@ import { send } from "./http-client.ts";
 function threadCount(): number {
   const line = /^Threads:\s+(\d+)$/m.exec(readFileSync("/proc/self/status", "utf8"));
   return Number(line?.[1]);
+}
+
+/** Thread ids of this process whose name (comm) is `name`. */
+function threadsNamed(name: string): string[] {
+  return readdirSync("/proc/self/task").filter(
+    (tid) => readFileSync(`/proc/self/task/${tid}/comm`, "utf8").trim() === name,
+  );
 }
 
 async function waitFor(what: string, ok: () => boolean, deadlineMs = 10_000): Promise<void> {
@@ -159,6 +166,27 @@ describe("board read workers", () => {
     ]) {
       assert.equal(laneOf(other, lanes), 0, other);
     }
+  });
+
+  it("runs the conversation lanes at a lower CPU priority than the catalogue's and the loop", async (t) => {
+    if (process.platform !== "linux") {
+      t.skip("thread nice values are a Linux feature");
+      return;
+    }
+    const fx = await writeBoardFixture(t);
+    const niceOf = (name: string) =>
+      threadsNamed(name).map((tid) => {
+        const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8");
+        // Fields after the command's closing parenthesis; nice is field 19 of the whole line.
+        return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]);
+      });
+    const loop = niceOf("MainThread");
+    await boardOver(t, fx, 2);
+    assert.deepEqual(niceOf("board-read-0"), loop, "the catalogue's lane keeps the loop's");
+    for (const lane of ["board-read-1", "board-read-2"]) {
+      assert.deepEqual(niceOf(lane), [Math.min(19, loop[0]! + 10)], lane);
+    }
+    assert.deepEqual(niceOf("MainThread"), loop, "the request loop is not lowered");
   });
 
   it("stops every worker thread when the board closes", async (t) => {
