@@ -93,7 +93,12 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
 
   // requireHostHeader is off so a request without Host gets the board's refusal and headers.
   const server = createServer({ requireHostHeader: false }, (req, res) => {
-    void respond(req, res, dispatch);
+    respond(req, res, dispatch).catch((e: unknown) => {
+      // Dispatch never rejects and a write to a closed socket does not throw: a bug, so the
+      // socket goes (its client sees a reset) and the board keeps serving.
+      log(`board: internal error answering a request: ${e instanceof Error ? e.stack : e}`);
+      res.destroy();
+    });
   });
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) => {
     rejectMalformed(error, socket);
@@ -105,7 +110,10 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
     handedOver.add(socket);
     socket.on("close", () => handedOver.delete(socket));
     socket.on("error", () => socket.destroy());
-    void answerConnect(req, socket, dispatch);
+    answerConnect(req, socket, dispatch).catch((e: unknown) => {
+      log(`board: internal error answering CONNECT: ${e instanceof Error ? e.stack : e}`);
+      socket.destroy();
+    });
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
