@@ -6,8 +6,10 @@
 // Loopback only; bounded in time (--seconds) and in count (--max-requests).
 //
 //   npm run bench:board -- [--seconds 20] [--clients 50] [--mib 20] [--seed 1] [--quick]
-//                          [--max-requests 200000]
+//                          [--max-requests 200000] [--on-loop]
 //
+// --on-loop: the board reads on its request loop (startBoard({ reader })), as before the read
+// workers, for comparison; its catalogue is expected to fail the budget.
 // --quick: 5 s. `npm run bench` runs this after the reader bench (bench/run.ts), passing
 // `--board-seconds 10` on as `--seconds 10`. Exits 1 when the catalogue's p99 is over budget
 // or any request failed, so the claim is checked, not only printed. Raw numbers go to
@@ -22,7 +24,13 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 import { startBoard } from "../src/board/index.ts";
-import { type BoardSpec, conversationId, sessionsDirOf } from "../src/index.ts";
+import {
+  type BoardSpec,
+  conversationId,
+  createReader,
+  rootsFromSpecs,
+  sessionsDirOf,
+} from "../src/index.ts";
 import { ensureCached, materialize } from "./fixtures.ts";
 import { int, mib, ms, table } from "./report.ts";
 
@@ -49,6 +57,7 @@ const { values } = parseArgs({
     seed: { type: "string", default: "1" },
     "max-requests": { type: "string", default: "200000" },
     quick: { type: "boolean", default: false },
+    "on-loop": { type: "boolean", default: false },
     serve: { type: "string" },
   },
   strict: true,
@@ -68,9 +77,11 @@ function positive(name: string, raw: string | undefined, fallback: number): numb
 // ---------------------------------------------------------------------------------------------
 // The child: a board over the given project, reading in its worker threads, as `serve` runs it.
 
-async function serveChild(projectRoot: string): Promise<void> {
+async function serveChild(projectRoot: string, onLoop: boolean): Promise<void> {
   const specs: BoardSpec[] = [{ kind: "repository", projectRoot, seat: SEAT }];
-  const board = await startBoard({ sources: { specs, registrations: [] } });
+  const board = onLoop
+    ? await startBoard({ reader: createReader({ roots: () => rootsFromSpecs(specs, []) }) })
+    : await startBoard({ sources: { specs, registrations: [] } });
   process.stdout.write(`${JSON.stringify({ port: board.port })}\n`);
   const stop = () => {
     void board.close().then(() => process.exit(0));
@@ -271,8 +282,12 @@ function memoryOf(pid: number): { rssKiB: number; hwmKiB: number } {
   return { rssKiB: field("VmRSS"), hwmKiB: field("VmHWM") };
 }
 
-function startChild(projectRoot: string): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, [SCRIPT, "--serve", projectRoot], {
+function startChild(
+  projectRoot: string,
+  onLoop: boolean,
+): Promise<{ child: ChildProcess; port: number }> {
+  const args = [SCRIPT, "--serve", projectRoot, ...(onLoop ? ["--on-loop"] : [])];
+  const child = spawn(process.execPath, args, {
     stdio: ["pipe", "pipe", "inherit"],
   });
   return new Promise((resolve, reject) => {
@@ -336,7 +351,7 @@ function writeSmallSessions(projectRoot: string): void {
 
 async function main(): Promise<number> {
   if (values.serve !== undefined) {
-    await serveChild(values.serve);
+    await serveChild(values.serve, values["on-loop"]);
     return -1;
   }
   const seconds = positive("seconds", values.seconds, values.quick ? 5 : 20);
@@ -344,8 +359,9 @@ async function main(): Promise<number> {
   const sizeMib = positive("mib", values.mib, 20);
   const seed = positive("seed", values.seed, 1);
   const maxRequests = positive("max-requests", values["max-requests"], 200_000);
+  const onLoop = values["on-loop"];
   const startedAt = new Date();
-  const command = `node bench/board.bench.ts --seconds ${seconds} --clients ${clients} --mib ${sizeMib} --seed ${seed}`;
+  const command = `node bench/board.bench.ts --seconds ${seconds} --clients ${clients} --mib ${sizeMib} --seed ${seed}${onLoop ? " --on-loop" : ""}`;
   process.stderr.write(`${command}\n`);
 
   const tmp = mkdtempSync(join(tmpdir(), "mosaic-board-bench-"));
@@ -365,7 +381,7 @@ async function main(): Promise<number> {
     writeSmallSessions(projectRoot);
     const conversation = conversationId(projectRoot, SEAT, BIG);
 
-    const started = await startChild(projectRoot);
+    const started = await startChild(projectRoot, onLoop);
     child = started.child;
     const { port } = started;
     const idle = memoryOf(child.pid ?? 0);
@@ -412,7 +428,7 @@ async function main(): Promise<number> {
       ],
     ];
     const text = [
-      `Board under load: ${mib(cached.bytes)} MiB conversation (${int(cached.entries)} entries, Pi-written), ${seconds} s, loopback`,
+      `Board under load, ${onLoop ? "reading on its request loop (--on-loop)" : "reading in its worker threads"}: ${mib(cached.bytes)} MiB conversation (${int(cached.entries)} entries, Pi-written), ${seconds} s, loopback`,
       table(["requests", "count", "per s", "p50 ms", "p99 ms", "max ms", "errors"], rows),
       "",
       `first page (cold open): ${ms(coldMs)} ms; a page is ${mib(pageSize, 2)} MiB; ${int(load.traversals)} whole traversals; ${mib(load.pageBytes, 0)} MiB served`,
@@ -428,6 +444,7 @@ async function main(): Promise<number> {
     const json = {
       startedAt: startedAt.toISOString(),
       command,
+      onLoop,
       machine: {
         cpu: cpus()[0]?.model ?? "unknown",
         cores: cpus().length,
