@@ -19,6 +19,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { Agent, request } from "node:http";
 import { cpus, loadavg, arch as osArch, platform, release, tmpdir, totalmem } from "node:os";
 import { dirname, join, relative } from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -82,8 +83,19 @@ async function serveChild(projectRoot: string, onLoop: boolean): Promise<void> {
   const board = onLoop
     ? await startBoard({ reader: createReader({ roots: () => rootsFromSpecs(specs, []) }) })
     : await startBoard({ sources: { specs, registrations: [] } });
+  // How long the request loop itself was held: the part of a catalogue's latency that is the
+  // board's loop rather than the machine's scheduler.
+  const delay = monitorEventLoopDelay({ resolution: 5 });
+  delay.enable();
   process.stdout.write(`${JSON.stringify({ port: board.port })}\n`);
   const stop = () => {
+    delay.disable();
+    const loop: LoopDelay = {
+      p50: delay.percentile(50) / 1e6,
+      p99: delay.percentile(99) / 1e6,
+      max: delay.max / 1e6,
+    };
+    process.stdout.write(`${JSON.stringify({ loop })}\n`);
     void board.close().then(() => process.exit(0));
   };
   process.once("SIGTERM", stop);
@@ -242,6 +254,8 @@ async function runLoad(
   return load;
 }
 
+type LoopDelay = { p50: number; p99: number; max: number };
+
 type CatalogueResult = { latencies: number[]; errors: [string, number][] };
 
 /** The catalogue's client (a worker thread of the bench): until told to stop. */
@@ -285,7 +299,7 @@ function memoryOf(pid: number): { rssKiB: number; hwmKiB: number } {
 function startChild(
   projectRoot: string,
   onLoop: boolean,
-): Promise<{ child: ChildProcess; port: number }> {
+): Promise<{ child: ChildProcess; port: number; loop: Promise<LoopDelay | null> }> {
   const args = [SCRIPT, "--serve", projectRoot, ...(onLoop ? ["--on-loop"] : [])];
   const child = spawn(process.execPath, args, {
     stdio: ["pipe", "pipe", "inherit"],
@@ -301,11 +315,20 @@ function startChild(
     });
     const stdout = child.stdout;
     if (stdout === null) throw new Error("no stdout from the board");
-    createInterface({ input: stdout }).once("line", (line) => {
+    const lines = createInterface({ input: stdout });
+    // The board's second line, when it stops: how long its request loop was held.
+    const loop = new Promise<LoopDelay | null>((resolveLoop) => {
+      lines.on("line", (line) => {
+        const value = (JSON.parse(line) as { loop?: LoopDelay }).loop;
+        if (value !== undefined) resolveLoop(value);
+      });
+      lines.on("close", () => resolveLoop(null));
+    });
+    lines.once("line", (line) => {
       clearTimeout(timer);
       const port: unknown = (JSON.parse(line) as { port?: unknown }).port;
       if (typeof port !== "number") reject(new Error(`unexpected line from the board: ${line}`));
-      else resolve({ child, port });
+      else resolve({ child, port, loop });
     });
   });
 }
@@ -400,6 +423,7 @@ async function main(): Promise<number> {
     const load = await runLoad(port, conversation, clients, seconds, maxRequests);
     const memory = memoryOf(child.pid ?? 0);
     await stopChild(child);
+    const loop = await started.loop;
 
     const errors = [...load.errors.values()].reduce((a, b) => a + b, 0);
     const catP99 = percentile(load.catalogue, 99);
@@ -432,6 +456,9 @@ async function main(): Promise<number> {
       table(["requests", "count", "per s", "p50 ms", "p99 ms", "max ms", "errors"], rows),
       "",
       `first page (cold open): ${ms(coldMs)} ms; a page is ${mib(pageSize, 2)} MiB; ${int(load.traversals)} whole traversals; ${mib(load.pageBytes, 0)} MiB served`,
+      loop === null
+        ? "board request loop delay: not reported"
+        : `board request loop delay: p50 ${ms(loop.p50)} ms, p99 ${ms(loop.p99)} ms, max ${ms(loop.max)} ms`,
       `board RSS: ${mib(idle.rssKiB * 1024)} MiB idle, peak ${mib(memory.hwmKiB * 1024)} MiB (VmHWM, workers included)`,
       ...[...load.errors].map(([what, n]) => `error: ${what} × ${n}`),
       `load average (1 min) at the end: ${loadavg()[0]?.toFixed(2)} on ${cpus().length} cores`,
@@ -469,6 +496,7 @@ async function main(): Promise<number> {
       },
       errors: Object.fromEntries(load.errors),
       rssKiB: { idle: idle.rssKiB, peak: memory.hwmKiB },
+      loopDelayMs: loop,
       verdict,
       text,
     };

@@ -50,8 +50,13 @@ function run(): void {
     }
     // createHandler never throws: a reader bug is logged and answered 500 there.
     const reply = handle(message.request);
-    // Copied, not transferred: an asset's Buffer is served again by the next request.
-    post({ type: "reply", id: message.id, reply });
+    // The body is copied here into a buffer of its own and that buffer is transferred, so the
+    // request loop receives it without a copy. Never the reply's own buffer: it may be one
+    // that is served again (an asset) or a slice of Node's shared pool.
+    const body = new Uint8Array(reply.body.byteLength);
+    body.set(reply.body);
+    const out: FromWorker = { type: "reply", id: message.id, reply: { ...reply, body } };
+    port.postMessage(out, [body.buffer]);
   });
   post({ type: "ready" });
 }
