@@ -131,13 +131,14 @@ describe("board read workers", () => {
     assert.ok(heavyMs > 1500, `the heavy page took only ${Math.round(heavyMs)} ms`);
     assert.ok(during.length >= 5, `only ${during.length} catalogue answers during the read`);
     // On the request loop each of these would wait out the heavy read (seconds). The bound
-    // leaves a wide margin for a 2-core machine shared with other work.
+    // leaves a wide margin for a 2-core machine shared with other work: 500 ms, or a fifth of
+    // the heavy read when the machine is so loaded that the read itself took many seconds.
     const worst = Math.max(...during);
     t.diagnostic(
       `heavy page ${Math.round(heavyMs)} ms; ${during.length} catalogues, worst ${Math.round(worst)} ms`,
     );
     assert.ok(
-      worst < 500,
+      worst < Math.max(500, heavyMs / 5),
       `a catalogue answer took ${Math.round(worst)} ms while a page took ${Math.round(heavyMs)} ms (answers: ${during.map(Math.round).join(", ")})`,
     );
   });
