@@ -35,7 +35,7 @@ describe("cli sources", () => {
     const r = sourcesFromFlags({ project: "/p", seat: ["a", "b"] });
     assert.ok(r.ok);
     assert.deepEqual(
-      r.value.specs.map((s) => s.seat),
+      r.value.specs.map((s) => (s.kind === "repository" ? s.seat : s.kind)),
       ["a", "b"],
     );
   });
