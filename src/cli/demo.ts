@@ -1,8 +1,8 @@
 // `npm start`: the board and the Console on loopback over an embedded demo project, written
 // once into the git-ignored `demo/` by Pi's own SessionManager, with one conversation that
 // keeps growing while the board runs, and a real Pi on a demo session behind a controller
-// (demo-control.ts). `--project DIR [--seat NAME]` or `--config FILE` serve real projects
-// instead, and then nothing is written or run. Ctrl-C stops the board, the writer and Pi.
+// (demo-control.ts). `--project DIR [--seat NAME]`, `--config FILE` or `--pi` (Pi's own
+// store) serve real sessions instead, and then nothing is written or run. Ctrl-C stops the board, the writer and Pi.
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";

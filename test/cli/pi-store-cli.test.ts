@@ -4,6 +4,7 @@
 // with repository specs; serve serves it. Under strace, the catalogue opens nothing in the
 // store but the store, its --…-- directories and their session files.
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { appendFileSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
@@ -11,6 +12,8 @@ import { encodeCwd } from "../../src/index.ts";
 import { skipWithoutStrace, traceOpens } from "../helpers/open-trace.ts";
 import { assistant, header, project, tempDir, user, writeSession } from "../helpers/reader.ts";
 import { MAIN, runCli, startCli } from "./run-cli.ts";
+
+const DEMO = join(import.meta.dirname, "..", "..", "src", "cli", "demo.ts");
 
 type Fixture = { base: string; home: string; store: string; app: string; lib: string };
 
@@ -159,6 +162,42 @@ describe("conversation over Pi's store", () => {
     assert.deepEqual(body.conversations.map((c) => c.project).sort(), [f.app, f.app, f.lib]);
     child.proc.kill("SIGINT");
     assert.equal((await child.exited).code, 0);
+  });
+
+  it("serves Pi's store in the Console when npm start is given --pi", async (t) => {
+    const f = fixture(t);
+    const env: NodeJS.ProcessEnv = { ...process.env, HOME: f.home };
+    delete env.PI_CODING_AGENT_DIR;
+    const proc = spawn(process.execPath, [DEMO, "--pi", "--port", "0"], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env,
+    });
+    t.after(() => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
+    });
+    const exited = new Promise<number | null>((resolve) => proc.on("close", resolve));
+    let out = "";
+    proc.stdout.setEncoding("utf8");
+    const url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no URL within 10 s: ${out}`)), 10_000);
+      proc.stdout.on("data", (d: string) => {
+        out += d;
+        const m = /http:\/\/127\.0\.0\.1:\d+\//.exec(out);
+        if (m) {
+          clearTimeout(timer);
+          resolve(m[0]);
+        }
+      });
+    });
+    assert.doesNotMatch(out, /demo/i, "no demo is written or served");
+    const body = (await (await fetch(`${url}api/conversations`)).json()) as {
+      conversations: { project: string }[];
+    };
+    assert.deepEqual(body.conversations.map((c) => c.project).sort(), [f.app, f.app, f.lib]);
+    const page = await (await fetch(url)).text();
+    assert.match(page, /<table/, "the Console is served at /");
+    proc.kill("SIGINT");
+    assert.equal(await exited, 0);
   });
 
   it("opens only the store, its --…-- directories and their files when it lists them", {
