@@ -108,9 +108,7 @@ export function createReader(options: ReaderOptions): Reader {
       const approver = roots.find((r) => approvalKey(r) === remembered.key);
       // A repository root is taken as it is now (its registrations may have changed); a store
       // directory is rebuilt from its store, which is approved still.
-      if (approver?.kind === "pi" && approver.sessionsDir === remembered.root.sessionsDir) {
-        return { root: approver, name: remembered.name };
-      }
+      if (approver?.kind === "pi") return { root: approver, name: remembered.name };
       if (approver?.kind === "pi-store") return { root: remembered.root, name: remembered.name };
     }
     for (const root of expandRoots(roots)) {
