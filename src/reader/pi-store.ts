@@ -19,7 +19,8 @@ export const AGENT_DIR_ENV = "PI_CODING_AGENT_DIR";
  * Where Pi keeps its sessions: `<agent dir>/sessions`, the agent dir being
  * `$PI_CODING_AGENT_DIR` when set and non-empty (with `~` expanded and a `file://` URL taken as
  * its path, as Pi's normalizePath does), else `~/.pi/agent`. Mirrors config.js getAgentDir and
- * getSessionsDir of Pi 0.85.1 (config.js:421-427) and 1.6.0 (config.js:510-516, 546-548).
+ * getSessionsDir of Pi 0.85.1 (config.js:421-427, 457-459) and 1.6.0 (config.js:510-516,
+ * 546-548).
  */
 export function defaultPiSessionsDir(
   env: Record<string, string | undefined> = process.env,
