@@ -202,7 +202,10 @@ async function serve(
 ): Promise<number> {
   const badHost = await checkHost(cmd.host);
   if (badHost !== null) return usageError(io, badHost, HELP.serve);
-  const started = await startServing({ reading: { sources }, ...cmd });
+  const started = await startServing({
+    reading: { sources: { specs: sources.specs, registrations: sources.registrations } },
+    ...cmd,
+  });
   if (!started.ok) {
     io.err(`conversation: cannot serve: ${started.error}\n`);
     return EXIT.refused;
