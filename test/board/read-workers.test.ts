@@ -3,6 +3,7 @@
 // every worker thread gone once the board is closed, also when it fails to start.
 import assert from "node:assert/strict";
 import { closeSync, openSync, readdirSync, readFileSync, writeSync } from "node:fs";
+import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { type Board, type ReaderSources, startBoard } from "../../src/board/index.ts";
@@ -13,6 +14,14 @@ import { header, T0, ts } from "../helpers/reader.ts";
 import { assertReadResult, assertValid } from "../helpers/schema.ts";
 import { type BoardFixture, writeBoardFixture } from "./fixture.ts";
 import { send } from "./http-client.ts";
+
+/**
+ * libuv starts its thread pool on the first asynchronous fs call; starting it here keeps it
+ * out of a before-and-after count of threads.
+ */
+async function startThreadPool(): Promise<void> {
+  await stat("/proc/self/status");
+}
 
 /** Threads of this process now (the main thread, libuv's and V8's, and any worker's). */
 function threadCount(): number {
@@ -192,6 +201,7 @@ describe("board read workers", () => {
 
   it("stops every worker thread when the board closes", async (t) => {
     const fx = await writeBoardFixture(t);
+    await startThreadPool();
     const before = threadCount();
     const board = await startBoard({
       sources: { specs: fx.specs, registrations: fx.registrations },
@@ -207,14 +217,17 @@ describe("board read workers", () => {
     await assert.rejects(send(board.port, "/api/conversations"), /ECONNREFUSED/);
   });
 
-  it("rejects the start, and leaves no thread or port, when a worker cannot start", async (t) => {
-    const fx = await writeBoardFixture(t);
+  it("rejects the start, and leaves no thread or port, when a worker cannot start", async () => {
+    await startThreadPool();
     const before = threadCount();
+    const listening = () =>
+      process.getActiveResourcesInfo().filter((r) => r === "TCPServerWrap").length;
+    const serversBefore = listening();
     // Sources that are not sources: the worker refuses its setup and exits.
     const broken = { specs: "not a list", registrations: [] } as unknown as ReaderSources;
-    void fx;
     await assert.rejects(startBoard({ sources: broken, lanes: 1, log: () => {} }), /worker/);
     await waitFor("the worker threads to end", () => threadCount() <= before);
+    await waitFor("the listening socket to close", () => listening() === serversBefore);
   });
 });
 
