@@ -41,7 +41,7 @@ export type ReadPool = {
   close(): Promise<void>;
 };
 
-/** Most lanes a board starts on its own: past this, parses held per lane cost more than they save. */
+/** Most conversation lanes a board takes: each is a thread with its own V8 heap and reader. */
 export const MAX_LANES = 8;
 
 // The worker runs as the same kind of file as this one: .ts in the repository, .js in dist.
@@ -49,7 +49,7 @@ const WORKER_URL = new URL(`./read-worker${extname(import.meta.url)}`, import.me
 
 const DEFAULT_START_DEADLINE_MS = 60_000;
 
-/** Nice value of the conversation lanes (read-worker.ts); the catalogue's lane keeps the board's. */
+/** Added to the conversation lanes' nice value (read-worker.ts); lane 0 keeps the loop's. */
 export const CONVERSATION_LANE_NICE = 10;
 
 /** Starts 1 + `lanes` workers and waits until each has built its reader. */
