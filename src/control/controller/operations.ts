@@ -6,6 +6,7 @@
 // reply is a value: refusals are `{ outcome: "refused:<code>", refusal }`, a lost prompt is
 // `unknown`, never resent.
 import { randomUUID } from "node:crypto";
+import { CURSOR_CAP } from "../../reader/cursors.ts";
 import type { Reader } from "../../reader/reader.ts";
 import type { Claim, ClaimStore, SeatKey } from "../claim/claim.ts";
 import { readSessionHead } from "../engine/session-head.ts";
@@ -245,8 +246,16 @@ export class Operations {
       const code = cursor ? "cursor" : "mapping";
       return { ...refused(id, code, read.refusal.message), detail: read.refusal.code };
     }
-    for (const c of [read.cursor, read.follow])
-      if (c) this.#cursorBranch.set(c.id, read.page.branch);
+    for (const c of [read.cursor, read.follow]) {
+      if (!c) continue;
+      this.#cursorBranch.set(c.id, read.page.branch);
+      // The reader keeps at most CURSOR_CAP cursors, oldest out first; a branch kept for a
+      // cursor it dropped would only grow this map (issue 18 item 2).
+      if (this.#cursorBranch.size > CURSOR_CAP) {
+        const oldest = this.#cursorBranch.keys().next().value;
+        if (oldest !== undefined) this.#cursorBranch.delete(oldest);
+      }
+    }
     const quiet =
       quietBefore && exec.tracker.isQuiet() && exec.stream.nextSequence === fromSequence;
     const seam = {
