@@ -26,7 +26,9 @@ import { digestOf } from "../../src/control/controller/records.ts";
 import { LineSplitter } from "../../src/control/engine/framing.ts";
 import { isControlRefusal } from "../../src/control/refusal.ts";
 import { until, within } from "../helpers/deadline.ts";
+import { startFakeModel } from "../helpers/fake-model.ts";
 import { isAlive } from "../helpers/processes.ts";
+import { MODEL, SESSION_ID, settledSession, writeAgentFiles } from "../helpers/real-pi.ts";
 import { assertValid } from "../helpers/schema.ts";
 import {
   controllerOptions,
@@ -66,8 +68,27 @@ class Scene {
   readonly #children: Child[] = [];
   readonly #controllers: Controller[] = [];
 
-  constructor(t: TestContext) {
-    this.f = makeFixture(t);
+  readonly sessionKey: string;
+  /** For the real Pi: its agent dir, given to the child and the next controllers. */
+  readonly real: { agentDir: string } | null;
+
+  constructor(
+    t: TestContext,
+    options: {
+      session?: Parameters<typeof makeFixture>[1];
+      sessionKey?: string;
+      realPi?: { baseUrl: string };
+    } = {},
+  ) {
+    this.f = makeFixture(t, options.session);
+    this.sessionKey = options.sessionKey ?? FAKE_SESSION_ID;
+    if (options.realPi) {
+      const agentDir = join(this.f.root, "agent");
+      writeAgentFiles(agentDir, options.realPi.baseUrl);
+      this.real = { agentDir };
+    } else {
+      this.real = null;
+    }
     mkdirSync(join(this.f.root, "tmp"));
     // Registered after makeFixture's removal, so it runs after it: remove the tree again.
     t.after(async () => {
@@ -79,7 +100,7 @@ class Scene {
   get keys() {
     return {
       seatKey: { projectRoot: this.f.projectRoot, seat: "main" },
-      sessionKey: FAKE_SESSION_ID,
+      sessionKey: this.sessionKey,
     };
   }
 
@@ -101,14 +122,20 @@ class Scene {
       sessionFile: this.f.sessionFile,
       seat: "main",
       grants: GRANTS.map((g) => ({ ...g, capabilities: [...g.capabilities] })),
-      engine: {
-        ...(keeper
-          ? { command: "/bin/sh", preArgs: ["-c", KEEPER, "keeper", process.execPath, FAKE_PI] }
-          : { command: process.execPath, preArgs: [FAKE_PI] }),
-        extraArgs: ["--model", "fake/echo"],
-        env: { FAKE_PI_SCRIPT: script },
-      },
+      engine: this.real
+        ? { extraArgs: ["--model", MODEL] }
+        : {
+            ...(keeper
+              ? {
+                  command: "/bin/sh",
+                  preArgs: ["-c", KEEPER, "keeper", process.execPath, FAKE_PI],
+                }
+              : { command: process.execPath, preArgs: [FAKE_PI] }),
+            extraArgs: ["--model", "fake/echo"],
+            env: { FAKE_PI_SCRIPT: script },
+          },
       launcher,
+      ...(this.real ? { agentDir: this.real.agentDir } : {}),
     };
     const proc = spawn(process.execPath, [CTRL_CHILD, JSON.stringify(args)], {
       stdio: ["pipe", "pipe", "pipe"],
@@ -184,8 +211,14 @@ class Scene {
   }
 
   controller(launcher = probe.ok ? probe.launcher : undefined): Controller {
+    const { engine: fakeEngine, ...rest } = controllerOptions(this.f, launcher ? { launcher } : {});
     const ctl = new Controller({
-      ...controllerOptions(this.f, launcher ? { launcher } : {}),
+      ...rest,
+      ...(this.real
+        ? { engine: { extraArgs: ["--model", MODEL] }, agentDir: this.real.agentDir }
+        : fakeEngine
+          ? { engine: fakeEngine }
+          : {}),
       launcherReason: "test: CgroupLauncher.probe() succeeded",
     });
     this.#controllers.push(ctl);
@@ -438,6 +471,45 @@ describe("crash recovery with the cgroup launcher", { skip }, () => {
       (t) => crashInStop(t, { kind: "force-stop", afterMs }),
     );
   }
+
+  it(
+    "with the real pinned Pi: SIGKILL mid-stream, the next controller proves the stop and takes over",
+    T,
+    async (t) => {
+      // The first reply streams until its client goes away; the next one (after the crash) is text.
+      const model = await startFakeModel({
+        replies: [{ kind: "slow", tickMs: 15 }],
+        fallback: { kind: "text", text: "after the crash" },
+      });
+      t.after(() => model.close());
+      const scene = new Scene(t, {
+        session: (cwd) => settledSession(cwd) as Record<string, unknown>[],
+        sessionKey: SESSION_ID,
+        realPi: { baseUrl: model.baseUrl },
+      });
+      const child = await scene.startChild({ kind: "cgroup" });
+      const { ready } = child;
+      assert.ok(ready.scope);
+      const { c } = await TestClient.welcomed(t, ready.socketPath);
+      assert.equal((await c.request({ op: "takeover", generation: 1 })).outcome, "admitted");
+      const from = c.messages.length;
+      const p = { op: "prompt", generation: 2, text: "stream", draft: { id: "d1", revision: 1 } };
+      assert.equal((await c.request(p)).outcome, "admitted");
+      // Mid-stream: a few deltas have arrived and the model is still sending.
+      await c.waitFor(
+        (m) =>
+          m.type === "event" &&
+          (m.event as Msg).kind === "text-delta" &&
+          String((m.event as Msg).delta).includes("tick 3"),
+        "the real Pi streaming",
+        from,
+      );
+      scene.deadEngine.push(...scene.engineMembers(ready.scope));
+      assert.ok(scene.deadEngine.includes(ready.enginePid), "pinned Pi runs in the engine cgroup");
+      await scene.kill(child);
+      await recoverAndTakeOver(t, scene, child);
+    },
+  );
 
   it(
     "refuses while the dead execution's engine cgroup is populated, and says how to end it",

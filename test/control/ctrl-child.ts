@@ -40,12 +40,15 @@ export type CtrlChildArgs = {
   grants: Grant[];
   /** The Controller's `engine` test hook: the fake engine's command line and environment. */
   engine: {
-    command: string;
-    preArgs: string[];
+    /** Absent: the pinned Pi (the Controller's default engine command). */
+    command?: string;
+    preArgs?: string[];
     extraArgs?: string[];
     env?: Record<string, string>;
   };
   launcher: CtrlChildLauncher;
+  /** The Controller's agentDir (the real Pi's models.json for the loopback model). */
+  agentDir?: string;
 };
 
 /** The one line printed once the controller listens. */
@@ -137,9 +140,10 @@ const ctl = new Controller({
   verifier: new FixtureVerifier({ fixtureRoot: args.fixtureRoot }),
   grants: args.grants,
   launcher: announcing(await makeLauncher(args.launcher)),
+  ...(args.agentDir ? { agentDir: args.agentDir } : {}),
   engine: {
-    command: args.engine.command,
-    preArgs: args.engine.preArgs,
+    ...(args.engine.command ? { command: args.engine.command } : {}),
+    ...(args.engine.preArgs ? { preArgs: args.engine.preArgs } : {}),
     ...(args.engine.extraArgs ? { extraArgs: args.engine.extraArgs } : {}),
     ...(args.engine.env ? { env: args.engine.env } : {}),
   },
