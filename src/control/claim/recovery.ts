@@ -7,7 +7,7 @@
 //     cgroup is gone, or frozen, empty and `populated 0` (cohort/leftover.ts).
 // Anything else is not a proof, and the refusal says what a person can do about it.
 import { mkdir, open } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { type LeftScopeOptions, observeLeftScope } from "../cohort/leftover.ts";
 import { digestOf } from "../controller/records.ts";
 import { ControlRefusal, isControlRefusal } from "../refusal.ts";
@@ -115,6 +115,13 @@ export async function recoverDeadHolder(
     );
   }
 
+  // The scope is named for its execution (CgroupLauncher.scopeFor); anything else is not ours.
+  if (basename(record.scope) !== `mosaic-${h.execution}`) {
+    throw new ControlRefusal(
+      "unsafe-replacement",
+      `${who}, and its launch record names scope ${record.scope}, not one of execution ${h.execution}; nothing is proven from it. Reboot the machine, or ${byHand}.`,
+    );
+  }
   const left = await observeLeftScope(record.scope, options);
   if (left.seen === "populated") {
     throw new ControlRefusal(
