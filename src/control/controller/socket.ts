@@ -92,6 +92,8 @@ export class ControlServer {
   readonly connections = new Map<string, Connection>();
   readonly #server: Server;
   readonly #sockets = new Set<Socket>();
+  /** Per welcomed-or-not connection: writes one already encoded line (for broadcast). */
+  readonly #lineWriters = new Map<string, (line: string) => void>();
 
   private constructor(socketPath: string, server: Server) {
     this.socketPath = socketPath;
@@ -123,9 +125,17 @@ export class ControlServer {
     return self;
   }
 
-  /** Sends to every welcomed connection. */
+  /**
+   * Sends to every welcomed connection. The line is encoded once for all of them: with 50
+   * observers a run's every event would otherwise be stringified 50 times.
+   */
   broadcast(message: ControllerMessage): void {
-    for (const c of this.connections.values()) if (c.grant !== null) c.send(message);
+    let line: string | null = null;
+    for (const c of this.connections.values()) {
+      if (c.grant === null) continue;
+      line ??= encodeLine(message);
+      this.#lineWriters.get(c.id)?.(line);
+    }
   }
 
   async close(): Promise<void> {
@@ -156,10 +166,10 @@ export class ControlServer {
     const endIfSettled = (): void => {
       if (inputEnded && owed.size === 0 && !closed) socket.end();
     };
-    // Writes one message; the socket's own answers (hello, malformed) go straight here.
-    const write = (message: ControllerMessage): void => {
+    // Writes one encoded line; broadcast and write() below use it.
+    const writeLine = (line: string): void => {
       if (closed || overflowed || !socket.writable) return;
-      socket.write(encodeLine(message));
+      socket.write(line);
       if (inputEnded) queueMicrotask(endIfSettled);
       if (socket.writableLength <= maxQueuedBytes) return;
       // The client stopped reading. Its channel closes, a final reason goes after what is
@@ -169,6 +179,11 @@ export class ControlServer {
       conn.channelOpen = false;
       socket.end(encodeLine(slowClient(maxQueuedBytes)));
       setTimeout(() => socket.destroy(), SLOW_CLIENT_GRACE_MS).unref();
+    };
+    // Writes one message; the socket's own answers (hello, malformed) go straight here.
+    const write = (message: ControllerMessage): void => {
+      if (closed || overflowed || !socket.writable) return;
+      writeLine(encodeLine(message));
     };
     const conn: Connection = {
       id: `c-${randomUUID()}`,
@@ -193,6 +208,7 @@ export class ControlServer {
       else owed.delete(id);
     };
     this.connections.set(conn.id, conn);
+    this.#lineWriters.set(conn.id, writeLine);
     const onLine = (line: string): void => {
       const parsed = parseClientMessage(line);
       if (!parsed.ok) {
@@ -254,6 +270,7 @@ export class ControlServer {
       closed = true;
       this.#sockets.delete(socket);
       this.connections.delete(conn.id);
+      this.#lineWriters.delete(conn.id);
       hooks.closed(conn);
     });
   }
