@@ -14,7 +14,7 @@
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type ClaimRevision, ClaimStore } from "../../src/control/claim/claim.ts";
@@ -36,6 +36,7 @@ import {
   GRANTS,
   type Msg,
   makeFixture,
+  stableSession,
   TestClient,
   validateRecords,
 } from "./controller-fixture.ts";
@@ -210,7 +211,10 @@ class Scene {
     await within(child.exited, `ctrl-child ${child.proc.pid} exit`);
   }
 
-  controller(launcher = probe.ok ? probe.launcher : undefined): Controller {
+  controller(
+    launcher = probe.ok ? probe.launcher : undefined,
+    sessionFile = this.f.sessionFile,
+  ): Controller {
     const { engine: fakeEngine, ...rest } = controllerOptions(this.f, launcher ? { launcher } : {});
     const ctl = new Controller({
       ...rest,
@@ -219,6 +223,7 @@ class Scene {
         : fakeEngine
           ? { engine: fakeEngine }
           : {}),
+      sessionFile,
       launcherReason: "test: CgroupLauncher.probe() succeeded",
     });
     this.#controllers.push(ctl);
@@ -596,6 +601,40 @@ describe("crash recovery with the cgroup launcher", { skip }, () => {
       const message = await refusedStart(scene, scene.controller());
       assert.match(message, /another boot's cgroups prove nothing without a boot proof/);
       assert.match(message, /Reboot the machine/);
+    },
+  );
+
+  it(
+    "recovers the seat from a crashed controller of another session in the same seat",
+    T,
+    async (t) => {
+      const scene = new Scene(t);
+      const otherId = "01a00000-0000-7000-8000-0000000000f2";
+      const other = join(dirname(scene.f.sessionFile), "other.jsonl");
+      writeFileSync(
+        other,
+        stableSession(scene.f.projectRoot, otherId)
+          .map((l) => `${JSON.stringify(l)}\n`)
+          .join(""),
+      );
+      const child = await scene.startChild({ kind: "cgroup" }, ["assistant-start"]);
+      const { c } = await TestClient.welcomed(t, child.ready.socketPath);
+      assert.equal((await c.request({ op: "takeover", generation: 1 })).outcome, "admitted");
+      const held = holdPoint(scene.f, "assistant-start");
+      const p = { op: "prompt", generation: 2, text: "hi", draft: { id: "d1", revision: 1 } };
+      assert.equal((await c.request(p)).outcome, "admitted");
+      await held.reached;
+      scene.deadEngine.push(...scene.engineMembers(child.ready.scope ?? ""));
+      await scene.kill(child);
+      // Another session of the same seat: blocked on the seat key by the dead controller.
+      const next = scene.controller(undefined, other);
+      await next.start();
+      const r = next.recovered;
+      assert.ok(r?.proof.kind === "cohort-proof", "proved from the dead controller's scope");
+      assert.equal(r.proof.holder.execution, child.ready.execution);
+      assert.equal(r.proof.claim.sessionKey, FAKE_SESSION_ID, "the dead holder's own session");
+      assert.equal(next.claim?.sessionKey, otherId);
+      await takeOverAndPrompt(t, next);
     },
   );
 

@@ -58,7 +58,11 @@ export async function recoverDeadHolder(
   const h = blocking.holder;
   const m = await store.machine();
   const who = `The session's claim is held by a controller that died (${nameHolder(h)})`;
-  const dirs = claimDirs(store.root, keys);
+  // The blocking claim's own keys: on the seat key it may be another session's of this seat.
+  const dirs = claimDirs(store.root, {
+    seatKey: blocking.seatKey,
+    sessionKey: blocking.sessionKey,
+  });
   const byHand = `once you are sure nothing of execution ${h.execution} runs, remove ${dirs.session} and ${dirs.seat} by hand, then start again`;
 
   if (h.bootId !== m.bootId) {
@@ -86,9 +90,9 @@ export async function recoverDeadHolder(
     );
   }
   if (
-    record.sessionKey !== keys.sessionKey ||
-    record.seatKey.projectRoot !== keys.seatKey.projectRoot ||
-    record.seatKey.seat !== keys.seatKey.seat ||
+    record.sessionKey !== blocking.sessionKey ||
+    record.seatKey.projectRoot !== blocking.seatKey.projectRoot ||
+    record.seatKey.seat !== blocking.seatKey.seat ||
     record.incarnation !== h.incarnation
   ) {
     throw new ControlRefusal(
