@@ -1,36 +1,47 @@
-// `npm run bench`: the reader's benchmark, then the board's under load, each in its own
-// process. Arguments go to the reader's bench as before, except `--board-<flag>`, which goes
-// to the board's as `--<flag>`; `--quick` goes to both. Exits with the first failure.
+// `npm run bench`: the reader's benchmark, the controller's, then the board's under load, each
+// in its own process. Arguments go to the reader's bench as before, except
+// `--controller-<flag>` and `--board-<flag>`, which go to those benches as `--<flag>`;
+// `--quick` goes to all three. Exits with the first failure.
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
-const readerArgs: string[] = [];
-const boardArgs: string[] = [];
+const args = { reader: [] as string[], controller: [] as string[], board: [] as string[] };
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i++) {
   const arg = argv[i] ?? "";
-  if (arg.startsWith("--board-")) {
-    const flag = `--${arg.slice("--board-".length)}`;
+  const routed = /^--(controller|board)-(.+)$/.exec(arg);
+  if (routed) {
+    const bench = routed[1] === "controller" ? "controller" : "board";
+    const name = routed[2] ?? "";
     const value = argv[i + 1];
-    // Every board flag takes a value except --quick, which is passed on its own.
-    if (flag.includes("=") || value === undefined || value.startsWith("--")) boardArgs.push(flag);
-    else {
-      boardArgs.push(flag, value);
+    // A flag followed by another flag, or by nothing, stands alone (--board-quick).
+    if (name.includes("=") || value === undefined || value.startsWith("--")) {
+      args[bench].push(`--${name}`);
+    } else {
+      args[bench].push(`--${name}`, value);
       i++;
     }
     continue;
   }
-  readerArgs.push(arg);
-  if (arg === "--quick") boardArgs.push(arg);
+  args.reader.push(arg);
+  if (arg === "--quick") {
+    args.controller.push(arg);
+    args.board.push(arg);
+  }
 }
 
-function run(script: string, args: string[]): number {
+function run(script: string, scriptArgs: string[]): number {
   const path = fileURLToPath(new URL(script, import.meta.url));
-  const result = spawnSync(process.execPath, [path, ...args], { stdio: "inherit" });
+  const result = spawnSync(process.execPath, [path, ...scriptArgs], { stdio: "inherit" });
   if (result.error) throw result.error;
   return result.status ?? 1;
 }
 
-const reader = run("./reader.bench.ts", readerArgs);
-if (reader !== 0) process.exit(reader);
-process.exit(run("./board.bench.ts", boardArgs));
+for (const [script, scriptArgs] of [
+  ["./reader.bench.ts", args.reader],
+  ["./controller.bench.ts", args.controller],
+  ["./board.bench.ts", args.board],
+] as const) {
+  const status = run(script, scriptArgs);
+  if (status !== 0) process.exit(status);
+}
