@@ -11,10 +11,9 @@
 // --on-loop: the board reads on its request loop (startBoard({ reader })), as before the read
 // workers, for comparison; its catalogue is expected to fail the budget.
 // --quick: 5 s. `npm run bench` runs this after the reader's and the controller's benches
-// (bench/run.ts), passing
-// `--board-seconds 10` on as `--seconds 10`. Exits 1 when the catalogue's p99 is over budget
-// or any request failed, so the claim is checked, not only printed. Raw numbers go to
-// bench/results/board-<timestamp>.json.
+// (bench/run.ts), passing `--board-seconds 10` on as `--seconds 10`. Exits 1 when the
+// catalogue's p99 is over budget or any request failed, so the claim is checked, not only
+// printed. Raw numbers go to bench/results/board-<timestamp>.json.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
