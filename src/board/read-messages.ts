@@ -24,7 +24,15 @@ export type WorkerSetup = {
   hosts: string[];
   /** Added to the thread's nice value on Linux: conversation lanes yield the CPU. */
   nice: number;
+  /** Where large bodies are written for the loop to send (body-slab.ts); absent on lane 0. */
+  slab?: SlabMemory;
 };
+
+/** A slab shared by one worker and the loop: its bytes, and one Int32 state per chunk. */
+export type SlabMemory = { bytes: SharedArrayBuffer; states: SharedArrayBuffer };
+
+/** Where in the slab a body was written: `count` chunks from `first`. */
+export type SlabRange = { offset: number; length: number; first: number; count: number };
 
 export type ToWorker = { type: "request"; id: number; request: BoardRequest };
 
@@ -33,7 +41,7 @@ export type WireReply = { status: number; headers: Record<string, string>; body:
 
 export type FromWorker =
   | { type: "ready" }
-  | { type: "reply"; id: number; reply: WireReply }
+  | { type: "reply"; id: number; reply: WireReply; slab?: SlabRange }
   | { type: "log"; line: string };
 
 export function isFromWorker(value: unknown): value is FromWorker {
@@ -48,11 +56,18 @@ export function isFromWorker(value: unknown): value is FromWorker {
         "id" in value &&
         typeof value.id === "number" &&
         "reply" in value &&
-        isWireReply(value.reply)
+        isWireReply(value.reply) &&
+        (!("slab" in value) || value.slab === undefined || isSlabRange(value.slab))
       );
     default:
       return false;
   }
+}
+
+function isSlabRange(value: unknown): value is SlabRange {
+  if (typeof value !== "object" || value === null) return false;
+  const fields = ["offset", "length", "first", "count"] as const;
+  return fields.every((f) => f in value && Number.isInteger((value as Record<string, unknown>)[f]));
 }
 
 function isWireReply(value: unknown): value is WireReply {

@@ -8,11 +8,14 @@
 // page hands out is held by the reader that `next` asks, and its parse is cached once, not
 // once per worker. A heavy conversation can delay another that hashes to its lane; it never
 // delays the catalogue. Workers are started lazily again after a crash; close() stops them.
+// A conversation lane's large bodies come back through memory shared with it (body-slab.ts).
 import { extname } from "node:path";
 import { Worker } from "node:worker_threads";
+import { createSlab, SlabReader } from "./body-slab.ts";
 import {
   isFromWorker,
   type ReaderSources,
+  type SlabRange,
   type ToWorker,
   type WireReply,
   type WorkerSetup,
@@ -37,6 +40,8 @@ export type ReadPool = {
   handle(request: BoardRequest): Promise<Reply>;
   /** How many worker threads are running now. */
   readonly running: number;
+  /** Slab chunks held by responses not yet sent, over every lane (0 when all are done). */
+  readonly slabInUse: number;
   /** Stops every worker; pending requests resolve as 500 (their sockets are gone by then). */
   close(): Promise<void>;
 };
@@ -60,7 +65,10 @@ export async function startReadPool(options: ReadPoolOptions): Promise<ReadPool>
   const hosts = [...options.hosts];
   const lanes = Array.from({ length: options.lanes + 1 }, (_, i) => {
     const nice = i === 0 ? 0 : CONVERSATION_LANE_NICE;
-    return new Lane(i, { sources: options.sources, hosts, nice }, options);
+    // Lane 0's answers (the catalogue, the Console's files) are small: no slab.
+    const slab = i === 0 ? undefined : createSlab();
+    const setup: WorkerSetup = { sources: options.sources, hosts, nice, ...(slab && { slab }) };
+    return new Lane(i, setup, options);
   });
   const deadline = options.startDeadlineMs ?? DEFAULT_START_DEADLINE_MS;
   try {
@@ -73,6 +81,9 @@ export async function startReadPool(options: ReadPoolOptions): Promise<ReadPool>
     handle: (request) => lanes[laneOf(request.target, options.lanes)]!.send(request),
     get running() {
       return lanes.filter((lane) => lane.isRunning).length;
+    },
+    get slabInUse() {
+      return lanes.reduce((n, lane) => n + lane.slabInUse, 0);
     },
     close: async () => {
       await Promise.all(lanes.map((lane) => lane.stop()));
@@ -117,15 +128,22 @@ class Lane {
   #nextId = 1;
   #stopping = false;
   readonly #index: number;
-  readonly #setup: WorkerSetup;
+  #setup: WorkerSetup;
   readonly #log: (line: string) => void;
   readonly #url: URL;
+  #slab: SlabReader | null;
 
   constructor(index: number, setup: WorkerSetup, options: ReadPoolOptions) {
     this.#index = index;
     this.#setup = setup;
     this.#log = options.log;
     this.#url = options.workerUrl ?? WORKER_URL;
+    this.#slab = setup.slab === undefined ? null : new SlabReader(setup.slab);
+  }
+
+  /** Chunks of this lane's slab still held by responses being sent. */
+  get slabInUse(): number {
+    return this.#slab?.used ?? 0;
   }
 
   get isRunning(): boolean {
@@ -187,7 +205,7 @@ class Lane {
             this.#log(message.line);
             return;
           case "reply":
-            this.#settle(message.id, fromWire(message.reply));
+            this.#settle(message.id, this.#fromWire(message.reply, message.slab));
             return;
           default:
             return unreachable(message);
@@ -200,8 +218,15 @@ class Lane {
       worker.on("exit", (code) => {
         reject(new Error(`The board's read worker ${this.#index} exited (${code}).`));
         if (this.#worker !== worker) return;
-        // A crash: what it owed is answered 500 and the next request starts a new worker.
+        // A crash: what it owed is answered 500 and the next request starts a new worker, with
+        // a new slab: chunks the dead worker had claimed would never be released. Responses
+        // still sending from the old slab keep it alive until they end.
         this.#worker = null;
+        if (this.#setup.slab !== undefined && !this.#stopping) {
+          const slab = createSlab();
+          this.#setup = { ...this.#setup, slab };
+          this.#slab = new SlabReader(slab);
+        }
         if (!this.#stopping) this.#log(`board: read worker ${this.#index} exited (${code})`);
         this.#failPending(
           boardRefusal("internal-error", "The board failed on this request; see its log."),
@@ -213,9 +238,22 @@ class Lane {
     return worker;
   }
 
+  #fromWire(wire: WireReply, range: SlabRange | undefined): Reply {
+    if (range === undefined) return fromWire(wire);
+    const opened = this.#slab?.open(range) ?? null;
+    if (opened === null) {
+      this.#log(`board: read worker ${this.#index} named a slab range it cannot have written`);
+      return boardRefusal("internal-error", "The board failed on this request; see its log.");
+    }
+    return { status: wire.status, headers: wire.headers, ...opened };
+  }
+
   #settle(id: number, reply: Reply): void {
     const resolve = this.#pending.get(id);
-    if (!resolve) return;
+    if (!resolve) {
+      reply.release?.();
+      return;
+    }
     this.#pending.delete(id);
     resolve(reply);
   }

@@ -6,6 +6,7 @@ import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { createReader } from "../reader/reader.ts";
 import { rootsFromSpecs } from "../reader/sources.ts";
 import { loadAssets } from "./assets.ts";
+import { SlabWriter } from "./body-slab.ts";
 import { type FromWorker, isToWorker, type WorkerSetup } from "./read-messages.ts";
 import { createHandler } from "./routes.ts";
 
@@ -37,6 +38,7 @@ function run(): void {
   const { specs, registrations, ...tuning } = setup.sources;
   const reader = createReader({ roots: () => rootsFromSpecs(specs, registrations), ...tuning });
   const post = (message: FromWorker) => port.postMessage(message);
+  const slab = setup.slab === undefined ? null : new SlabWriter(setup.slab);
   const handle = createHandler({
     reader,
     assets: loadAssets(),
@@ -50,6 +52,12 @@ function run(): void {
     }
     // createHandler never throws: a reader bug is logged and answered 500 there.
     const reply = handle(message.request);
+    const range = slab?.write(reply.body) ?? null;
+    if (range !== null) {
+      const empty = { ...reply, body: new Uint8Array(0) };
+      post({ type: "reply", id: message.id, reply: empty, slab: range });
+      return;
+    }
     // The body is copied here into a buffer of its own and that buffer is transferred, so the
     // request loop receives it without a copy. Never the reply's own buffer: it may be one
     // that is served again (an asset) or a slice of Node's shared pool.

@@ -4,7 +4,13 @@ import { STATUS_CODES } from "node:http";
 import type { ReadResult } from "../reader/reader.ts";
 import { type BoardRefusalCode, statusOf } from "./status.ts";
 
-export type Reply = { status: number; headers: Record<string, string>; body: Buffer };
+export type Reply = {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+  /** Set when the body is a view of shared memory (body-slab.ts): call once it is sent. */
+  release?: () => void;
+};
 
 /** The Console page: its own scripts and styles only, images only as `data:` URLs. */
 export const PAGE_CSP = [

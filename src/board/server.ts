@@ -44,6 +44,11 @@ export type Board = {
   port: number;
   /** Stops listening, closes every open connection and stops the read workers. */
   close(): Promise<void>;
+  /**
+   * The read workers now: threads running, and shared-memory chunks held by responses still
+   * being sent (0 once every answer is over). Both 0 for a board reading on its loop.
+   */
+  readers(): { running: number; slabChunksInUse: number };
 };
 
 /** Answers one request that passed the HTTP-level checks; never rejects. */
@@ -90,6 +95,7 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
   let dispatch: Dispatch = () =>
     Promise.resolve(boardRefusal("internal-error", "The board is starting."));
   let stopReading = async () => {};
+  let readers = () => ({ running: 0, slabChunksInUse: 0 });
 
   // requireHostHeader is off so a request without Host gets the board's refusal and headers.
   const server = createServer({ requireHostHeader: false }, (req, res) => {
@@ -140,6 +146,7 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
       });
       dispatch = (request) => pool.handle(request);
       stopReading = () => pool.close();
+      readers = () => ({ running: pool.running, slabChunksInUse: pool.slabInUse });
     }
   } catch (e) {
     server.closeAllConnections();
@@ -156,6 +163,7 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
       closing ??= stopServing(server, handedOver, stopReading);
       return closing;
     },
+    readers: () => readers(),
   };
 }
 
@@ -206,7 +214,9 @@ function requestOf(req: IncomingMessage): BoardRequest {
 
 async function answerConnect(req: IncomingMessage, socket: Socket, dispatch: Dispatch) {
   const out = refuseAtHttpLevel(req) ?? (await dispatch(requestOf(req)));
-  if (!socket.destroyed) socket.end(rawResponse(out));
+  const bytes = rawResponse(out); // a copy: the body's memory can go back at once
+  out.release?.();
+  if (!socket.destroyed) socket.end(bytes);
 }
 
 async function respond(req: IncomingMessage, res: ServerResponse, dispatch: Dispatch) {
@@ -214,7 +224,13 @@ async function respond(req: IncomingMessage, res: ServerResponse, dispatch: Disp
   req.resume();
   const out = refuseAtHttpLevel(req) ?? (await dispatch(requestOf(req)));
   // The client may have gone while a worker read; there is no one left to answer.
-  if (res.destroyed || res.writableEnded) return;
+  if (res.destroyed || res.writableEnded) {
+    out.release?.();
+    return;
+  }
+  // Shared memory goes back once the response is over: sent whole (the socket's write of it
+  // has completed by then) or cut off. 'close' is emitted in both cases.
+  if (out.release) res.once("close", out.release);
   res.writeHead(out.status, out.headers);
   // HEAD: the same headers as GET, Content-Length included, and no body.
   res.end(req.method === "HEAD" ? undefined : out.body);

@@ -210,10 +210,12 @@ describe("board read workers", () => {
     });
     t.after(() => board.close());
     assert.ok(threadCount() >= before + 4, "a catalogue lane and three conversation lanes");
+    assert.equal(board.readers().running, 4);
     assert.equal((await send(board.port, "/api/conversations")).status, 200);
     await board.close();
     await board.close(); // twice is harmless
     await waitFor("the worker threads to end", () => threadCount() <= before);
+    assert.equal(board.readers().running, 0);
     await assert.rejects(send(board.port, "/api/conversations"), /ECONNREFUSED/);
   });
 
@@ -323,5 +325,59 @@ describe("board read pool", () => {
     assert.equal(pool.running, 0);
     assert.equal((await pool.handle(request("/api/conversations"))).status, 500);
     assert.equal(pool.running, 0, "no worker is started after close");
+  });
+});
+
+describe("board read pool with the board's own worker", () => {
+  it("hands a large page over in shared memory, held until released", async (t) => {
+    const fx = await writeBoardFixture(t);
+    const pool = await startReadPool({
+      sources: { specs: fx.specs, registrations: fx.registrations },
+      hosts: ["127.0.0.1:1"],
+      lanes: 1,
+      log: () => {},
+    });
+    t.after(() => pool.close());
+    const frag = conversationId(fx.alpha.projectRoot, fx.alpha.seat, "frag.jsonl");
+    const request = { method: "GET", target: pagePath(frag), host: "127.0.0.1:1" };
+    const replies = await Promise.all([pool.handle(request), pool.handle(request)]);
+    for (const reply of replies) {
+      assert.equal(reply.status, 200);
+      assert.ok(reply.body.length > 300_000, "the fragmented page is large");
+      assert.ok(reply.release, "a large body comes in shared memory");
+      assert.equal(Number(reply.headers["Content-Length"]), reply.body.length);
+      const json: unknown = JSON.parse(reply.body.toString("utf8"));
+      assertReadResult(json);
+      assert.ok(json.ok);
+    }
+    assert.ok(pool.slabInUse >= 4, "held while being sent");
+    for (const reply of replies) reply.release?.();
+    assert.equal(pool.slabInUse, 0);
+    const small = await pool.handle({ ...request, target: "/api/conversations" });
+    assert.equal(small.release, undefined, "the catalogue's lane transfers");
+  });
+
+  it("gives back the shared memory of every page it sends, also to clients that hang up", async (t) => {
+    const fx = await writeBoardFixture(t);
+    const { board } = await boardOver(t, fx, 1);
+    const frag = conversationId(fx.alpha.projectRoot, fx.alpha.seat, "frag.jsonl");
+    // More pages than the slab holds at once (128 chunks, 2 per page).
+    const answers = await Promise.all(
+      Array.from({ length: 100 }, () => send(board.port, pagePath(frag), { timeoutMs: 60_000 })),
+    );
+    for (const a of answers) {
+      assert.equal(a.status, 200);
+      assertReadResult(a.json);
+    }
+    // Hang up on a few mid-answer: the board must not fail on the bodies it could not send.
+    await Promise.all(
+      Array.from({ length: 10 }, () =>
+        send(board.port, pagePath(frag), { timeoutMs: 1 }).catch(() => undefined),
+      ),
+    );
+    const after = await send(board.port, pagePath(frag));
+    assert.equal(after.status, 200);
+    await waitFor("every chunk back", () => board.readers().slabChunksInUse === 0);
+    assert.equal(board.readers().running, 2);
   });
 });
