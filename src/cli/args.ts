@@ -33,7 +33,8 @@ const SOURCES_HELP = `Sources (one of):
                      taken from the file's folder)
   --project DIR      a project root; its conversations are the files in
                      DIR/.pi/state/<seat>/sessions
-  --seat NAME        a seat under --project (repeatable; default: main)`;
+  --seat NAME        a seat under --project (repeatable; default: main;
+                     '*' for every seat in DIR/.pi/state)`;
 
 export const HELP = {
   top: `Usage: conversation <command> [options]
@@ -60,7 +61,9 @@ Text output is for people (hostile control characters shown as ^[ or
                               [--json]
 
 Lists every conversation in the sources, newest activity first: title, id,
-project/seat, last activity and size. Rows that cannot be read say why.
+project/seat, last activity and size. Rows that cannot be read say why. A
+source root that is refused (missing, unreadable, a link out) is named on
+stderr and the exit status is 1; the other roots' rows are still listed.
 
 ${SOURCES_HELP}
 
