@@ -79,7 +79,9 @@ describe("package: the tarball, installed", { timeout: 600_000 }, () => {
       installGlobally(prefix, tarball),
     ]);
     // Where the time goes, for the report: pack (with the build), then both installs.
-    process.stderr.write(`# pack ${Math.round(t1 - t0)} ms, installs ${Math.round(performance.now() - t1)} ms\n`);
+    process.stderr.write(
+      `# pack ${Math.round(t1 - t0)} ms, installs ${Math.round(performance.now() - t1)} ms\n`,
+    );
     const p = project(join(base, "data"));
     writeSession(p.sessionsDir, "s.jsonl", [
       header(p.projectRoot),
