@@ -126,7 +126,8 @@ describe("package: the tarball, installed", { timeout: 600_000 }, () => {
   });
 
   it("lists, reads and follows a conversation with npx conversation", async (t) => {
-    const cat = await runLine(t, `npx conversation catalogue ${src()}`, { cwd: app });
+    // The README's Install line, with the project filled in.
+    const cat = await runLine(t, `npx conversation catalogue ${src()} --seat '*'`, { cwd: app });
     assert.equal(cat.code, 0, cat.stderr);
     assert.match(cat.stdout, /^1 conversation\n/);
     assert.ok(cat.stdout.includes(data.id));

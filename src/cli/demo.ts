@@ -146,7 +146,11 @@ async function ensureDemo(): Promise<ReturnType<typeof demoProject>> {
 }
 
 function servingDemo(url: string): string {
-  const where = shellWord(relative(process.cwd(), DEMO_PROJECT) || DEMO_PROJECT);
+  // Relative to where `npm start` was typed (npm runs it in the package root), as the hints'
+  // `npm run conversation` resolves paths (main.ts runProcess).
+  const { npm_lifecycle_event: script, INIT_CWD: typedIn } = process.env;
+  const here = script === "start" && typedIn ? typedIn : process.cwd();
+  const where = shellWord(relative(here, DEMO_PROJECT) || ".");
   const live = conversationId(DEMO_PROJECT, DEMO_SEATS.main, "live.jsonl");
   const run = commandPrefix();
   return `

@@ -332,6 +332,10 @@ export function processIo(): Io {
 /** Runs the process's command line (or `argv`): SIGINT and SIGTERM end follow, serve and
  * control (status 0). */
 export async function runProcess(argv: string[] = process.argv.slice(2)): Promise<void> {
+  // `npm run conversation -- …` runs us in the package root; the paths a person typed are
+  // relative to where they typed it, which npm keeps in INIT_CWD.
+  const { npm_lifecycle_event: script, INIT_CWD: typedIn } = process.env;
+  if (script === "conversation" && typedIn !== undefined && typedIn !== "") process.chdir(typedIn);
   const stop = new AbortController();
   const abort = () => stop.abort();
   process.once("SIGINT", abort);

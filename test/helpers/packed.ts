@@ -4,7 +4,7 @@
 // is killed when its test ends; every directory is the caller's temp dir.
 import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
 import { copyFileSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { delimiter, dirname, join, resolve } from "node:path";
+import { basename, delimiter, dirname, join, resolve, sep } from "node:path";
 import type { TestContext } from "node:test";
 
 export const ROOT = resolve(import.meta.dirname, "..", "..");
@@ -22,6 +22,19 @@ export function userEnv(extraPath: string[] = []): NodeJS.ProcessEnv {
   env.npm_config_audit = "false";
   env.npm_config_fund = "false";
   env.npm_config_update_notifier = "false";
+  return env;
+}
+
+/**
+ * A contributor's shell in the checkout: no npm_* variables, and PATH without what npm (or
+ * this test's Node 24 from node_modules) added, so `npm run` must find Node 24 itself.
+ */
+export function checkoutEnv(): NodeJS.ProcessEnv {
+  const env = userEnv();
+  env.PATH = (process.env.PATH ?? "")
+    .split(delimiter)
+    .filter((d) => !d.includes(`${sep}node_modules${sep}`) && !d.endsWith(`${sep}node_modules`))
+    .join(delimiter);
   return env;
 }
 
@@ -82,9 +95,9 @@ function runtimeEntries(): Record<string, Record<string, unknown>> {
  */
 export async function installInProject(dir: string, tarball: string): Promise<void> {
   mkdirSync(dir, { recursive: true });
-  const local = join(dir, "pkg.tgz");
-  copyFileSync(tarball, local);
-  const spec = "file:pkg.tgz";
+  const name = basename(tarball);
+  copyFileSync(tarball, join(dir, name));
+  const spec = `file:${name}`;
   const manifest = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as Record<
     string,
     unknown
@@ -108,7 +121,8 @@ export async function installInProject(dir: string, tarball: string): Promise<vo
     join(dir, "package-lock.json"),
     JSON.stringify({ name: "app", lockfileVersion: 3, requires: true, packages }),
   );
-  await run("npm", ["install", "--ignore-scripts", "./pkg.tgz"], { cwd: dir, ms: 180_000 });
+  // The README's line (Install), as typed.
+  await run("sh", ["-c", `npm install ./${name}`], { cwd: dir, ms: 180_000 });
 }
 
 /**
