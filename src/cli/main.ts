@@ -18,7 +18,7 @@ import {
 } from "../index.ts";
 import { type Command, HELP, parseCommand } from "./args.ts";
 import { runAttach } from "./attach.ts";
-import { DEFAULT_SEAT, type SourceFlags, type Sources, sourcesFromFlags } from "./config.ts";
+import { DEFAULT_SEAT, resolveSources, type SourceFlags, type Sources } from "./config.ts";
 import { readGrantsFile, runControl } from "./control.ts";
 import { asInvoked, commandPrefix, shellWord } from "./invocation.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
@@ -52,9 +52,10 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
   if (cmd.name === "attach") return runAttach(cmd, io.err, signal);
   const flags = expandSeats(cmd.sources);
   if (!flags.ok) return usageError(io, flags.error, HELP[cmd.name]);
-  const sources = sourcesFromFlags(flags.value);
+  const sources = resolveSources(flags.value);
   if (!sources.ok) return usageError(io, sources.error, HELP[cmd.name]);
-  return run(cmd, sources.value, io, signal);
+  if (sources.value.notice !== null) io.err(`${sources.value.notice}\n`);
+  return run(cmd, sources.value.sources, io, signal);
 }
 
 /** Every seat of a project: the names under <project>/.pi/state, sorted. */
@@ -282,29 +283,40 @@ function refusedOpen(
   const searched =
     roots.length === 0
       ? "no session folders (the sources name none)"
-      : roots.map((r: Root) => r.sessionsDir).join(", ");
+      : roots.map((r: Root) => (r.kind === "pi-store" ? r.storeDir : r.sessionsDir)).join(", ");
   const lines = [`no conversation ${cmd.id} in ${searched}.`];
   const project = cmd.sources.project;
   const prefix = commandPrefix();
   if (project !== undefined) {
-    const shown = (cmd.sources.seat ?? [DEFAULT_SEAT]).join(", ");
-    const others = seatsOf(project).filter(
-      (s) => !(cmd.sources.seat ?? [DEFAULT_SEAT]).includes(s),
-    );
+    const seats = cmd.sources.seat ?? [DEFAULT_SEAT];
+    const others = seatsOf(project).filter((s) => !seats.includes(s));
+    const every = sourceWords({ ...cmd.sources, seat: ["*"] });
     lines.push(
-      `Only seat ${shown} of ${project} was searched (--seat, default main)` +
+      `Only seat ${seats.join(", ")} of ${project} was searched (--seat, default main)` +
         (others.length > 0 ? `; it also has ${others.join(", ")}.` : "."),
-      `Search every seat: ${prefix} ${cmd.name} ${shellWord(cmd.id)} --project ${shellWord(project)} --seat '*'`,
-      `List them: ${prefix} catalogue --project ${shellWord(project)} --seat '*'`,
+      `Search every seat: ${prefix} ${cmd.name} ${shellWord(cmd.id)} ${every}`,
+      `List them: ${prefix} catalogue ${every}`,
     );
-  } else if (cmd.sources.config !== undefined) {
+  } else {
+    const words = sourceWords(cmd.sources);
     lines.push(
-      `List what the config reaches: ${prefix} catalogue --config ${shellWord(cmd.sources.config)}`,
+      `List what these sources hold: ${prefix} catalogue${words === "" ? "" : ` ${words}`}`,
     );
   }
   const text = makeVisible(lines.join("\n"), { showNewlines: false });
   io.err(`refused: unknown-conversation: ${text}\n`);
   return EXIT.refused;
+}
+
+/** The source flags as shell words, to print in a command line. */
+function sourceWords(flags: SourceFlags): string {
+  const words: string[] = [];
+  if (flags.config !== undefined) words.push("--config", shellWord(flags.config));
+  if (flags.project !== undefined) words.push("--project", shellWord(flags.project));
+  for (const seat of flags.seat ?? []) words.push("--seat", shellWord(seat));
+  if (flags.pi === true) words.push("--pi");
+  if (flags.piSessions !== undefined) words.push("--pi-sessions", shellWord(flags.piSessions));
+  return words.join(" ");
 }
 
 function usageError(io: Io, error: string, usage: string): number {

@@ -5,9 +5,11 @@
 // in a shell as a contributor types it (npm finds Node 24 itself), with a deadline.
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it, type TestContext } from "node:test";
 import { conversationId } from "../../src/index.ts";
+import { encodeCwd } from "../../src/reader/pi-store.ts";
 import { startFakeModel } from "../helpers/fake-model.ts";
 import {
   checkoutEnv,
@@ -79,7 +81,9 @@ function fill(line: string, values: Record<string, string>): string {
   return s;
 }
 
-const shell = { cwd: ROOT, env: checkoutEnv() };
+/** Pi's store for lines with no source (it would be the machine's ~/.pi/agent otherwise). */
+const AGENT = mkdtempSync(join(tmpdir(), "pc-agent-"));
+const shell = { cwd: ROOT, env: { ...checkoutEnv(), PI_CODING_AGENT_DIR: AGENT } };
 
 async function ok(t: TestContext, line: string, what = line): Promise<string> {
   const r = await runLine(t, line, { ...shell, ms: 90_000 });
@@ -114,7 +118,7 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
   let app = "";
   let mainId = "";
   let reviewId = "";
-  before(() => {
+  before(async () => {
     // Short: the README's control line puts a socket under it (sun_path is 108 bytes).
     base = mkdtempSync("/tmp/pc-");
     const main = project(join(base, "data"), "app", "main");
@@ -132,8 +136,25 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
     ]);
     mainId = conversationId(app, "main", "s.jsonl");
     reviewId = conversationId(app, "review", "r.jsonl");
+    const store = join(AGENT, "sessions", encodeCwd(app));
+    mkdirSync(store, { recursive: true });
+    writeSession(store, "2026-01-01T00-00-00-000Z_x.jsonl", [
+      header(app),
+      user("u1", null, "printed store"),
+      assistant("a1", "u1", "ok"),
+    ]);
+    const { createReader, rootsFromSpecs } = await import("../../src/index.ts");
+    const reader = createReader({
+      roots: () => rootsFromSpecs([{ kind: "pi-agent", sessionsDir: join(AGENT, "sessions") }], []),
+    });
+    storeId = reader.catalogue().conversations[0]?.conversation ?? "";
+    assert.ok(storeId !== "", "the store's conversation");
   });
-  after(() => rmSync(base, { recursive: true, force: true }));
+  let storeId = "";
+  after(() => {
+    rmSync(base, { recursive: true, force: true });
+    rmSync(AGENT, { recursive: true, force: true });
+  });
 
   it("documents the contributor's three commands first, then runs them elsewhere", () => {
     const work = readmeCommands().filter((c) => c.section === "Work on it");
@@ -158,7 +179,7 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
   });
 
   it("runs the README's commands for your own projects", async (t) => {
-    const values = { "~/code/app": app, "<id>": mainId };
+    const values = { "~/code/app": app };
     // Not run here: `npm install` would change the tree this suite runs in, `npm test` is this
     // suite, and bare `npm start` has its own test below; control and attach too.
     const elsewhere = new Set(["npm install", "npm test", "npm start"]);
@@ -171,7 +192,9 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
     );
     assert.ok(lines.length >= 4, lines.map((l) => l.line).join("\n"));
     for (const { line } of lines) {
-      const filled = fill(line, values);
+      // <id>: the project's conversation where the line names the project, else the store's.
+      const id = line.includes("--project") ? mainId : storeId;
+      const filled = fill(line, { ...values, "<id>": id });
       if (line.startsWith("npm start")) {
         const p = await runUntil(t, filled, "the board", (x) =>
           x.stdout().includes("The board is serving on"),
@@ -182,7 +205,7 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
         assert.ok(isCleanInterrupt(await interrupt(p)), p.stderr());
       } else {
         const out = await ok(t, filled, line);
-        if (line.includes(" catalogue ")) assert.match(out, /printed main[\s\S]*|printed review/);
+        if (line.includes(" catalogue")) assert.match(out, /printed (main|review|store)/);
       }
     }
   });
