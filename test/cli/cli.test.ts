@@ -115,7 +115,7 @@ describe("conversation cli", { concurrency: 4 }, () => {
     const args = ["--project", f.root, "--seat", "main", "--seat", "gone"];
     const text = await runCli(t, ["catalogue", ...args]);
     assert.equal(text.code, 1, text.stderr);
-    assert.match(text.stdout, /^1 conversation\n/);
+    assert.match(text.stdout, /^1 conversation in 1 project\n/);
     assert.ok(text.stdout.includes(f.id));
     assert.match(text.stderr, /^refused: unavailable: root demo\/gone: .+\n$/);
     const json = await runCli(t, ["catalogue", "--json", ...args]);
