@@ -129,7 +129,7 @@ describe("package: the tarball, installed", { timeout: 600_000 }, () => {
     // The README's Install line, with the project filled in.
     const cat = await runLine(t, `npx conversation catalogue ${src()} --seat '*'`, { cwd: app });
     assert.equal(cat.code, 0, cat.stderr);
-    assert.match(cat.stdout, /^1 conversation\n/);
+    assert.match(cat.stdout, /^1 conversation in 1 project\n/);
     assert.ok(cat.stdout.includes(data.id));
     const read = await runLine(t, `npx conversation read ${data.id} ${src()}`, { cwd: app });
     assert.equal(read.code, 0, read.stderr);
