@@ -55,7 +55,9 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
   const sources = resolveSources(flags.value);
   if (!sources.ok) return usageError(io, sources.error, HELP[cmd.name]);
   if (sources.value.notice !== null) io.err(`${sources.value.notice}\n`);
-  return run(cmd, sources.value.sources, io, signal);
+  // No source named: Pi's default store, which a new user may not have yet (see catalogue).
+  const implicit = sources.value.notice !== null;
+  return run(cmd, sources.value.sources, io, signal, implicit);
 }
 
 /** Every seat of a project: the names under <project>/.pi/state, sorted. */
@@ -93,6 +95,7 @@ async function run(
   sources: Sources,
   io: Io,
   signal: AbortSignal,
+  implicit = false,
 ): Promise<number> {
   const reader = createReader({
     roots: () => rootsFromSpecs(sources.specs, sources.registrations),
@@ -105,6 +108,16 @@ async function run(
         // Refused roots go to stderr below, once, with the other refusals.
         const readable = { ...catalogue, refusedRoots: [] };
         io.out(`${renderCatalogue(readable, io.width).join("\n")}\n`);
+      }
+      const [only] = catalogue.refusedRoots;
+      if (implicit && catalogue.refusedRoots.length === 1 && only?.code === "unavailable") {
+        // Nothing named and no store yet (a new user): nothing is wrong, there is nothing yet.
+        const store = makeVisible(only.project, { showNewlines: true });
+        io.err(
+          `${store}: Pi's session store does not exist yet (Pi writes it when it saves a ` +
+            "session); name a source: --project DIR, --config FILE or --pi-sessions DIR\n",
+        );
+        return EXIT.ok;
       }
       for (const r of catalogue.refusedRoots) {
         const root = makeVisible(`${r.project}/${r.seat}`, { showNewlines: true });
