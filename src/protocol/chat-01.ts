@@ -191,8 +191,8 @@ export type View = {
   defaultLeaf: string | null;
   /**
    * At most LIMITS.branchesPerView branches, in file order: the page's branch, the default
-   * branch, the branches the page's branch forks from, those forking from it, then the first
-   * others. Every branch opens by name whether listed or not.
+   * branch, those forking from the page's branch (up to half the room), the ones it forks from
+   * (nearest first), then the first others. Every branch opens by name, listed or not.
    */
   branches: BranchInfo[];
   /** How many branches the conversation has (listed or not). */

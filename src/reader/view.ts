@@ -1,8 +1,8 @@
 // The `view` a page carries: where Pi's default leaf is, and a bounded list of branches. A file
 // can hold millions of branches (every entry a root), so a page lists at most
 // LIMITS.branchesPerView of them, chosen so the Console can walk the tree from the branch it
-// shows: that branch, the default branch, the branches it forks from up to its root, the
-// branches forking from it, then the others in file order. `branchCount` says how many exist;
+// shows: that branch, the default branch, the branches forking from it (up to half the room),
+// the branches it forks from (nearest first), then the others in file order. `branchCount` says how many exist;
 // any branch opens by its name (`b.<entry id>`) whether listed or not.
 import { type BranchInfo, LIMITS, type View } from "../protocol/chat-01.ts";
 import { keyOf } from "./pi.ts";
@@ -18,17 +18,18 @@ export function viewFor(s: ParsedSession, shown: number, incomplete: boolean): V
   const dflt = defaultBranch(s);
   pick(shown);
   pick(dflt);
-  // Up the tree from the branch shown, then down one level, then the rest in file order.
+  // Down one level (up to half the room), up the tree nearest first, the rest of the forks,
+  // then the others in file order: from any branch, its parent and its forks are a click away.
+  const forks = forksOf(s, shown);
+  let f = 0;
+  for (; f < forks.length && picked.size < cap / 2; f++) pick(forks[f]!);
   for (let b = shown; picked.size < cap; ) {
     const from = s.branches.forksFrom[b]!;
     if (from < 0) break;
     b = s.branchOf[from]!;
     pick(b);
   }
-  for (const f of forksOf(s, shown)) {
-    if (picked.size >= cap) break;
-    pick(f);
-  }
+  for (; f < forks.length && picked.size < cap; f++) pick(forks[f]!);
   for (let b = 0; b < s.branches.count && picked.size < cap; b++) pick(b);
   const leaf = s.defaultLeaf;
   return {
