@@ -98,12 +98,26 @@ function onObject(
     }
     if (typeof obj !== "object" || obj === null || Array.isArray(obj)) return;
     fn(obj as Record<string, unknown>, objects);
-    try {
-      lines[i] = Buffer.from(JSON.stringify(obj));
-    } catch {
-      // Nested too deep for JSON.stringify (a deep line from an earlier mutation): left as is.
-    }
+    lines[i] = encode(obj) ?? line;
   });
+}
+
+/**
+ * A number as raw JSON text (`1e400` is Infinity in JavaScript, which JSON.stringify would
+ * write as null): a placeholder string that `encode` turns back into the text.
+ */
+function raw(text: string): string {
+  return `@@raw:${text}@@`;
+}
+
+/** JSON.stringify, with raw() placeholders written as their text; null when too deep. */
+function encode(v: unknown): Buffer | null {
+  try {
+    return Buffer.from(JSON.stringify(v).replace(/"@@raw:([^"@]*)@@"/g, "$1"));
+  } catch {
+    // Nested too deep for JSON.stringify (a deep line from an earlier mutation).
+    return null;
+  }
 }
 
 const ODD_IDS: unknown[] = [
@@ -121,15 +135,28 @@ const ODD_IDS: unknown[] = [
   "\u0000",
   "\ud83d",
   42,
-  -0,
-  1e400,
+  raw("-0"),
+  raw("1e400"),
   null,
   true,
   [],
   {},
 ];
 
-const ODD_NUMBERS: unknown[] = [-1, 1.5, 1e400, -1e400, 0, -0, 2 ** 53 + 2, "7", null, [], 1e-7];
+const ODD_NUMBERS: unknown[] = [
+  -1,
+  1.5,
+  raw("1e400"),
+  raw("-1e400"),
+  0,
+  raw("-0"),
+  raw("9007199254740993"),
+  raw("1E2"),
+  "7",
+  null,
+  [],
+  1e-7,
+];
 
 /** A string that stresses fragmenting: long, with escapes, surrogates and multi-byte text. */
 function hugeString(rng: Rng): string {
@@ -177,8 +204,8 @@ const MUTATIONS: Mutation[] = [
     weight: 5,
     apply: (file, rng) =>
       onLines(file, (lines) => {
-        const i = rng.int(lines.length);
-        lines.splice(bodyLine(lines, rng), 0, lines[i]!);
+        const line = lines[rng.int(lines.length)];
+        if (line) lines.splice(bodyLine(lines, rng), 0, line);
       }),
   },
   {
@@ -284,7 +311,7 @@ const MUTATIONS: Mutation[] = [
             const at = cycle.indexOf(v.id as string);
             if (at < 0) continue;
             v.parentId = cycle[(at + 1) % cycle.length];
-            ls[i] = Buffer.from(JSON.stringify(v));
+            ls[i] = encode(v) ?? ls[i]!;
           } catch {
             // Not JSON: left as it is.
           }
@@ -393,8 +420,8 @@ const MUTATIONS: Mutation[] = [
         try {
           const h = JSON.parse(first.toString("utf8")) as Record<string, unknown>;
           const key = rng.pick(["version", "timestamp", "parentSession", "id"]);
-          h[key] = rng.pick([1, "1", 2, 3, "x", null, "t".repeat(400), "/elsewhere", 1e400]);
-          lines[0] = Buffer.from(JSON.stringify(h));
+          h[key] = rng.pick([1, "1", 2, 3, "x", null, "t".repeat(400), "/elsewhere", raw("1e400")]);
+          lines[0] = encode(h) ?? first;
         } catch {
           // A header that no longer parses is a case of its own.
         }
