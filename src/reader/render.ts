@@ -14,15 +14,16 @@ export type ItemRenderer = (buf: Buffer, item: Item) => SizedPart[];
 const KEEP_BYTES = 1024 * 1024;
 
 export function createItemRenderer(): ItemRenderer {
-  let kept: { buf: Buffer; rec: EntryRec; parts: SizedPart[] } | null = null;
+  // The snapshot is held weakly: the slot must not keep a snapshot the parse cache let go.
+  let kept: { buf: WeakRef<Buffer>; rec: EntryRec; parts: SizedPart[] } | null = null;
   return (buf, item) => {
     if (item.kind === "notice") return renderNotice(item);
     const { rec } = item;
-    if (kept && kept.buf === buf && kept.rec === rec) return kept.parts;
+    if (kept && kept.rec === rec && kept.buf.deref() === buf) return kept.parts;
     const parts = renderEntryParts(buf, rec);
     let bytes = 0;
     for (const p of parts) bytes += p.bytes;
-    if (parts.length > 1 || bytes >= KEEP_BYTES) kept = { buf, rec, parts };
+    if (parts.length > 1 || bytes >= KEEP_BYTES) kept = { buf: new WeakRef(buf), rec, parts };
     return parts;
   };
 }
