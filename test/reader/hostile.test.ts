@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it, type TestContext } from "node:test";
 import { deepToolCallLine } from "../../bench/hostile-files.ts";
 import schema from "../../schema/chat-01.schema.json" with { type: "json" };
+import { createHandler } from "../../src/board/routes.ts";
 import { LIMITS, type Part, toChatId } from "../../src/protocol/chat-01.ts";
 import { jsonText } from "../../src/reader/json-text.ts";
 import {
@@ -16,7 +17,7 @@ import {
   user,
   writeSession,
 } from "../helpers/reader.ts";
-import { assertValid } from "../helpers/schema.ts";
+import { assertReadResult, assertValid } from "../helpers/schema.ts";
 
 function setup(t: TestContext, lines: (object | string)[], headerExtra = {}) {
   const p = project(tempDir(t));
@@ -56,6 +57,25 @@ describe("hostile inputs (issue 17)", () => {
       rejoined(deep, "tool-call"),
       `{"a":${"[".repeat(1_000_000)}${"]".repeat(1_000_000)}}`,
     );
+  });
+
+  it("answers 200 on the board, not 500, for a conversation with deeply nested arguments", (t) => {
+    const { reader, id } = setup(t, [deepToolCallLine("deep", 5_000)]);
+    const logs: string[] = [];
+    const handle = createHandler({
+      reader,
+      assets: new Map(),
+      hosts: new Set(["127.0.0.1:1"]),
+      log: (line) => logs.push(line),
+    });
+    const target = `/api/conversations/${encodeURIComponent(id)}/page`;
+    for (let round = 0; round < 2; round++) {
+      const reply = handle({ method: "GET", target, host: "127.0.0.1:1" });
+      assert.equal(reply.status, 200, logs.join("\n"));
+      const body: unknown = JSON.parse(reply.body.toString("utf8"));
+      assertReadResult(body);
+    }
+    assert.deepEqual(logs, []);
   });
 
   it("serializes any JSON value exactly as JSON.stringify does, at any depth", () => {
