@@ -6,12 +6,14 @@ import { createHandler } from "../../src/board/routes.ts";
 import { LIMITS, type Part, toChatId } from "../../src/protocol/chat-01.ts";
 import { jsonText } from "../../src/reader/json-text.ts";
 import {
+  checkedReader,
   expectOk,
   header,
   idOf,
   project,
   readAll,
   readerFor,
+  rootsOf,
   tempDir,
   ts,
   user,
@@ -202,6 +204,30 @@ describe("hostile inputs (issue 17)", () => {
     assert.equal(rows.find((r) => r.fileName === "long.jsonl")?.createdAt, null);
     assert.equal(rows.find((r) => r.fileName === "ok.jsonl")?.createdAt, ts(0));
     expectOk(reader.open({ conversation: idOf(reader, "long.jsonl") }));
+  });
+});
+
+describe("catalogue times", () => {
+  it("leaves out a registration start time over 256 characters that Date.parse accepts", (t) => {
+    const p = project(tempDir(t));
+    writeSession(p.sessionsDir, "s.jsonl", [header(p.projectRoot), user("u", null, "hi")]);
+    const registration = (startedAt: string) => ({
+      seat: p.seat,
+      layout: "repo",
+      project: p.projectRoot,
+      sessionsDir: p.sessionsDir,
+      harness: "pi",
+      startedAt,
+    });
+    const long = `Dec 31 2025 (${"x".repeat(300)})`;
+    assert.ok(!Number.isNaN(Date.parse(long)), "V8 takes the comment");
+    const spec = { kind: "repository" as const, projectRoot: p.projectRoot, seat: p.seat };
+    const reader = checkedReader(p.base, { roots: rootsOf([spec], [registration(long)]) });
+    assert.equal(reader.catalogue().conversations[0]?.engineStartedAt, null);
+    const fine = checkedReader(p.base, {
+      roots: rootsOf([spec], [registration("2025-12-31T00:00:00.000Z")]),
+    });
+    assert.equal(fine.catalogue().conversations[0]?.engineStartedAt, "2025-12-31T00:00:00.000Z");
   });
 });
 
