@@ -229,6 +229,34 @@ describe("catalogue times", () => {
     });
     assert.equal(fine.catalogue().conversations[0]?.engineStartedAt, "2025-12-31T00:00:00.000Z");
   });
+
+  it("ignores a registration whose harness or seat is too long for a catalogue row", (t) => {
+    const p = project(tempDir(t));
+    const spec = { kind: "repository" as const, projectRoot: p.projectRoot, seat: p.seat };
+    const placeholder = (seat: string, harness: string) => ({
+      seat,
+      layout: "repo",
+      project: p.projectRoot,
+      sessionsDir: `${p.projectRoot}/.pi/state/${seat}/sessions`,
+      harness,
+      startedAt: "2025-12-31T00:00:00.000Z",
+    });
+    const reader = checkedReader(p.base, {
+      roots: rootsOf(
+        [spec],
+        [
+          placeholder("claude", "h".repeat(300_000)),
+          placeholder("s".repeat(2_000), "claude-code"),
+          placeholder("ok", "claude-code"),
+        ],
+      ),
+    });
+    const rows = reader.catalogue().conversations.filter((r) => r.unsupportedReason !== null);
+    assert.deepEqual(
+      rows.map((r) => [r.seat, r.harness]),
+      [["ok", "claude-code"]],
+    );
+  });
 });
 
 describe("bounded views", () => {
