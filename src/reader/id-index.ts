@@ -1,8 +1,8 @@
-// Entry ids to entries: an open-addressing table of entry indexes, keyed by the id's UTF-16
+// Entry ids to entry rows: an open-addressing table of entry indexes, keyed by the id's UTF-16
 // units (FNV-1a). It replaces a Map<string, EntryRec>, whose insertions and lookups took about
 // 2 µs each at a few million short hex ids (V8's string hashing of such keys collides), making
 // a file of millions of tiny entries take tens of seconds to index; this takes a few hundred ms.
-import type { EntryRec } from "./pi.ts";
+import type { EntryTable } from "./pi.ts";
 
 function hashOf(id: string): number {
   let h = 0x811c9dc5;
@@ -14,24 +14,24 @@ function hashOf(id: string): number {
   return h >>> 0;
 }
 
-/** The winning entry of each id: a later line with the same id replaces the earlier (SM:694). */
+/** The winning row of each id: a later line with the same id replaces the earlier (SM:694). */
 export class IdIndex {
-  readonly #all: EntryRec[];
+  readonly #ids: string[];
   readonly #table: Int32Array;
   readonly #mask: number;
   #size = 0;
 
-  /** Indexes `all` (every entry line in file order, duplicates included). */
-  constructor(all: EntryRec[]) {
-    this.#all = all;
+  /** Indexes the rows of `entries` (every entry line in file order, duplicates included). */
+  constructor(entries: EntryTable) {
+    this.#ids = entries.ids;
     let slots = 16;
-    while (slots < all.length * 2) slots *= 2;
+    while (slots < entries.count * 2) slots *= 2;
     this.#table = new Int32Array(slots).fill(-1);
     this.#mask = slots - 1;
-    for (const e of all) {
-      const slot = this.#slotOf(e.id);
+    for (let i = 0; i < entries.count; i++) {
+      const slot = this.#slotOf(entries.ids[i]!);
       if (this.#table[slot] === -1) this.#size++;
-      this.#table[slot] = e.index;
+      this.#table[slot] = i;
     }
   }
 
@@ -40,9 +40,9 @@ export class IdIndex {
     return this.#size;
   }
 
-  get(id: string): EntryRec | undefined {
-    const index = this.#table[this.#slotOf(id)]!;
-    return index === -1 ? undefined : this.#all[index];
+  /** The row of the entry with this id, or -1. */
+  get(id: string): number {
+    return this.#table[this.#slotOf(id)]!;
   }
 
   /** The slot holding `id`, or the empty slot where it would go (linear probing). */
@@ -50,7 +50,7 @@ export class IdIndex {
     let slot = hashOf(id) & this.#mask;
     for (;;) {
       const index = this.#table[slot]!;
-      if (index === -1 || this.#all[index]!.id === id) return slot;
+      if (index === -1 || this.#ids[index] === id) return slot;
       slot = (slot + 1) & this.#mask;
     }
   }

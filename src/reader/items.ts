@@ -3,7 +3,7 @@
 // move while the file grows), the root's missing-parent or loop notice, and the forked-session
 // notice. Held as one Int32Array (an entry index, or a notice as -1 - its number), and made into
 // objects only for the items a page renders.
-import { type EntryRec, keyOf, type LineNotice } from "./pi.ts";
+import { type EntryRec, type EntryTable, entryAt, keyOf, type LineNotice } from "./pi.ts";
 import { LOOP, MISSING_PARENT, type ParsedSession } from "./tree.ts";
 
 export type NoticeItemCode =
@@ -25,12 +25,12 @@ export type Item = { kind: "entry"; rec: EntryRec } | NoticeItem;
 /** A branch's items, read by position. */
 export class BranchItems {
   readonly #codes: Int32Array;
-  readonly #all: EntryRec[];
+  readonly #entries: EntryTable;
   readonly #notices: NoticeItem[];
 
-  constructor(codes: Int32Array, all: EntryRec[], notices: NoticeItem[]) {
+  constructor(codes: Int32Array, entries: EntryTable, notices: NoticeItem[]) {
     this.#codes = codes;
-    this.#all = all;
+    this.#entries = entries;
     this.#notices = notices;
   }
 
@@ -42,7 +42,9 @@ export class BranchItems {
   at(i: number): Item {
     const code = this.#codes[i];
     if (code === undefined) throw new RangeError(`no item ${i} in a branch of ${this.length}`);
-    return code >= 0 ? { kind: "entry", rec: this.#all[code]! } : this.#notices[-1 - code]!;
+    return code >= 0
+      ? { kind: "entry", rec: entryAt(this.#entries, code) }
+      : this.#notices[-1 - code]!;
   }
 }
 
@@ -67,13 +69,13 @@ export function branchItems(parsed: ParsedSession, b: number): BranchItems {
   for (let cur = leaf; cur >= 0; cur = parsed.parent[cur]!) path.push(cur);
   path.reverse();
   const lines = parsed.lineNotices;
-  const all = parsed.scan.all;
+  const table = parsed.scan.entries;
   let ni = 0;
   const flushBefore = (line: number) => {
     while (ni < lines.length && lines[ni]!.line < line) notice(lineNoticeItem(lines[ni++]!));
   };
   for (let i = 0; i < path.length; i++) {
-    const rec = all[path[i]!]!;
+    const rec = entryAt(table, path[i]!);
     flushBefore(rec.line);
     if (i === 0) {
       const kind = parsed.rootKind[rec.index];
@@ -91,7 +93,7 @@ export function branchItems(parsed: ParsedSession, b: number): BranchItems {
     codes.push(rec.index);
   }
   flushBefore(Number.POSITIVE_INFINITY);
-  return new BranchItems(Int32Array.from(codes), all, notices);
+  return new BranchItems(Int32Array.from(codes), table, notices);
 }
 
 function chatIdOf(rec: EntryRec): string {

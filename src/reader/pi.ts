@@ -8,7 +8,10 @@ import { scanLine } from "./line-scan.ts";
 import { Refusal } from "./refusal.ts";
 import { isCwdInsideProject } from "./safe-fs.ts";
 
-/** A valid entry line: a JSON object with a string id. Shared by every parse of the file. */
+/**
+ * A valid entry line: a JSON object with a string id. Made on demand from the entry table
+ * (entryAt); the parse itself keeps only the table's columns.
+ */
 export type EntryRec = {
   /** The native id (or `line-<n>` for v1 files, which have none). */
   id: string;
@@ -21,9 +24,106 @@ export type EntryRec = {
   index: number;
 };
 
-/** `n.` + the CHAT-01 form of the entry's id: its part entry and, after `b.`, its branch name. */
+/**
+ * Every entry line of a snapshot in file order, duplicates included, as columns: a few words
+ * per entry (an id string, shared parent id and type strings, three 32-bit numbers) instead of
+ * an object each. Columns may be longer than `count`; only the first `count` rows are entries.
+ */
+export type EntryTable = {
+  count: number;
+  ids: string[];
+  /** Parent ids; a resolved one is the parent's own id string (tree.ts shares it). */
+  parentIds: (string | null)[];
+  types: string[];
+  lines: Uint32Array;
+  starts: Uint32Array;
+  ends: Uint32Array;
+};
+
+/** The entry at row `i` (0 <= i < count). */
+export function entryAt(t: EntryTable, i: number): EntryRec {
+  return {
+    id: t.ids[i]!,
+    parentId: t.parentIds[i]!,
+    type: t.types[i]!,
+    line: t.lines[i]!,
+    start: t.starts[i]!,
+    end: t.ends[i]!,
+    index: i,
+  };
+}
+
+/** `n.` + the CHAT-01 form of an id: a part's entry and, after `b.`, a branch name. */
+export function keyOfId(id: string): string {
+  return `n.${toChatId(id)}`;
+}
+
+/** `n.` + the CHAT-01 form of the entry's id. */
 export function keyOf(rec: EntryRec): string {
-  return `n.${toChatId(rec.id)}`;
+  return keyOfId(rec.id);
+}
+
+function emptyTable(): EntryTable {
+  const cap = 64;
+  return {
+    count: 0,
+    ids: [],
+    parentIds: [],
+    types: [],
+    lines: new Uint32Array(cap),
+    starts: new Uint32Array(cap),
+    ends: new Uint32Array(cap),
+  };
+}
+
+/** A copy to append to: the parse that owns `t` must not see rows added for a longer one. */
+function copyTable(t: EntryTable): EntryTable {
+  return {
+    count: t.count,
+    ids: t.ids.slice(0, t.count),
+    parentIds: t.parentIds.slice(0, t.count),
+    types: t.types.slice(0, t.count),
+    lines: t.lines.slice(),
+    starts: t.starts.slice(),
+    ends: t.ends.slice(),
+  };
+}
+
+function grow(a: Uint32Array): Uint32Array {
+  const b = new Uint32Array(Math.max(64, a.length * 2));
+  b.set(a);
+  return b;
+}
+
+/** Lets go of the columns' spare room once a scan is done (a copy grows them again). */
+function trimTable(t: EntryTable): void {
+  if (t.lines.length === t.count) return;
+  t.lines = t.lines.slice(0, t.count);
+  t.starts = t.starts.slice(0, t.count);
+  t.ends = t.ends.slice(0, t.count);
+}
+
+function pushEntry(
+  t: EntryTable,
+  id: string,
+  parentId: string | null,
+  type: string,
+  line: number,
+  start: number,
+  end: number,
+): void {
+  const i = t.count++;
+  if (i >= t.lines.length) {
+    t.lines = grow(t.lines);
+    t.starts = grow(t.starts);
+    t.ends = grow(t.ends);
+  }
+  t.ids.push(id);
+  t.parentIds.push(parentId);
+  t.types.push(type);
+  t.lines[i] = line;
+  t.starts[i] = start;
+  t.ends[i] = end;
 }
 
 /** A line that is not an entry: malformed JSON, not an object, no string id, or a 2nd header. */
@@ -117,7 +217,7 @@ export function parseHeader(buf: Buffer, hasPartial: boolean, projectRoot: strin
 /** Where a scan of the file's lines stopped, so a longer snapshot can continue from there. */
 export type ScanState = {
   /** Every entry line in file order, duplicates included. */
-  all: EntryRec[];
+  entries: EntryTable;
   lineNotices: LineNotice[];
   /** Bytes scanned (always the end of a whole line) and the last line number seen. */
   scanned: number;
@@ -127,12 +227,18 @@ export type ScanState = {
 
 /** A scan that starts after the header line of `buf`. */
 export function firstScan(buf: Buffer): ScanState {
-  return { all: [], lineNotices: [], scanned: buf.indexOf(NL) + 1, line: 1, lastV1: null };
+  return {
+    entries: emptyTable(),
+    lineNotices: [],
+    scanned: buf.indexOf(NL) + 1,
+    line: 1,
+    lastV1: null,
+  };
 }
 
 /** A copy of `prev` to continue (`prev` stays as it was: other cursors use its parse). */
 export function continuedScan(prev: ScanState): ScanState {
-  return { ...prev, all: [...prev.all], lineNotices: [...prev.lineNotices] };
+  return { ...prev, entries: copyTable(prev.entries), lineNotices: [...prev.lineNotices] };
 }
 
 /** Entry types seen, so millions of entries share a few type strings (bounded: types are few). */
@@ -148,6 +254,8 @@ function internType(type: string): string {
 
 /** Scans the whole lines of `buf` from `scan.scanned` on, adding to `scan`. */
 export function scanLines(buf: Buffer, header: Header, scan: ScanState): ScanState {
+  // Byte offsets are kept in 32 bits: snapshots are at most 256 MiB (LIMITS.fileBytes).
+  if (buf.length > 0xffffffff) throw new Error("a snapshot over 4 GiB cannot be indexed");
   const v1 = header.version < 2;
   let start = scan.scanned;
   while (start < buf.length) {
@@ -166,15 +274,8 @@ export function scanLines(buf: Buffer, header: Header, scan: ScanState): ScanSta
         const id = v1 || typeof f.id !== "string" ? `line-${line}` : f.id;
         const parentId = v1 ? scan.lastV1 : typeof f.parentId === "string" ? f.parentId : null;
         if (v1) scan.lastV1 = id;
-        scan.all.push({
-          id,
-          parentId: parentId === "" ? null : parentId,
-          type: typeof f.type === "string" ? internType(f.type) : "",
-          line,
-          start,
-          end,
-          index: scan.all.length,
-        });
+        const type = typeof f.type === "string" ? internType(f.type) : "";
+        pushEntry(scan.entries, id, parentId === "" ? null : parentId, type, line, start, end);
       } else {
         scan.lineNotices.push({ line, start, end, kind: "malformed-line" });
       }
@@ -182,6 +283,7 @@ export function scanLines(buf: Buffer, header: Header, scan: ScanState): ScanSta
     start = end + 1;
   }
   scan.scanned = Math.max(scan.scanned, buf.length);
+  trimTable(scan.entries);
   return scan;
 }
 

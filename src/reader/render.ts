@@ -15,15 +15,20 @@ const KEEP_BYTES = 1024 * 1024;
 
 export function createItemRenderer(): ItemRenderer {
   // The snapshot is held weakly: the slot must not keep a snapshot the parse cache let go.
-  let kept: { buf: WeakRef<Buffer>; rec: EntryRec; parts: SizedPart[] } | null = null;
+  // Keyed by the snapshot and the entry's byte range: the same bytes render the same parts.
+  let kept: { buf: WeakRef<Buffer>; start: number; end: number; parts: SizedPart[] } | null = null;
   return (buf, item) => {
     if (item.kind === "notice") return renderNotice(item);
     const { rec } = item;
-    if (kept && kept.rec === rec && kept.buf.deref() === buf) return kept.parts;
+    if (kept && kept.start === rec.start && kept.end === rec.end && kept.buf.deref() === buf) {
+      return kept.parts;
+    }
     const parts = renderEntryParts(buf, rec);
     let bytes = 0;
     for (const p of parts) bytes += p.bytes;
-    if (parts.length > 1 || bytes >= KEEP_BYTES) kept = { buf: new WeakRef(buf), rec, parts };
+    if (parts.length > 1 || bytes >= KEEP_BYTES) {
+      kept = { buf: new WeakRef(buf), start: rec.start, end: rec.end, parts };
+    }
     return parts;
   };
 }

@@ -7,6 +7,7 @@ import { IdIndex } from "./id-index.ts";
 import {
   continuedScan,
   type EntryRec,
+  entryAt,
   firstScan,
   type Header,
   type LineNotice,
@@ -34,8 +35,8 @@ export type Branches = {
 export type ParsedSession = {
   header: Header;
   scan: ScanState;
-  /** Winning entries (a later duplicate id replaces the earlier, SM:694), in file order. */
-  entries: EntryRec[];
+  /** Per entry index: 1 when it wins its id (a later duplicate replaces the earlier, SM:694). */
+  wins: Uint8Array;
   byId: IdIndex;
   lineNotices: LineNotice[];
   defaultLeaf: EntryRec | null;
@@ -50,8 +51,8 @@ export type ParsedSession = {
   branches: Branches;
   /** The branch named `main`: the first root's, or the empty branch of a file with no entry. */
   main: number;
-  /** Hashed branch names to their start entries, built on first use. */
-  hashed?: Map<string, EntryRec>;
+  /** Hashed branch names to their start entries' indexes, built on first use. */
+  hashed?: Map<string, number>;
   /** Per branch, the branches forking from it, built on first use (CSR: offsets and list). */
   forkChildren?: { offsets: Int32Array; list: Int32Array };
 };
@@ -70,40 +71,44 @@ export function extendSession(prev: ParsedSession, buf: Buffer): ParsedSession {
 }
 
 function indexEntries(header: Header, scan: ScanState): ParsedSession {
-  const { all, lineNotices } = scan;
-  const n = all.length;
+  const { entries: table, lineNotices } = scan;
+  const n = table.count;
+  const { ids, parentIds } = table;
   // The later copy of a duplicate id wins (SM:694); the default leaf is the last entry in file
   // order (SM:695), whatever its type.
-  const byId = new IdIndex(all);
-  const entries = n === byId.size ? all : all.filter((e) => byId.get(e.id) === e);
-  const defaultLeaf = n > 0 ? all[n - 1]! : null;
+  const byId = new IdIndex(table);
+  const wins = new Uint8Array(n);
+  for (let i = 0; i < n; i++) if (byId.get(ids[i]!) === i) wins[i] = 1;
+  const defaultLeaf = n > 0 ? entryAt(table, n - 1) : null;
 
   const parent = new Int32Array(n).fill(-1);
   const rootKind = new Uint8Array(n);
-  for (const e of entries) {
-    if (e.parentId === null) rootKind[e.index] = ROOT;
+  for (let i = 0; i < n; i++) {
+    if (wins[i] === 0) continue;
+    const parentId = parentIds[i]!;
+    if (parentId === null) rootKind[i] = ROOT;
     else {
-      const p = byId.get(e.parentId);
-      if (p === undefined) rootKind[e.index] = MISSING_PARENT;
+      const p = byId.get(parentId);
+      if (p < 0) rootKind[i] = MISSING_PARENT;
       else {
-        parent[e.index] = p.index;
+        parent[i] = p;
         // Share the parent's id string: one copy per id, however many children name it.
-        e.parentId = p.id;
+        parentIds[i] = ids[p]!;
       }
     }
   }
-  cutLoops(entries, parent, rootKind);
+  cutLoops(wins, parent, rootKind);
 
   // Children in file order: the first continues its parent's branch, the others fork.
   const firstChild = new Int32Array(n).fill(-1);
   const nextSibling = new Int32Array(n).fill(-1);
   const lastChild = new Int32Array(n).fill(-1);
-  for (const e of entries) {
-    const p = parent[e.index]!;
+  for (let i = 0; i < n; i++) {
+    const p = parent[i]!;
     if (p < 0) continue;
-    if (firstChild[p] === -1) firstChild[p] = e.index;
-    else nextSibling[lastChild[p]!] = e.index;
-    lastChild[p] = e.index;
+    if (firstChild[p] === -1) firstChild[p] = i;
+    else nextSibling[lastChild[p]!] = i;
+    lastChild[p] = i;
   }
 
   // Branch starts, breadth first so a fork's parent branch is walked (and its depths known)
@@ -112,7 +117,7 @@ function indexEntries(header: Header, scan: ScanState): ParsedSession {
   const depthAt = new Int32Array(n);
   const branchOf = new Int32Array(n).fill(-1);
   const jobs: number[] = [];
-  for (const e of entries) if (parent[e.index] === -1) jobs.push(e.index);
+  for (let i = 0; i < n; i++) if (wins[i] === 1 && parent[i] === -1) jobs.push(i);
   const firstRoot = jobs.length > 0 ? jobs[0]! : -1;
   const leafOfJob: number[] = [];
   for (let j = 0; j < jobs.length; j++) {
@@ -162,7 +167,7 @@ function indexEntries(header: Header, scan: ScanState): ParsedSession {
   return {
     header,
     scan,
-    entries,
+    wins,
     byId,
     lineNotices,
     defaultLeaf,
@@ -179,13 +184,13 @@ function indexEntries(header: Header, scan: ScanState): ParsedSession {
  * Breaks parent cycles: in each cycle, the entry earliest in the file loses its parent link and
  * becomes a root with a `loop` notice. Pi has no such guard (SM:124-145 spins on a cycle).
  */
-function cutLoops(entries: EntryRec[], parent: Int32Array, rootKind: Uint8Array): void {
+function cutLoops(wins: Uint8Array, parent: Int32Array, rootKind: Uint8Array): void {
   const state = new Uint8Array(parent.length); // 1: on the current walk, 2: done
   const chain: number[] = [];
-  for (const e of entries) {
-    if (state[e.index] !== 0) continue;
+  for (let e = 0; e < wins.length; e++) {
+    if (wins[e] === 0 || state[e] !== 0) continue;
     chain.length = 0;
-    let cur = e.index;
+    let cur = e;
     while (cur >= 0 && state[cur] === 0) {
       state[cur] = 1;
       chain.push(cur);
@@ -207,7 +212,7 @@ function cutLoops(entries: EntryRec[], parent: Int32Array, rootKind: Uint8Array)
 export function branchName(s: ParsedSession, b: number): string {
   if (b === s.main) return "main";
   const start = s.branches.start[b]!;
-  return `b.${toChatId(s.scan.all[start]!.id)}`;
+  return `b.${toChatId(s.scan.entries.ids[start]!)}`;
 }
 
 /** The branch holding Pi's default leaf (`main` when the file has no entry). */
@@ -221,21 +226,23 @@ export function findBranch(s: ParsedSession, name: string): number {
   if (name === "main") return s.main;
   if (!name.startsWith("b.")) return -1;
   const chatId = name.slice(2);
-  let rec = s.byId.get(chatId);
-  if (rec !== undefined && toChatId(rec.id) !== chatId) rec = undefined;
-  if (rec === undefined && chatId.startsWith("h-")) rec = hashedIds(s).get(chatId);
-  if (rec === undefined) return -1;
-  const b = s.starts[rec.index]! - 1;
+  const ids = s.scan.entries.ids;
+  let i = s.byId.get(chatId);
+  if (i >= 0 && toChatId(ids[i]!) !== chatId) i = -1;
+  if (i < 0 && chatId.startsWith("h-")) i = hashedIds(s).get(chatId) ?? -1;
+  if (i < 0) return -1;
+  const b = s.starts[i]! - 1;
   return b >= 0 && b !== s.main ? b : -1;
 }
 
-function hashedIds(s: ParsedSession): Map<string, EntryRec> {
+function hashedIds(s: ParsedSession): Map<string, number> {
   if (s.hashed) return s.hashed;
-  const map = new Map<string, EntryRec>();
-  for (const e of s.entries) {
-    if (s.starts[e.index] === 0) continue;
-    const chatId = toChatId(e.id);
-    if (chatId !== e.id) map.set(chatId, e);
+  const map = new Map<string, number>();
+  const ids = s.scan.entries.ids;
+  for (let i = 0; i < s.starts.length; i++) {
+    if (s.starts[i] === 0) continue;
+    const chatId = toChatId(ids[i]!);
+    if (chatId !== ids[i]) map.set(chatId, i);
   }
   s.hashed = map;
   return map;

@@ -5,7 +5,7 @@
 // the branches it forks from (nearest first), then the others in file order. `branchCount` says how many exist;
 // any branch opens by its name (`b.<entry id>`) whether listed or not.
 import { type BranchInfo, LIMITS, type View } from "../protocol/chat-01.ts";
-import { keyOf } from "./pi.ts";
+import { keyOf, keyOfId } from "./pi.ts";
 import { branchName, defaultBranch, forksOf, type ParsedSession } from "./tree.ts";
 
 /** The view of a page of branch `shown` (an index into `s.branches`). */
@@ -45,15 +45,15 @@ export function viewFor(s: ParsedSession, shown: number, incomplete: boolean): V
 
 function branchInfo(s: ParsedSession, b: number): BranchInfo {
   const { start, leaf, forksFrom, depth } = s.branches;
-  const all = s.scan.all;
-  const key = (i: number) => (i >= 0 ? keyOf(all[i]!) : null);
+  const ids = s.scan.entries.ids;
+  const key = (i: number) => (i >= 0 ? keyOfId(ids[i]!) : null);
   const from = forksFrom[b]!;
   return {
     name: branchName(s, b),
     leaf: key(leaf[b]!),
     start: key(start[b]!),
     forksFrom:
-      from >= 0 ? { branch: branchName(s, s.branchOf[from]!), entry: keyOf(all[from]!) } : null,
+      from >= 0 ? { branch: branchName(s, s.branchOf[from]!), entry: keyOfId(ids[from]!) } : null,
     depth: depth[b]!,
   };
 }

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { toChatId } from "../../src/protocol/chat-01.ts";
 import { branchItems, itemKey } from "../../src/reader/items.ts";
-import { keyOf, parseHeader } from "../../src/reader/pi.ts";
+import { entryAt, keyOf, parseHeader } from "../../src/reader/pi.ts";
 import { branchName, extendSession, parseSession } from "../../src/reader/tree.ts";
 import {
   assistant,
@@ -540,7 +540,7 @@ describe("incremental parse", () => {
 });
 
 function shape(s: ReturnType<typeof parseSession>) {
-  const key = (i: number) => (i >= 0 ? keyOf(s.scan.all[i]!) : undefined);
+  const key = (i: number) => (i >= 0 ? keyOf(entryAt(s.scan.entries, i)) : undefined);
   const branches = Array.from({ length: s.branches.count }, (_, b) => b);
   return {
     leaf: s.defaultLeaf ? keyOf(s.defaultLeaf) : undefined,
