@@ -3,6 +3,7 @@ import { describe, it, type TestContext } from "node:test";
 import { deepToolCallLine } from "../../bench/hostile-files.ts";
 import schema from "../../schema/chat-01.schema.json" with { type: "json" };
 import { createHandler } from "../../src/board/routes.ts";
+import { renderHeader } from "../../src/cli/render.ts";
 import { LIMITS, type Part, toChatId } from "../../src/protocol/chat-01.ts";
 import { jsonText } from "../../src/reader/json-text.ts";
 import {
@@ -299,6 +300,17 @@ describe("bounded views", () => {
     const near = shallow.view.branches.map((b) => b.name);
     for (let i = 1; i <= 51; i++) assert.ok(near.includes(`b.c${i}`), `b.c${i}`);
     assert.ok(near.includes("main"), "its root");
+  });
+
+  it("says in the command's header how many branches exist when not all are listed", (t) => {
+    const roots = Array.from({ length: 250 }, (_, i) => user(`r${i}`, null, `root ${i}`, i));
+    const { reader, id } = setup(t, roots);
+    const r = expectOk(reader.open({ conversation: id, branch: "main" }));
+    const lines = renderHeader(
+      { conversation: id, branch: "main", view: r.view, row: undefined },
+      100,
+    );
+    assert.ok(lines.includes("250 branches (* the one shown, 100 listed):"), lines.join("\n"));
   });
 
   it("states the bound in the schema as LIMITS does", () => {
