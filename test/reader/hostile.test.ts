@@ -313,6 +313,27 @@ describe("bounded views", () => {
     assert.ok(lines.includes("250 branches (* the one shown, 100 listed):"), lines.join("\n"));
   });
 
+  it("indexes a comb of 20,000 forks in linear work (each fork's depth was walked from the root)", (t) => {
+    const lines: string[] = [];
+    for (let i = 0; i < 20_000; i++) {
+      const parent = i === 0 ? "null" : `"c${i - 1}"`;
+      lines.push(
+        `{"type":"message","id":"c${i}","parentId":${parent},"message":{"role":"user","content":""}}`,
+      );
+      lines.push(
+        `{"type":"message","id":"f${i}","parentId":"c${i}","message":{"role":"user","content":""}}`,
+      );
+    }
+    const { reader, id } = setup(t, lines);
+    // CPU time, not wall time: the bound is about 100 times what a linear index takes and a
+    // fifth of what the quadratic one took (21 s), so a busy machine does not make it flaky.
+    const before = process.cpuUsage();
+    const r = expectOk(reader.raw.open({ conversation: id }));
+    const spent = process.cpuUsage(before);
+    assert.equal(r.view.branchCount, 20_000);
+    assert.ok(spent.user + spent.system < 5_000_000, `open took ${spent.user / 1000} ms of CPU`);
+  });
+
   it("states the bound in the schema as LIMITS does", () => {
     const view = schema.$defs.view;
     assert.equal(view.properties.branches.maxItems, LIMITS.branchesPerView);
