@@ -201,7 +201,7 @@ function readHead(root: PiRoot, path: string, st: BigIntStats, row: CatalogueRow
       ...(root.store ? { project: resolve(header.cwd) } : {}),
       sessionId: toChatId(header.id),
       createdAt,
-      engineStartedAt: engineStartedAtFor(root, createdAt),
+      engineStartedAt: recordedTime(engineStartedAtFor(root, createdAt)),
       title: name ?? findFirstUserText(whole),
     };
   } catch (e) {
@@ -210,6 +210,14 @@ function readHead(root: PiRoot, path: string, st: BigIntStats, row: CatalogueRow
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * A time copied from a registration, when CHAT-01 may carry it (at most 256 characters):
+ * `Date.parse` accepts much longer text ("Jan 1 2026 (…comment…)").
+ */
+function recordedTime(t: string | null): string | null {
+  return t !== null && t.length <= 256 ? t : null;
 }
 
 function* lines(buf: Buffer, needle: string): Generator<Record<string, unknown>> {
