@@ -85,15 +85,52 @@ function settledRead(proof: Proof, pre: FileIdentity, startedNs: bigint): boolea
   return proof.trust && isSettled(pre.ctimeNs, startedNs, proof.windowNs);
 }
 
-/** Whether the file's first `n` bytes equal `held`'s, read through CHUNK (allocates nothing). */
-function isFileEqualTo(fd: number, held: Buffer, n: number): boolean {
+/**
+ * Whether the file holds `held`'s first `n` bytes at `position`, read through CHUNK
+ * (allocates nothing).
+ */
+function isFileEqualTo(fd: number, held: Buffer, n: number, position = 0): boolean {
   for (let pos = 0; pos < n; ) {
-    const got = readSync(fd, CHUNK, 0, Math.min(CHUNK.length, n - pos), pos);
+    const got = readSync(fd, CHUNK, 0, Math.min(CHUNK.length, n - pos), position + pos);
     if (got === 0) return false;
     if (CHUNK.compare(held, pos, pos + got, 0, got) !== 0) return false;
     pos += got;
   }
   return true;
+}
+
+function tooLarge(size: number): Refusal {
+  return new Refusal("too-large", `The session file is ${size} bytes; the limit is 256 MiB.`);
+}
+
+/**
+ * What the file holds past `held` (a snapshot's bytes), read as one state with them: the held
+ * bytes are compared in place, only the rest is read into memory. Refuses source-replaced when
+ * the file no longer starts with `held`; null when it changed during every attempt.
+ */
+function readPast(
+  file: OpenFile,
+  proof: Proof,
+  held: Buffer,
+): { tail: Buffer; stamp: FileStamp } | null {
+  const n = held.length;
+  for (let i = 0; i < ATTEMPTS; i++) {
+    const startedNs = wallNs();
+    const pre = statOpenFile(file);
+    if (pre.size > LIMITS.fileBytes) throw tooLarge(pre.size);
+    if (pre.size < n) throw replaced("it is shorter than before");
+    if (!isFileEqualTo(file.fd, held, n)) throw replaced("earlier bytes were rewritten");
+    const tail = readRange(file.fd, n, pre.size - n);
+    if (tail.length !== pre.size - n) continue;
+    const settled = settledRead(proof, pre, startedNs);
+    const again =
+      settled || (isFileEqualTo(file.fd, held, n) && isFileEqualTo(file.fd, tail, tail.length, n));
+    if (!again) continue;
+    const post = statOpenFile(file);
+    if (post.ctimeNs !== pre.ctimeNs || post.size !== pre.size) continue;
+    return { tail, stamp: { ctimeNs: pre.ctimeNs, size: pre.size, settled, whole: true } };
+  }
+  return null;
 }
 
 /**
@@ -233,10 +270,11 @@ function stampAfter(file: OpenFile, pre: FileIdentity, proof: Proof, startedNs: 
 }
 
 /**
- * Verifies the pinned prefix and takes a fresh snapshot of the whole file, in one read; or
- * returns `known` when a settled whole-file read proves nothing was written since. When the
- * file keeps changing during every read, the pinned snapshot is verified alone and returned:
- * the follow finds nothing new this time rather than continue from a mix of versions.
+ * Verifies the pinned prefix and takes a fresh snapshot of the whole file (the prefix compared
+ * in place with `known`'s bytes, or read and hashed without them); or returns `known` when a
+ * settled whole-file read proves nothing was written since. When the file keeps changing during
+ * every read, the pinned snapshot is verified alone and returned: the follow finds nothing new
+ * this time rather than continue from a mix of versions.
  */
 export function verifyAndExtend(
   file: OpenFile,
@@ -248,31 +286,57 @@ export function verifyAndExtend(
   const now = statPinned(file, pinned);
   const s = known?.stamp;
   if (known && proof.trust && s?.settled && s.whole && isUnchangedSince(s, now)) return known;
+  if (known) return extendKnown(file, proof, known, policy, pinned);
   const read = readWhole(file, proof);
   if (!read) return verifyPinned(file, pinned, known, policy);
   const { raw } = read;
   const n = pinned.snapshot.bytes;
   if (raw.length < n) throw replaced("it is shorter than before");
-  let hash: Hash;
-  if (known) {
-    if (raw.compare(known.buf, 0, n, 0, n) !== 0) throw replaced("earlier bytes were rewritten");
-    hash = known.hash.copy();
-  } else {
-    hash = createHash("sha256").update(raw.subarray(0, n));
-    if (hash.copy().digest("hex") !== pinned.snapshot.digest)
-      throw replaced("earlier bytes were rewritten");
-  }
+  const hash = createHash("sha256").update(raw.subarray(0, n));
+  if (hash.copy().digest("hex") !== pinned.snapshot.digest)
+    throw replaced("earlier bytes were rewritten");
   const end = raw.lastIndexOf(0x0a) + 1;
-  const incomplete = end < raw.length;
-  if (known && end === n) return { ...known, incomplete, stamp: read.stamp };
   hash.update(raw.subarray(n, end));
   return {
     buf: raw.subarray(0, end),
     snapshot: end === n ? pinned.snapshot : { bytes: end, digest: hash.copy().digest("hex") },
-    incomplete,
+    incomplete: end < raw.length,
     dev: pinned.dev,
     ino: pinned.ino,
     stamp: read.stamp,
+    hash,
+  };
+}
+
+/**
+ * A follow from a snapshot in memory: the file is compared with its bytes in place and only
+ * what follows them is read; a new buffer is made only when whole new lines arrived.
+ */
+function extendKnown(
+  file: OpenFile,
+  proof: Proof,
+  known: SnapshotData,
+  policy: ProofPolicy,
+  pinned: Pinned,
+): SnapshotData {
+  const read = readPast(file, proof, known.buf);
+  if (!read) return verifyPinned(file, pinned, known, policy);
+  const { tail, stamp } = read;
+  const nl = tail.lastIndexOf(0x0a) + 1;
+  const incomplete = nl < tail.length;
+  if (nl === 0) return { ...known, incomplete, stamp };
+  const n = known.buf.length;
+  const buf = Buffer.allocUnsafe(n + nl);
+  known.buf.copy(buf, 0);
+  tail.copy(buf, n, 0, nl);
+  const hash = known.hash.copy().update(tail.subarray(0, nl));
+  return {
+    buf,
+    snapshot: { bytes: n + nl, digest: hash.copy().digest("hex") },
+    incomplete,
+    dev: pinned.dev,
+    ino: pinned.ino,
+    stamp,
     hash,
   };
 }
