@@ -105,21 +105,20 @@ function tooLarge(size: number): Refusal {
 
 /**
  * What the file holds past `held` (a snapshot's bytes), read as one state with them: the held
- * bytes are compared in place, only the rest is read into memory. Refuses source-replaced when
- * the file no longer starts with `held`; null when it changed during every attempt.
+ * bytes are compared in place, only the rest is read into memory. "differs" when the file no
+ * longer starts with `held`; null when it changed during every attempt.
  */
 function readPast(
   file: OpenFile,
   proof: Proof,
   held: Buffer,
-): { tail: Buffer; stamp: FileStamp } | null {
+): { tail: Buffer; stamp: FileStamp } | "differs" | null {
   const n = held.length;
   for (let i = 0; i < ATTEMPTS; i++) {
     const startedNs = wallNs();
     const pre = statOpenFile(file);
     if (pre.size > LIMITS.fileBytes) throw tooLarge(pre.size);
-    if (pre.size < n) throw replaced("it is shorter than before");
-    if (!isFileEqualTo(file.fd, held, n)) throw replaced("earlier bytes were rewritten");
+    if (pre.size < n || !isFileEqualTo(file.fd, held, n)) return "differs";
     const tail = readRange(file.fd, n, pre.size - n);
     if (tail.length !== pre.size - n) continue;
     const settled = settledRead(proof, pre, startedNs);
@@ -158,25 +157,16 @@ function readWhole(file: OpenFile, proof: Proof): { raw: Buffer; stamp: FileStam
   return null;
 }
 
-/** A snapshot of a whole-file read; `same` (the latest of this file) lends its bytes if equal. */
-function fromRead(
-  read: { raw: Buffer; stamp: FileStamp },
-  file: OpenFile,
-  same: SnapshotData | undefined,
-): SnapshotData {
+/** A snapshot of a whole-file read. */
+function fromRead(read: { raw: Buffer; stamp: FileStamp }, file: OpenFile): SnapshotData {
   const { raw, stamp } = read;
   const end = raw.lastIndexOf(0x0a) + 1;
-  const incomplete = end < raw.length;
-  if (same && same.snapshot.bytes === end && raw.compare(same.buf, 0, end, 0, end) === 0) {
-    // Nothing new: keep one copy of the bytes and the digest already known.
-    return { ...same, incomplete, stamp };
-  }
   const buf = raw.subarray(0, end);
   const hash = createHash("sha256").update(buf);
   return {
     buf,
     snapshot: { bytes: end, digest: hash.copy().digest("hex") },
-    incomplete,
+    incomplete: end < raw.length,
     dev: file.identity.dev,
     ino: file.identity.ino,
     stamp,
@@ -199,11 +189,15 @@ export function openSnapshot(
   if (latest && proof.trust && s?.settled && s.whole && isUnchangedSince(s, file.identity)) {
     return latest;
   }
-  const read = readWhole(file, proof);
-  if (!read) {
-    throw replaced("it kept changing while it was read");
+  // The file usually still starts with the latest snapshot: compare it in place, read the rest.
+  if (latest) {
+    const past = readPast(file, proof, latest.buf);
+    if (past === null) throw replaced("it kept changing while it was read");
+    if (past !== "differs") return extendWith(latest, past);
   }
-  return fromRead(read, file, latest);
+  const read = readWhole(file, proof);
+  if (!read) throw replaced("it kept changing while it was read");
+  return fromRead(read, file);
 }
 
 function statPinned(file: OpenFile, pinned: Pinned): FileIdentity {
@@ -320,7 +314,18 @@ function extendKnown(
   pinned: Pinned,
 ): SnapshotData {
   const read = readPast(file, proof, known.buf);
+  if (read === "differs") {
+    const size = statOpenFile(file).size;
+    throw replaced(
+      size < known.buf.length ? "it is shorter than before" : "earlier bytes were rewritten",
+    );
+  }
   if (!read) return verifyPinned(file, pinned, known, policy);
+  return extendWith(known, read);
+}
+
+/** `known` followed by the whole lines of `tail`; a new buffer only when there are some. */
+function extendWith(known: SnapshotData, read: { tail: Buffer; stamp: FileStamp }): SnapshotData {
   const { tail, stamp } = read;
   const nl = tail.lastIndexOf(0x0a) + 1;
   const incomplete = nl < tail.length;
@@ -334,8 +339,8 @@ function extendKnown(
     buf,
     snapshot: { bytes: n + nl, digest: hash.copy().digest("hex") },
     incomplete,
-    dev: pinned.dev,
-    ino: pinned.ino,
+    dev: known.dev,
+    ino: known.ino,
     stamp,
     hash,
   };
