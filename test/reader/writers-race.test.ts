@@ -119,13 +119,14 @@ function readAllSlots(fx: Fixture): string[] {
 
 const EXPECTED: Record<string, string[]> = {
   pwrite: ["source-replaced"],
+  write: ["source-replaced"],
   mmap: ["source-replaced"],
   truncate: ["source-replaced", "incomplete-header"],
   rename: ["source-replaced"],
 };
 
 describe("writers racing the reader (default proof)", () => {
-  for (const mode of ["pwrite", "mmap", "truncate", "rename"]) {
+  for (const mode of ["write", "pwrite", "mmap", "truncate", "rename"]) {
     it(`never serves a mix of versions under a ${mode} writer, and serves the file once it stops`, async (t) => {
       const racer = racerOrSkip(t);
       if (!racer) return;

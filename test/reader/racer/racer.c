@@ -5,6 +5,7 @@
  *
  *   exchange SECONDS A B [A B ...]   renameat2(RENAME_EXCHANGE) each pair, flat out
  *   pwrite   SECONDS FILE SLOTS...   same-length rewrite of every slot, one pwrite per version
+ *   write    SECONDS FILE SLOTS...   the same through lseek and write(2)
  *   truncate SECONDS FILE SLOTS...   ftruncate(0), then the whole file again with the next version
  *   rename   SECONDS FILE SLOTS...   the next version into FILE.tmp, renamed over FILE
  *   mmap     SECONDS FILE SLOTS...   the next version stored through a shared mapping
@@ -112,6 +113,16 @@ int main(int argc, char **argv) {
     while (now() < end) {
       for (int i = 0; i < nslots; i++) put_counter(content + slots[i], k);
       if (pwrite(fd, content + first, last - first, first) != last - first) die("pwrite");
+      k++;
+      n++;
+    }
+  } else if (strcmp(mode, "write") == 0) {
+    int fd = open(file, O_WRONLY);
+    if (fd < 0) die("open");
+    while (now() < end) {
+      for (int i = 0; i < nslots; i++) put_counter(content + slots[i], k);
+      if (lseek(fd, first, SEEK_SET) < 0) die("lseek");
+      if (write(fd, content + first, last - first) != last - first) die("write");
       k++;
       n++;
     }
