@@ -13,7 +13,7 @@ import {
 } from "../index.ts";
 import { type Command, HELP, parseCommand } from "./args.ts";
 import { runAttach } from "./attach.ts";
-import { type Sources, sourcesFromFlags } from "./config.ts";
+import { resolveSources, type Sources } from "./config.ts";
 import { readGrantsFile, runControl } from "./control.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
 import { checkHost, startServing, whenAborted } from "./serve.ts";
@@ -44,9 +44,10 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
     return runControl(cmd, grants.value, io, signal);
   }
   if (cmd.name === "attach") return runAttach(cmd, io.err, signal);
-  const sources = sourcesFromFlags(cmd.sources);
+  const sources = resolveSources(cmd.sources);
   if (!sources.ok) return usageError(io, sources.error, HELP[cmd.name]);
-  return run(cmd, sources.value, io, signal);
+  if (sources.value.notice !== null) io.err(`${sources.value.notice}\n`);
+  return run(cmd, sources.value.sources, io, signal);
 }
 
 async function run(
