@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import type { ReadResult } from "../../src/index.ts";
+import { createReader, encodeCwd, type ReadResult, rootsFromSpecs } from "../../src/index.ts";
 import { header, project, readerFor, tempDir, user, writeSession } from "../helpers/reader.ts";
 import { racerOrSkip, startRacer } from "./racer/racer.ts";
 
@@ -98,4 +98,55 @@ describe("a directory exchanged with a link to the outside, flat out", () => {
       }
     });
   }
+
+  it(`never serves the outside file while a directory of Pi's own store is exchanged (${SECONDS} s)`, async (t) => {
+    const racer = racerOrSkip(t);
+    if (!racer) return;
+    const base = tempDir(t, "exchange-store-");
+    const store = join(base, "agent", "sessions");
+    const cwd = join(base, "work");
+    const dir = join(store, encodeCwd(cwd));
+    mkdirSync(dir, { recursive: true });
+    writeSession(dir, "s.jsonl", session(cwd, "inside"));
+    const outside = join(base, "outside");
+    mkdirSync(outside);
+    writeSession(outside, "s.jsonl", session(cwd, MARK));
+    symlinkSync(outside, `${dir}.swap`);
+    const reader = createReader({
+      roots: () => rootsFromSpecs([{ kind: "pi-agent", sessionsDir: store }], []),
+    });
+    const id = reader.catalogue().conversations[0]?.conversation ?? "";
+    assert.ok(id);
+    const tally: Tally = { pages: 0, follows: 0, rows: 0, refusals: new Map() };
+    const running = startRacer(t, racer, ["exchange", String(SECONDS), dir, `${dir}.swap`]);
+    const until = Date.now() + SECONDS * 1000;
+    while (Date.now() < until) {
+      const cat = reader.catalogue();
+      assert.ok(!JSON.stringify(cat).includes(MARK), "a catalogue row came from outside");
+      tally.rows += cat.conversations.length;
+      let r = note(tally, reader.open({ conversation: id }), "pages");
+      while (r.ok && r.cursor) {
+        r = note(
+          tally,
+          reader.next({ cursor: r.cursor.id, conversation: id, branch: "main" }),
+          "pages",
+        );
+      }
+      if (r.ok && r.follow) {
+        note(
+          tally,
+          reader.next({ cursor: r.follow.id, conversation: id, branch: "main" }),
+          "follows",
+        );
+      }
+    }
+    const exchanges = await running.done;
+    t.diagnostic(
+      `${exchanges} exchanges; served ${tally.pages} pages, ${tally.follows} follows, ` +
+        `${tally.rows} rows; refused ${JSON.stringify(Object.fromEntries(tally.refusals))}`,
+    );
+    assert.ok(exchanges > 1000, `only ${exchanges} exchanges`);
+    assert.ok(tally.pages > 0, "no page was served at all");
+    assert.ok(tally.refusals.size > 0, "no read ever met the exchanged link");
+  });
 });
