@@ -12,7 +12,7 @@ import type {
   View,
 } from "../protocol/chat-01.ts";
 import { listRoot, readCatalogue } from "./catalogue.ts";
-import { isUnchangedSince, type PrefixCheck, trustsChangeTime } from "./change-time.ts";
+import type { PrefixCheck, ProofPolicy } from "./change-time.ts";
 import { type Binding, type CursorState, CursorStore } from "./cursors.ts";
 import { type BranchItems, branchItems, itemKey } from "./items.ts";
 import { ParseCache, type Parsed } from "./parse-cache.ts";
@@ -24,8 +24,8 @@ import { createItemRenderer } from "./render.ts";
 import { closeFile, openSessionFile } from "./safe-fs.ts";
 import {
   epochOf,
+  openSnapshot,
   type SnapshotData,
-  takeSnapshot,
   verifyAndExtend,
   verifyPinned,
 } from "./snapshot.ts";
@@ -39,10 +39,16 @@ export const PURPOSE = "history";
 export type ReaderOptions = {
   roots: Root[] | (() => Root[]);
   /**
-   * How `next` checks the pinned bytes: `auto` trusts the change time where it proves a file
-   * untouched (change-time.ts) and re-reads and hashes otherwise; `bytes` always re-reads.
+   * How `next` checks the pinned bytes: `auto` trusts the change time where a settled read
+   * proves a file untouched (change-time.ts) and compares the bytes otherwise; `bytes` always
+   * compares.
    */
   prefixCheck?: PrefixCheck;
+  /**
+   * Tests only: the racy window in ms instead of the one derived from the kernel's writeback
+   * settings. A shorter window than writeback needs lets writes through a mapping go unseen.
+   */
+  racyWindowMs?: number;
   now?: () => number;
   cursorCap?: number;
   cursorTtlMs?: number;
@@ -74,7 +80,12 @@ export type Reader = {
 
 export function createReader(options: ReaderOptions): Reader {
   const now = options.now ?? Date.now;
-  const prefixCheck = options.prefixCheck ?? "auto";
+  const policy: ProofPolicy = {
+    prefixCheck: options.prefixCheck ?? "auto",
+    ...(options.racyWindowMs === undefined
+      ? {}
+      : { racyWindowNs: BigInt(Math.round(options.racyWindowMs * 1e6)) }),
+  };
   const cursors = new CursorStore({
     now,
     ...(options.cursorCap === undefined ? {} : { cap: options.cursorCap }),
@@ -225,13 +236,11 @@ export function createReader(options: ReaderOptions): Reader {
     const file = openSessionFile(root.projectRoot, root.sessionsDir, name);
     let data: SnapshotData;
     try {
-      // Opening again an untouched file reuses its latest snapshot (the fstat of the open is
-      // the proof; see change-time.ts), else reads the file whole.
+      // Opening again a file a settled read proved untouched reuses its latest snapshot (the
+      // fstat of the open is the proof; see change-time.ts), else reads the file whole.
       const { identity } = file;
       const latest = parses.latest(cacheKey(root), identity.dev, identity.ino)?.data;
-      const trust = prefixCheck === "auto" && trustsChangeTime(root.sessionsDir, identity.dev);
-      data =
-        latest && trust && isUnchangedSince(latest.stamp, identity) ? latest : takeSnapshot(file);
+      data = openSnapshot(file, latest, policy);
     } finally {
       closeFile(file);
     }
@@ -272,14 +281,13 @@ export function createReader(options: ReaderOptions): Reader {
   function resume(state: CursorState, root: PiRoot, name: string, binding: Binding): ReadResult {
     const pinned = { dev: state.dev, ino: state.ino, snapshot: state.record.snapshot };
     const known = parses.get(cacheKey(root), pinned)?.data;
-    const trust = prefixCheck === "auto" && trustsChangeTime(root.sessionsDir, state.dev);
     const file = openSessionFile(root.projectRoot, root.sessionsDir, name);
     let data: SnapshotData;
     try {
       data =
         state.record.kind === "page"
-          ? verifyPinned(file, pinned, known, trust)
-          : verifyAndExtend(file, pinned, known, trust);
+          ? verifyPinned(file, pinned, known, policy)
+          : verifyAndExtend(file, pinned, known, policy);
     } finally {
       closeFile(file);
     }
