@@ -7,7 +7,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from "node:net";
 import { availableParallelism } from "node:os";
 import type { Reader } from "../reader/reader.ts";
+import { type Root, rootsFromSpecs } from "../reader/sources.ts";
 import { loadAssets } from "./assets.ts";
+import { LIVE_ROUTE, LiveHub, type LiveStats } from "./live.ts";
 import type { ReaderSources } from "./read-messages.ts";
 import { MAX_LANES, startReadPool } from "./read-pool.ts";
 import { boardRefusal, type Reply, rawResponse, SECURITY_HEADERS } from "./reply.ts";
@@ -21,12 +23,19 @@ export type { ReaderSources } from "./read-messages.ts";
  * the request loop (tests and embedders that wrap a reader of their own).
  */
 export type BoardReading =
-  | { reader: Reader; sources?: never; lanes?: never }
+  | {
+      reader: Reader;
+      /** The reader's roots, for the live route's watch; without them the route is 404. */
+      roots?: () => Root[];
+      sources?: never;
+      lanes?: never;
+    }
   | {
       sources: ReaderSources;
       /** Worker threads for conversations, beside the catalogue's one; default 2 to 4 by cores. */
       lanes?: number;
       reader?: never;
+      roots?: never;
     };
 
 export type BoardOptions = BoardReading & {
@@ -49,6 +58,8 @@ export type Board = {
    * being sent (0 once every answer is over). Both 0 for a board reading on its loop.
    */
   readers(): { running: number; slabChunksInUse: number };
+  /** The live route now: open streams, files watched, follow reads made since the start. */
+  live(): LiveStats;
 };
 
 /** Answers one request that passed the HTTP-level checks; never rejects. */
@@ -98,7 +109,17 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
   let readers = () => ({ running: 0, slabChunksInUse: 0 });
 
   // requireHostHeader is off so a request without Host gets the board's refusal and headers.
+  let live: LiveHub | null = null;
   const server = createServer({ requireHostHeader: false }, (req, res) => {
+    const target = req.url ?? "";
+    if (live !== null && LIVE_ROUTE.test(target) && refuseAtHttpLevel(req) === null) {
+      req.resume();
+      live.serve(req, res, requestOf(req)).catch((e: unknown) => {
+        log(`board: internal error on the live route: ${e instanceof Error ? e.stack : e}`);
+        res.destroy();
+      });
+      return;
+    }
     respond(req, res, dispatch).catch((e: unknown) => {
       // Dispatch never rejects and a write to a closed socket does not throw: a bug, so the
       // socket goes (its client sees a reset) and the board keeps serving.
@@ -137,6 +158,8 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
     if (options.reader !== undefined) {
       const handle = createHandler({ reader: options.reader, assets: loadAssets(), hosts, log });
       dispatch = (request) => Promise.resolve(handle(request));
+      const roots = options.roots;
+      if (roots !== undefined) live = new LiveHub({ roots, read: dispatch, hosts, log });
     } else {
       const pool = await startReadPool({
         sources: options.sources,
@@ -147,6 +170,13 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
       dispatch = (request) => pool.handle(request);
       stopReading = () => pool.close();
       readers = () => ({ running: pool.running, slabChunksInUse: pool.slabInUse });
+      const { specs, registrations } = options.sources;
+      live = new LiveHub({
+        roots: () => rootsFromSpecs(specs, registrations),
+        read: dispatch,
+        hosts,
+        log,
+      });
     }
   } catch (e) {
     server.closeAllConnections();
@@ -160,10 +190,12 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
     port: bound.port,
     close: () => {
       // Once: a second call gets the first one's outcome rather than "not running".
+      live?.close();
       closing ??= stopServing(server, handedOver, stopReading);
       return closing;
     },
     readers: () => readers(),
+    live: () => live?.stats() ?? { followers: 0, watching: 0, reads: 0 },
   };
 }
 
