@@ -4,6 +4,8 @@ export {
   type Board,
   type BoardOptions,
   type BoardReading,
+  type ControlCall,
+  type ControlRoute,
   loopbackAddress,
   type ReaderSources,
   startBoard,

@@ -53,6 +53,12 @@ export const REFUSAL_STATUS: Record<ReaderRefusalCode, number> = {
  *   loopback address and port (DNS rebinding). `internal-error` 500: a bug, logged to stderr.
  * - `http-version-not-supported` 505: a request line that is not HTTP/1.0 or HTTP/1.1. A 5xx
  *   because HTTP says so (RFC 9110 §15.6.6), not because anything failed.
+ * - Acting (issue 15, auth.ts), all 403 and all answered before a body is read:
+ *   `login-refused` (a login link whose token is not this start's), `origin-refused` (a POST
+ *   without an Origin, or from another origin — another port of 127.0.0.1 included),
+ *   `content-type-refused` (a POST that is not `application/json`: every HTML form),
+ *   `not-logged-in` (no session cookie of this board). `payload-too-large` 413: a POST body
+ *   over 64 KiB.
  */
 export const BOARD_REFUSAL_STATUS = {
   "bad-request": 400,
@@ -62,6 +68,11 @@ export const BOARD_REFUSAL_STATUS = {
   "misdirected-request": 421,
   "internal-error": 500,
   "http-version-not-supported": 505,
+  "login-refused": 403,
+  "origin-refused": 403,
+  "content-type-refused": 403,
+  "not-logged-in": 403,
+  "payload-too-large": 413,
 } as const satisfies Record<string, number>;
 
 export type BoardRefusalCode = keyof typeof BOARD_REFUSAL_STATUS;
