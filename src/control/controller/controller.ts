@@ -13,7 +13,13 @@ import { type Launched, type Launcher, PgroupLauncher } from "../cohort/launcher
 import type { EngineLink } from "../engine/engine.ts";
 import { LiveSessionGuard, type PathStamp } from "../engine/guard.ts";
 import { EventStream, mapEvent } from "./events.ts";
-import { checkExtraEnv, checkLoad, type Execution, engineEnv } from "./execution.ts";
+import {
+  checkExtraEnv,
+  checkLoad,
+  type Execution,
+  engineEnv,
+  readStartupBasis,
+} from "./execution.ts";
 import { Operations } from "./operations.ts";
 
 export type { Execution } from "./execution.ts";
@@ -264,6 +270,8 @@ export class Controller {
       agentDir: this.#options.agentDir,
       extra: this.#options.engine?.env,
     });
+    // Read before the spawn: the load check accepts only Pi's known startup append past it.
+    const basis = readStartupBasis(this.sessionFile);
     const launched = await this.#launcher.launch(
       {
         command: bound.command,
@@ -288,6 +296,7 @@ export class Controller {
       dialogs: [],
       home,
       leafAtStart: leaf,
+      load: null,
     };
     exec.tracker = new Tracker({
       settle: (receipt, reason) => this.#ops.settled(receipt, reason),
@@ -321,11 +330,13 @@ export class Controller {
       this.broadcastState();
     });
     this.#exec = exec;
-    const check = await checkLoad(link, {
-      sessionFile: this.sessionFile,
-      sessionId: this.sessionKey,
-      leafId: leaf,
-    });
+    const check = await checkLoad(
+      link,
+      { sessionFile: this.sessionFile, sessionId: this.sessionKey, leafId: leaf },
+      undefined,
+      basis,
+    );
+    exec.load = check;
     exec.binding = {
       version: 2,
       kind: "binding",
@@ -342,6 +353,7 @@ export class Controller {
       testHook: bound.testHook,
       expected: { sessionFile: this.sessionFile, sessionId: this.sessionKey, leafId: leaf },
       loaded: check.loaded,
+      ...(check.startupAppend === undefined ? {} : { startupAppend: check.startupAppend }),
       state: check.ok ? "bound" : "uncertain",
       reason: check.ok ? "loaded" : "k8-load-check",
       at: new Date().toISOString(),
