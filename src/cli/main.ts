@@ -4,6 +4,12 @@
 // 2 usage error. Text is for people (80 columns when not a terminal), --json for scripts.
 import { setTimeout as sleep } from "node:timers/promises";
 import {
+  liveConversations,
+  markLive,
+  withLiveCatalogue,
+} from "../control/registry/live-catalogue.ts";
+import { placesFor } from "../control/registry/places.ts";
+import {
   createReader,
   type Page,
   type Reader,
@@ -14,7 +20,8 @@ import {
 import { type Command, HELP, parseCommand } from "./args.ts";
 import { runAttach } from "./attach.ts";
 import { type Sources, sourcesFromFlags } from "./config.ts";
-import { readGrantsFile, runControl } from "./control.ts";
+import { DEFAULT_GRANTS, readGrantsFile, runControl } from "./control.ts";
+import { listRunning } from "./controllers.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
 import { checkHost, startServing, whenAborted } from "./serve.ts";
 import { makeVisible } from "./visible.ts";
@@ -39,18 +46,20 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
     return EXIT.ok;
   }
   if (cmd.name === "control") {
+    if (cmd.grants === undefined) return runControl(cmd, DEFAULT_GRANTS, io, signal);
     const grants = readGrantsFile(cmd.grants);
     if (!grants.ok) return usageError(io, grants.error, HELP.control);
     return runControl(cmd, grants.value, io, signal);
   }
   if (cmd.name === "attach") return runAttach(cmd, io.err, signal);
+  if (cmd.name === "controllers") return listRunning(cmd, io);
   const sources = sourcesFromFlags(cmd.sources);
   if (!sources.ok) return usageError(io, sources.error, HELP[cmd.name]);
   return run(cmd, sources.value, io, signal);
 }
 
 async function run(
-  cmd: Exclude<Command, { name: "help" | "control" | "attach" }>,
+  cmd: Exclude<Command, { name: "help" | "control" | "attach" | "controllers" }>,
   sources: Sources,
   io: Io,
   signal: AbortSignal,
@@ -60,7 +69,8 @@ async function run(
   });
   switch (cmd.name) {
     case "catalogue": {
-      const catalogue = reader.catalogue();
+      const registry = placesFor(cmd.stateDir).registry;
+      const catalogue = markLive(reader.catalogue(), liveConversations(registry));
       if (cmd.json) io.out(`${JSON.stringify(catalogue)}\n`);
       else io.out(`${renderCatalogue(catalogue, io.width).join("\n")}\n`);
       return EXIT.ok;
@@ -201,7 +211,9 @@ async function serve(
 ): Promise<number> {
   const badHost = await checkHost(cmd.host);
   if (badHost !== null) return usageError(io, badHost, HELP.serve);
-  const started = await startServing({ reader, ...cmd });
+  // The catalogue route marks conversations a running controller serves (`live`).
+  const live = withLiveCatalogue(reader, placesFor(cmd.stateDir).registry);
+  const started = await startServing({ ...cmd, reader: live });
   if (!started.ok) {
     io.err(`conversation: cannot serve: ${started.error}\n`);
     return EXIT.refused;
@@ -242,12 +254,15 @@ export function processIo(): Io {
 }
 
 /** Runs the process's command line (or `argv`): SIGINT and SIGTERM end follow, serve and
- * control (status 0). */
+ * control (status 0); a second signal exits at once (130). */
 export async function runProcess(argv: string[] = process.argv.slice(2)): Promise<void> {
   const stop = new AbortController();
-  const abort = () => stop.abort();
-  process.once("SIGINT", abort);
-  process.once("SIGTERM", abort);
+  // Listeners that stay for the whole run: once Pi's package is imported (`control --new`
+  // writes with its SessionManager), its signal-exit dependency re-raises a signal no other
+  // listener is left for, which would kill the process before the engine's stop ran.
+  const abort = () => (stop.signal.aborted ? process.exit(130) : stop.abort());
+  process.on("SIGINT", abort);
+  process.on("SIGTERM", abort);
   // A reader of our stdout that went away (`| head`): stop quietly, as a pipe's writer should.
   process.stdout.on("error", (e: NodeJS.ErrnoException) => {
     if (e.code !== "EPIPE") throw e;
