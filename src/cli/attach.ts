@@ -206,6 +206,19 @@ function findSocket(
   };
 }
 
+/**
+ * What a `handled-without-run` receipt means, in words: Pi answered the prompt without running
+ * it, with Pi's own reason when it gave one (the prompt response's error), and what to check.
+ */
+export function withoutRun(detail: string | null): string {
+  const said =
+    detail === null || detail.trim() === "" ? "it gave no reason" : `it said: ${detail.trim()}`;
+  return (
+    `Pi did not run this prompt (${said}). This is usually the model: check --model and that ` +
+    "the agent directory has its credentials (--agent-from ~/.pi/agent), then send it again."
+  );
+}
+
 class AttachApp {
   readonly #client: ConversationClient;
   readonly #transcript: Transcript;
@@ -545,6 +558,8 @@ export function renderItems(items: readonly TranscriptItem[], width: number): st
         break;
       case "receipt":
         push(one(`[prompt settled: ${item.reason}]`, 2));
+        if (item.reason === "handled-without-run")
+          push(wrapText(withoutRun(item.detail), { width, indent: 2 }));
         break;
       case "event":
         push(one(`[event ${item.eventKind}]`, 2));

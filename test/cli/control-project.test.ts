@@ -214,6 +214,42 @@ describe("conversation control on a project", { concurrency: 1 }, () => {
     assert.match(after.stdout, /"live":false/);
   });
 
+  it("says in attach why Pi answered a prompt without running it (no credentials), in Pi's words", {
+    ...REAL,
+    skip: tmuxSkip,
+  }, async (t) => {
+    const p = await project(t, "unused");
+    // No --agent-from: Pi has no model and no credentials.
+    const cli = startCli(t, [
+      ...["control", "--project", p.project, "--seat", "main", "--new"],
+      ...["--state-dir", p.state],
+    ]);
+    const { conversation } = await started(cli);
+    assert.equal(cli.stderr(), "", "the startup append of a model-less session is accepted");
+    const pane = await startPane(t, p.root, "", "", {
+      columns: 80,
+      rows: 24,
+      attachArgs: [conversation, "--state-dir", p.state, "--grant", "operator"],
+    });
+    await pane.waitScreen("the observer", (s) => firstLine(s).startsWith("observer · "), {
+      deadlineMs: 20_000,
+    });
+    await pane.tmux(["send-keys", "C-t"]);
+    await pane.waitScreen("control", (s) => firstLine(s).startsWith("controller · "));
+    await pane.tmux(["send-keys", "-l", "hello?"]);
+    await pane.tmux(["send-keys", "Enter"]);
+    const said = await pane.waitScreen(
+      "the reason",
+      (s) => s.replace(/\s+/g, " ").includes("the agent directory has its credentials"),
+      { joined: true, deadlineMs: 30_000 },
+    );
+    const flat = said.replace(/\s+/g, " ");
+    assert.match(flat, /\[prompt settled: handled-without-run\]/);
+    assert.match(flat, /Pi did not run this prompt \(it said: No API key found/);
+    await quit(pane);
+    await stopWithSigterm(cli);
+  });
+
   it(
     "forgets a killed controller's entry: controllers ignores and removes it, attach says so",
     REAL,

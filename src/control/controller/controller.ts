@@ -299,7 +299,7 @@ export class Controller {
       load: null,
     };
     exec.tracker = new Tracker({
-      settle: (receipt, reason) => this.#ops.settled(receipt, reason),
+      settle: (receipt, reason, detail) => this.#ops.settled(receipt, reason, detail),
       overlap: () => {
         exec.closers.add("overlap");
         exec.binding = { ...exec.binding, state: "uncertain", reason: "run-overlap" };
@@ -310,7 +310,10 @@ export class Controller {
     link.onRecord((r) => {
       if (this.#exec !== exec) return;
       if (r.kind === "response" && r.matched && r.response.command === "prompt") {
-        this.#ops.promptAcked(r.response.success);
+        this.#ops.promptAcked(
+          r.response.success,
+          r.response.success ? undefined : r.response.error,
+        );
         return;
       }
       if (r.kind !== "event") return;

@@ -228,8 +228,9 @@ function acceptStartupAppend(
   const types = entries.map((e) => e.type).join(",");
   const noMessages = engine.messageCount === 0;
   const known =
-    (types === "thinking_level_change" &&
-      (noMessages ? engine.model === null : !basis.thinkingOnBranch)) ||
+    // With no messages Pi adds the thinking entry at every start, and the model entry only
+    // when a model resolved; with messages, only when the branch had no thinking entry.
+    (types === "thinking_level_change" && (noMessages || !basis.thinkingOnBranch)) ||
     (types === "model_change,thinking_level_change" && noMessages && engine.model !== null);
   if (!known) return { ok: false, why: `added: ${types || "nothing"}` };
   let parent = expected.leafId;
