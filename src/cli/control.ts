@@ -382,7 +382,12 @@ async function controlUntilStopped(
       ...(agentDir === undefined ? {} : { agentDir }),
       // A binding record marks each execution (a recovery mints a new one): keep the entry true.
       audit: (record) => {
-        if (record.kind === "binding") void registration?.update({ execution: record.execution });
+        if (record.kind !== "binding") return;
+        registration?.update({ execution: record.execution }).catch((e: unknown) => {
+          // The entry keeps the previous execution; attach finds the controller by its
+          // conversation and socket, which have not changed. Say so, and go on.
+          io.err(`warning: the registry entry was not updated: ${visible(String(e))}\n`);
+        });
       },
     });
     // `start` stops whatever it started before it rethrows.
