@@ -19,7 +19,7 @@ import {
 } from "../index.ts";
 import { type Command, HELP, parseCommand } from "./args.ts";
 import { runAttach } from "./attach.ts";
-import { type Sources, sourcesFromFlags } from "./config.ts";
+import { resolveSources, type Sources } from "./config.ts";
 import { DEFAULT_GRANTS, readGrantsFile, runControl } from "./control.ts";
 import { listRunning } from "./controllers.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
@@ -53,9 +53,10 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
   }
   if (cmd.name === "attach") return runAttach(cmd, io.err, signal);
   if (cmd.name === "controllers") return listRunning(cmd, io);
-  const sources = sourcesFromFlags(cmd.sources);
+  const sources = resolveSources(cmd.sources);
   if (!sources.ok) return usageError(io, sources.error, HELP[cmd.name]);
-  return run(cmd, sources.value, io, signal);
+  if (sources.value.notice !== null) io.err(`${sources.value.notice}\n`);
+  return run(cmd, sources.value.sources, io, signal);
 }
 
 async function run(

@@ -5,7 +5,13 @@
 // Records are plain JSON; a digest is SHA-256 over canonical JSON (keys sorted at every level).
 import { createHash } from "node:crypto";
 import { basename, dirname, isAbsolute, relative, resolve } from "node:path";
-import { type BoardSpec, rootsFromSpecs, type SeatRegistration } from "../../reader/sources.ts";
+import {
+  type BoardSpec,
+  type PiRoot,
+  rootsFromSpecs,
+  type SeatRegistration,
+  type UnsupportedRoot,
+} from "../../reader/sources.ts";
 import type { LauncherKind, StopOutcome, StopProof } from "../cohort/launcher.ts";
 import type { ConfirmedOperation, Receipt } from "../protocol.ts";
 import { ControlRefusal } from "../refusal.ts";
@@ -245,14 +251,20 @@ export class RepositoryVerifier implements Verifier {
 
   checkSession(sessionFile: string): void {
     const file = resolve(sessionFile);
-    const roots = rootsFromSpecs([...this.specs], [...this.registrations]);
+    // Repository roots only: Pi's own store (`pi-agent` specs) is a live root the controller
+    // never runs Pi on, and fleet or connector specs are never roots.
+    const repositorySpecs = this.specs.filter((spec) => spec.kind === "repository");
+    const roots = rootsFromSpecs(repositorySpecs, [...this.registrations]).filter(
+      (r): r is PiRoot | UnsupportedRoot =>
+        r.kind === "unsupported" || (r.kind === "pi" && r.store === undefined),
+    );
     const root = roots.find((r) => r.sessionsDir === dirname(file));
     const name = basename(file);
     if (root === undefined || !name.endsWith(".jsonl") || name === ".jsonl") {
-      const places = roots.map((r) => r.sessionsDir).join(", ") || "none";
+      const places = roots.map((r) => r.sessionsDir);
       throw new ControlRefusal(
         "configuration",
-        `${file} is not a session of an approved project and seat (approved: ${places})`,
+        `${file} is not a session of an approved project and seat (approved: ${places.join(", ") || "none"})`,
       );
     }
     if (root.kind !== "pi") {
