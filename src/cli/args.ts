@@ -6,6 +6,7 @@ import { parseArgs } from "node:util";
 import { ATTACH_HELP, type AttachCommand, parseAttach } from "./attach.ts";
 import type { SourceFlags } from "./config.ts";
 import { CONTROL_HELP, type ControlCommand, parseControl } from "./control.ts";
+import type { ControllersCommand } from "./controllers.ts";
 
 export const DEFAULT_HOST = "127.0.0.1";
 export const DEFAULT_PORT = 4173;
@@ -30,7 +31,7 @@ export type Command =
       portGiven: boolean;
       stateDir?: string;
     }
-  | { name: "controllers"; json: boolean; stateDir?: string }
+  | ControllersCommand
   | ControlCommand
   | AttachCommand;
 

@@ -194,7 +194,13 @@ function findSocket(
   stateDir: string | undefined,
 ): { ok: true; value: string } | { ok: false; error: string } {
   const places = placesFor(stateDir);
-  const entry = findController(places.registry, conversation);
+  let entry: ReturnType<typeof findController>;
+  try {
+    entry = findController(places.registry, conversation);
+  } catch (e) {
+    const why = e instanceof Error ? e.message : String(e);
+    return { ok: false, error: `the registry ${places.registry} can't be used: ${why}` };
+  }
   if (entry !== null) return { ok: true, value: entry.socket };
   const where = stateDir === undefined ? "" : ` under ${stateDir}`;
   return {

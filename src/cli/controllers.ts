@@ -16,8 +16,8 @@ export function listRunning(cmd: ControllersCommand, io: Io): number {
   try {
     listing = listControllers(places.registry);
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code ?? String(e);
-    io.err(`conversation: cannot read the registry ${places.registry} (${code})\n`);
+    const why = (e as NodeJS.ErrnoException).code ?? (e instanceof Error ? e.message : String(e));
+    io.err(`conversation: cannot read the registry ${places.registry}: ${why}\n`);
     return 1;
   }
   if (cmd.json) {

@@ -174,6 +174,18 @@ describe("registry entries", () => {
     assert.deepEqual(listControllers(join(dir, "absent")).live, []);
   });
 
+  it("trusts no entry in a registry directory others can write to", async (t) => {
+    const dir = join(temp(t), "controllers");
+    const reg = await register(dir, ENTRY);
+    t.after(() => reg.remove());
+    chmodSync(dir, 0o777);
+    assert.throws(
+      () => listControllers(dir),
+      (e) => isControlRefusal(e) && e.code === "configuration" && /mode 777/.test(e.message),
+    );
+    assert.throws(() => findController(dir, ENTRY.conversation), /mode 777/);
+  });
+
   it("parses only whole, well-typed entries", async () => {
     const good = await deadEntry();
     assert.deepEqual(parseEntry(good), good);

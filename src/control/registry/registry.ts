@@ -46,6 +46,11 @@ export type Registration = {
  */
 export function ensurePrivateDir(dir: string): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
+  checkPrivateDir(dir);
+}
+
+/** ensurePrivateDir's check without creating: an entry another user could plant is no entry. */
+function checkPrivateDir(dir: string): void {
   const st = lstatSync(dir);
   if (!st.isDirectory()) {
     throw new ControlRefusal("configuration", `${dir} is not a directory (is it a symlink?)`);
@@ -149,11 +154,16 @@ export type Listing = {
   unreadable: { file: string; why: string }[];
 };
 
-/** Lists the registry; a missing directory is an empty registry. Dead entries are removed. */
+/**
+ * Lists the registry; a missing directory is an empty registry. Dead entries are removed.
+ * Refuses `configuration` when the directory is not private to this user: an entry in it
+ * names the socket `attach` connects to, so only this user may have written it.
+ */
 export function listControllers(dir: string): Listing {
   const out: Listing = { live: [], removed: [], unreadable: [] };
   let names: string[];
   try {
+    checkPrivateDir(dir);
     names = readdirSync(dir);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return out;
