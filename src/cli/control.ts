@@ -107,6 +107,8 @@ stop, so after it the claim stays held, marked uncertain (docs/claim.md).
 `;
 
 const GRANTS_MAX_BYTES = 1024 * 1024;
+/** The seat names the reader's sources accept (sources.ts SEAT_NAME). */
+const SEAT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 const GRANT_FIELDS = ["id", "actor", "capabilities"];
 const PATH_FLAGS = [
   "project",
@@ -163,6 +165,10 @@ export function parseControl(args: string[]): ControlParsed {
   if (values.seat === undefined) missing.push("--seat NAME");
   if (values.session === undefined && values.new !== true) missing.push("--session FILE or --new");
   if (missing.length > 0) return bad(`missing ${missing.join(", ")}`);
+  if (!SEAT_NAME.test(values.seat as string)) {
+    // Checked before anything is created: `--new` makes the seat's directory.
+    return bad(`--seat ${JSON.stringify(values.seat)} is not a seat name (letters, digits, . _ -)`);
+  }
   if (values.session !== undefined && values.new === true) {
     return bad("--session and --new exclude each other: control an existing session, or a new one");
   }

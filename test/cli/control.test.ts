@@ -140,6 +140,10 @@ describe("conversation control", { concurrency: 4 }, () => {
         /--agent-dir and --agent-from exclude/,
       ],
       [["control", "--seat", "main", "--new"], /missing --project DIR/],
+      [
+        ["control", "--project", f.root, "--seat", "../up", "--new"],
+        /"\.\.\/up" is not a seat name/,
+      ],
       [[...f.args, "--bogus"], /Unknown option '--bogus'/],
       [[...f.args, "extra"], /unexpected argument "extra"/],
       [[...f.args, "--seat"], /argument missing/],
