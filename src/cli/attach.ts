@@ -208,7 +208,7 @@ function findSocket(
     error:
       `no controller runs ${conversation}${where}. See the running ones with ` +
       `"${commandLine(["controllers", ...(stateDir === undefined ? [] : ["--state-dir", stateDir])])}", ` +
-      "or start one with conversation control",
+      `or start one (see "${commandLine(["control", "--help"])}")`,
   };
 }
 

@@ -422,7 +422,7 @@ async function controlUntilStopped(
       process.off("exit", onExit);
     });
   } catch (e) {
-    return failed(io, "cannot start the controller", e);
+    return failed(io, "cannot start the controller", e, cmd.stateDir);
   }
   const how: AttachHow =
     cmd.stateDir === undefined ? { by: "registry" } : { by: "registry", stateDir: cmd.stateDir };
@@ -552,6 +552,8 @@ export function describeStarted(
   const steer = grants.find((g) => g.capabilities.includes("prompt")) ?? grants[0];
   const socket = ctl.socketPath;
   const binding = ctl.execution?.binding;
+  // As it is run from here (invocation.ts), so each line can be pasted into a shell; a
+  // control character in a path is shown visibly by shellWord, never sent to the terminal.
   const attach = (grant: string) =>
     commandLine(
       how.by === "socket"
@@ -572,10 +574,10 @@ export function describeStarted(
     "Grants:",
     ...grants.flatMap((g) => [
       `  ${g.id} (${visible(g.actor)}): ${g.capabilities.join(" ")}`,
-      `    ${visible(attach(g.id))}`,
+      `    ${attach(g.id)}`,
     ]),
   ];
-  if (steer) lines.push(`Attach: ${visible(attach(steer.id))}`);
+  if (steer) lines.push(`Attach: ${attach(steer.id)}`);
   return `${lines.join("\n")}\n`;
 }
 
@@ -651,8 +653,6 @@ const WHAT_TO_DO: Readonly<Record<string, string>> = {
   configuration: "check the path or option named above, then start again",
   "live-session-refused":
     "the controller never runs Pi in ~/.pi, ~/.claude or ~/.mosaic-dev, where your own Pi keeps its live state; to use your Pi's models and credentials, pass --agent-from ~/.pi/agent (it copies them into a private directory)",
-  "already-active":
-    "another controller runs this session (or a copy of it under another seat); find it with `conversation controllers` and attach to it, or stop it first",
   "unsafe-replacement":
     "an earlier controller of this session or seat ended without proof that Pi stopped, so the claim is kept (docs/claim.md); make sure no Pi of it still runs; after a reboot the claim is proven stale",
   "foreign-host":
@@ -663,16 +663,26 @@ const WHAT_TO_DO: Readonly<Record<string, string>> = {
     "the installed Pi is not the pinned version; reinstall the dependencies (npm ci)",
 };
 
-function failed(io: Io, what: string, e: unknown): number {
-  if (isControlRefusal(e)) return refused(io, e.code, e.message);
+/** What to do after a refusal; the command it names is as run from here (invocation.ts). */
+function whatToDo(code: string, stateDir: string | undefined): string | undefined {
+  if (code !== "already-active") return WHAT_TO_DO[code];
+  const list = commandLine([
+    "controllers",
+    ...(stateDir === undefined ? [] : ["--state-dir", stateDir]),
+  ]);
+  return `another controller runs this session (or a copy of it under another seat); find it with "${list}" and attach to it, or stop it first`;
+}
+
+function failed(io: Io, what: string, e: unknown, stateDir?: string): number {
+  if (isControlRefusal(e)) return refused(io, e.code, e.message, stateDir);
   const message = e instanceof Error ? e.message : String(e);
   io.err(`conversation: ${what}: ${visible(message)}\n`);
   return 1;
 }
 
-function refused(io: Io, code: string, message: string): number {
+function refused(io: Io, code: string, message: string, stateDir?: string): number {
   io.err(`refused: ${makeVisible(code)}: ${visible(message)}\n`);
-  const todo = WHAT_TO_DO[code];
+  const todo = whatToDo(code, stateDir);
   if (todo !== undefined) io.err(`  What to do: ${todo}.\n`);
   return 1;
 }

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { AGENT_FILES, copyAgentFiles } from "../../src/cli/control.ts";
-import { invocationPrefix, shellQuote } from "../../src/cli/invocation.ts";
+import { commandLine, commandPrefix } from "../../src/cli/invocation.ts";
 import { modelOf, writeNewSession } from "../../src/cli/new-session.ts";
 import { RepositoryVerifier } from "../../src/control/controller/records.ts";
 import { isControlRefusal } from "../../src/control/refusal.ts";
@@ -113,16 +113,27 @@ describe("control --agent-from", () => {
 });
 
 describe("the printed invocation", () => {
-  it("is npm's script in a checkout, the bin when installed, else this Node and main", () => {
+  it("is npm's script from the sources, npx under npx, else the bin; arguments quoted", () => {
+    assert.equal(commandPrefix({ fromSource: true }), "npm run conversation --");
+    assert.equal(commandPrefix({ npmCommand: "exec", script: "/x/bin" }), "npx conversation");
     assert.equal(
-      invocationPrefix({ npm_lifecycle_event: "conversation" }, []),
-      "npm run conversation --",
+      commandPrefix({ script: "/p/node_modules/@mosaic/conversation/bin/conversation.js" }),
+      "npx conversation",
     );
-    assert.equal(invocationPrefix({ npm_lifecycle_event: "start" }, []), "npm run conversation --");
-    assert.equal(invocationPrefix({}, ["node", "/usr/bin/conversation"]), "conversation");
-    assert.match(invocationPrefix({}, ["node", "x.ts"]), /^\S+node \S+\/src\/cli\/main\.ts$/);
-    assert.equal(shellQuote("pi-0a/b.c"), "pi-0a/b.c");
-    assert.equal(shellQuote("it's here"), `'it'\\''s here'`);
+    assert.equal(
+      commandPrefix({ script: "/opt/c d/conversation.js", path: "" }),
+      "'/opt/c d/conversation.js'",
+    );
+    const prefix = "npm run conversation --";
+    assert.equal(
+      commandLine(
+        ["attach", "pi-0a", "--state-dir", "/tmp/it's here", "--grant", "operator"],
+        prefix,
+      ),
+      `npm run conversation -- attach pi-0a --state-dir '/tmp/it'\\''s here' --grant operator`,
+    );
+    // A control character is shown, never sent to the terminal.
+    assert.equal(commandLine(["attach", "--socket", "/s\x1b[2J"], prefix).includes("\x1b"), false);
   });
 });
 

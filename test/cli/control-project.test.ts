@@ -30,7 +30,7 @@ import {
   writeLines,
 } from "../helpers/real-pi.ts";
 import { assertValid } from "../helpers/schema.ts";
-import { type Child, MAIN, runCli, startCli } from "./run-cli.ts";
+import { type Child, runCli, startCli } from "./run-cli.ts";
 import { EMPTY_COMPOSER, firstLine, quit, startPane, tmuxSkip } from "./tmux-pane.ts";
 
 const REAL = { timeout: 120_000 };
@@ -114,7 +114,8 @@ describe("conversation control on a project", { concurrency: 1 }, () => {
     // The default grants, each with a line that attaches as printed.
     assert.match(out, /^ {2}operator \(local-operator\): observe takeover release prompt/m);
     assert.match(out, /^ {2}observer \(local-observer\): observe$/m);
-    const attach = `${process.execPath} ${MAIN} attach ${conversation} --state-dir ${p.state}`;
+    // As run from the checkout's sources (invocation.ts); printed-commands.test.ts runs it.
+    const attach = `npm run conversation -- attach ${conversation} --state-dir ${p.state}`;
     assert.ok(out.includes(`\n    ${attach} --grant observer\n`), out);
     assert.ok(out.includes(`\nAttach: ${attach} --grant operator\n`), out);
 

@@ -19,7 +19,7 @@ import { startDemoControl } from "../../src/cli/demo-control.ts";
 import { DEMO_FILE } from "../../src/cli/demo-model.ts";
 import { startFakeModel } from "../helpers/fake-model.ts";
 import { MODEL, settledSession, writeAgentDir, writeLines } from "../helpers/real-pi.ts";
-import { MAIN, runCli, startCli } from "./run-cli.ts";
+import { runCli, startCli } from "./run-cli.ts";
 
 const REAL = { timeout: 60_000 };
 const GRANTS = [
@@ -119,7 +119,7 @@ describe("conversation control", { concurrency: 4 }, () => {
     ]) {
       const r = await runCli(t, args);
       assert.equal(r.code, 0);
-      assert.match(r.stdout, /^Usage: conversation control --project DIR --seat NAME/);
+      assert.match(r.stdout, /^Usage: npm run conversation -- control --project DIR --seat NAME/);
       assert.match(r.stdout, /--grants FILE/);
       assert.equal(r.stderr, "");
       for (const l of r.stdout.split("\n")) assert.ok([...l].length <= 80, `too wide: ${l}`);
@@ -156,7 +156,7 @@ describe("conversation control", { concurrency: 4 }, () => {
       assert.equal(r.code, 2, args.join(" "));
       assert.equal(r.stdout, "");
       assert.match(r.stderr, pattern);
-      assert.match(r.stderr, /Run "conversation control --help" for usage\./);
+      assert.match(r.stderr, /Run "npm run conversation -- control --help" for usage\./);
     }
   });
 
@@ -256,10 +256,11 @@ describe("conversation control", { concurrency: 4 }, () => {
       assert.match(out, /^ {2}g-op \(local-operator\): observe takeover prompt$/m);
       assert.match(out, /^ {2}g-ro \(watcher\): observe$/m);
       const conversation = /^Controlling (pi-[0-9a-f]+)$/m.exec(out)?.[1] ?? "";
-      // A line that runs as printed: this Node, the command's main, the registry's state dir.
+      // A line that runs as printed: from the checkout's sources, through npm, with the
+      // registry's state dir.
       const attach = `attach ${conversation} --state-dir ${join(f.root, "st")} --grant g-op`;
-      assert.ok(out.includes(`\nAttach: ${process.execPath} ${MAIN} ${attach}\n`), out);
-      assert.ok(out.includes(`--grant g-ro\n`), "each grant has its attach line");
+      assert.ok(out.includes(`\nAttach: npm run conversation -- ${attach}\n`), out);
+      assert.ok(out.includes("--grant g-ro\n"), "each grant has its attach line");
       assert.equal(cli.stderr(), "", "no load-check warning");
 
       const client = await rawClient(t, socketPath);
