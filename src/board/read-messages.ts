@@ -15,6 +15,11 @@ export type ReaderSources = {
   prefixCheck?: PrefixCheck;
   cursorCap?: number;
   cursorTtlMs?: number;
+  /**
+   * The registry of running controllers (`serve --state-dir`): catalogue rows are marked
+   * `live` from it, and the live route relays the controllers it names.
+   */
+  registryDir?: string;
 };
 
 /** `workerData` of a read worker. */
