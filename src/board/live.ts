@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { listRoot } from "../reader/catalogue.ts";
 import { expandRoots } from "../reader/pi-store.ts";
 import { conversationIdOf, type Root } from "../reader/sources.ts";
+import { DEFAULT_GRANT, type Relay, relayController } from "./live-control.ts";
 import { boardRefusal, type Reply, SECURITY_HEADERS } from "./reply.ts";
 import { type BoardRequest, checkRequest, readParams } from "./routes.ts";
 
@@ -28,7 +29,14 @@ export type LiveOptions = {
   log: (line: string) => void;
   /** Tests force the fallback poll with true. */
   pollOnly?: boolean;
+  /** The registry of running controllers (`serve --state-dir`): their streams are relayed. */
+  registryDir?: string;
+  /** The grant the board's connections use; `operator` unless configured. */
+  grant?: string;
 };
+
+/** A reader cursor id: a Last-Event-ID of this shape resumes the follow. */
+const CURSOR_ID = /^c-[0-9a-f]{40}$/;
 
 export type LiveStats = { followers: number; watching: number; reads: number };
 
@@ -39,6 +47,8 @@ type Follower = {
   cursor: string;
   res: ServerResponse;
   reading: boolean;
+  /** The observer connection to the conversation's controller, while one runs. */
+  relay: Relay | null;
   /** A change arrived during a read: read again once it ends. */
   again: boolean;
   closed: boolean;
@@ -75,13 +85,20 @@ export class LiveHub {
   }
 
   /** Ends every stream and stops every watch. */
-  close(): void {
+  async close(): Promise<void> {
+    const relays: Promise<void>[] = [];
     for (const set of this.#followers.values()) {
-      for (const f of set) f.res.end();
+      for (const f of set) {
+        f.closed = true;
+        if (f.relay) relays.push(f.relay.close().catch(() => {}));
+        f.relay = null;
+        f.res.end();
+      }
     }
     for (const [dir] of this.#dirs) this.#stopDir(dir);
     this.#followers.clear();
     this.#files.clear();
+    await Promise.all(relays);
   }
 
   /** Serves one live request; answers with a refusal (not a stream) when it cannot follow. */
@@ -112,8 +129,10 @@ export class LiveHub {
     if (typeof params === "string") return send(res, boardRefusal("bad-request", params));
     // EventSource sends the last `id:` it saw when it reconnects: the cursor to go on from,
     // the one in the URL having been used by then.
+    // An event's id (a controller event) names no cursor: the URL's is taken then, and the
+    // Console reopens with its latest cursor rather than rely on EventSource's reconnect.
     const resume = req.headers["last-event-id"];
-    const cursor = typeof resume === "string" && resume !== "" ? resume : params.cursor;
+    const cursor = typeof resume === "string" && CURSOR_ID.test(resume) ? resume : params.cursor;
     const { branch } = params;
     if (branch === undefined || cursor === undefined) {
       return send(
@@ -157,6 +176,7 @@ export class LiveHub {
       cursor,
       res,
       reading: false,
+      relay: null,
       again: false,
       closed: false,
     };
@@ -164,6 +184,21 @@ export class LiveHub {
     res.on("close", () => this.#remove(follower));
     // Anything appended between the page the client read and this stream is read at once.
     this.#readFor(follower);
+    const { registryDir } = this.#options;
+    if (registryDir === undefined) return;
+    const relay = await relayController(
+      registryDir,
+      conversation,
+      this.#options.grant ?? DEFAULT_GRANT,
+      {
+        send: (event, id, data) => {
+          if (!follower.closed) writeEvent(res, event, id, data);
+        },
+        log: this.#options.log,
+      },
+    );
+    if (follower.closed) await relay?.close();
+    else follower.relay = relay;
   }
 
   /** The directory and file name of a conversation: its id is a hash, so the roots are listed. */
@@ -197,6 +232,13 @@ export class LiveHub {
 
   #remove(follower: Follower): void {
     follower.closed = true;
+    const relay = follower.relay;
+    follower.relay = null;
+    relay?.close().catch((e: unknown) => {
+      this.#options.log(
+        `board: live: closing an observer failed: ${e instanceof Error ? e.message : e}`,
+      );
+    });
     const set = this.#followers.get(follower.conversation);
     if (!set) return;
     set.delete(follower);

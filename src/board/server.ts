@@ -46,6 +46,8 @@ export type BoardOptions = BoardReading & {
   port?: number;
   /** Where internal errors are reported; defaults to stderr. */
   log?: (line: string) => void;
+  /** The grant the board's controller connections use; `operator` unless configured. */
+  grant?: string;
   /**
    * What `POST /api/conversations/:id/control` does once the login, Origin and content-type
    * checks passed (control-route.ts); without it the route is 404, after the same checks.
@@ -201,7 +203,10 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
       stopReading = () => pool.close();
       readers = () => ({ running: pool.running, slabChunksInUse: pool.slabInUse });
       const { specs, registrations } = options.sources;
+      const { registryDir } = options.sources;
       live = new LiveHub({
+        ...(registryDir === undefined ? {} : { registryDir }),
+        ...(options.grant === undefined ? {} : { grant: options.grant }),
         roots: () => rootsFromSpecs(specs, registrations),
         read: dispatch,
         hosts,
@@ -221,8 +226,9 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
     port: bound.port,
     close: () => {
       // Once: a second call gets the first one's outcome rather than "not running".
-      live?.close();
-      closing ??= stopServing(server, handedOver, stopReading);
+      closing ??= Promise.all([live?.close(), stopServing(server, handedOver, stopReading)]).then(
+        () => {},
+      );
       return closing;
     },
     readers: () => readers(),

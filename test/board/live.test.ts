@@ -4,7 +4,6 @@
 // Chromium an append shows in an open Console page within 300 ms.
 import assert from "node:assert/strict";
 import { appendFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
-import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it, type TestContext } from "node:test";
@@ -13,83 +12,7 @@ import { type Board, startBoard } from "../../src/board/index.ts";
 import { idOf, user } from "../helpers/reader.ts";
 import { type BoardFixture, writeBoardFixture } from "./fixture.ts";
 import { send } from "./http-client.ts";
-
-type SseEvent = { event: string; id: string | null; data: string };
-
-/** One open SSE stream: its events as they arrive, and the raw lines (for the CR/LF check). */
-type Stream = {
-  status: number;
-  events: SseEvent[];
-  raw: string;
-  next(deadlineMs?: number): Promise<SseEvent>;
-  close(): void;
-};
-
-function openStream(
-  port: number,
-  path: string,
-  headers: Record<string, string> = {},
-): Promise<Stream> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      { host: "127.0.0.1", port, path, headers, agent: false, signal: AbortSignal.timeout(30_000) },
-      (res) => {
-        const events: SseEvent[] = [];
-        let taken = 0;
-        let buffer = "";
-        const waiters: (() => void)[] = [];
-        const stream: Stream = {
-          status: res.statusCode ?? 0,
-          events,
-          raw: "",
-          next: (deadlineMs = 5000) =>
-            new Promise((ok, fail) => {
-              const timer = setTimeout(() => fail(new Error("no SSE event in time")), deadlineMs);
-              const check = () => {
-                const e = events[taken];
-                if (e === undefined) return waiters.push(check);
-                taken++;
-                clearTimeout(timer);
-                ok(e);
-              };
-              check();
-            }),
-          close: () => req.destroy(),
-        };
-        res.setEncoding("utf8");
-        res.on("data", (chunk: string) => {
-          stream.raw += chunk;
-          buffer += chunk;
-          for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
-            const block = buffer.slice(0, end);
-            buffer = buffer.slice(end + 2);
-            const e: SseEvent = { event: "message", id: null, data: "" };
-            let any = false;
-            for (const line of block.split("\n")) {
-              const colon = line.indexOf(": ");
-              const name = line.slice(0, colon);
-              const value = line.slice(colon + 2);
-              if (name === "event") e.event = value;
-              else if (name === "id") e.id = value;
-              else if (name === "data") {
-                e.data = value;
-                any = true;
-              }
-            }
-            if (any) events.push(e);
-          }
-          for (const w of waiters.splice(0)) w();
-        });
-        res.on("error", () => {});
-        resolve(stream);
-      },
-    );
-    req.on("error", (e) => {
-      if (e.name !== "AbortError" && !("code" in e && e.code === "ECONNRESET")) reject(e);
-    });
-    req.end();
-  });
-}
+import { openStream, type Stream } from "./sse-client.ts";
 
 async function startLiveBoard(t: TestContext): Promise<{ fx: BoardFixture; board: Board }> {
   const fx = await writeBoardFixture(t);
