@@ -7,11 +7,7 @@
 import { readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import {
-  liveConversations,
-  markLive,
-  withLiveCatalogue,
-} from "../control/registry/live-catalogue.ts";
+import { liveConversations, markLive } from "../control/registry/live-catalogue.ts";
 import { placesFor } from "../control/registry/places.ts";
 import {
   createReader,
@@ -141,7 +137,7 @@ async function run(
     case "follow":
       return follow(reader, cmd, io, signal, sources);
     case "serve":
-      return serve(reader, cmd, io, signal);
+      return serve(sources, cmd, io, signal);
     default:
       return unreachable(cmd);
   }
@@ -266,16 +262,22 @@ async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
 }
 
 async function serve(
-  reader: Reader,
+  sources: Sources,
   cmd: Extract<Command, { name: "serve" }>,
   io: Io,
   signal: AbortSignal,
 ): Promise<number> {
   const badHost = await checkHost(cmd.host);
   if (badHost !== null) return usageError(io, badHost, HELP.serve);
-  // The catalogue route marks conversations a running controller serves (`live`).
-  const live = withLiveCatalogue(reader, placesFor(cmd.stateDir).registry);
-  const started = await startServing({ ...cmd, reader: live });
+  // The catalogue route marks conversations a running controller serves (`live`): the read
+  // workers join their catalogue with this registry (registry/live-catalogue.ts).
+  const liveRegistry = placesFor(cmd.stateDir).registry;
+  const started = await startServing({
+    reading: {
+      sources: { specs: sources.specs, registrations: sources.registrations, liveRegistry },
+    },
+    ...cmd,
+  });
   if (!started.ok) {
     io.err(`conversation: cannot serve: ${started.error}\n`);
     return EXIT.refused;
