@@ -16,10 +16,10 @@ export type ReaderSources = {
   cursorCap?: number;
   cursorTtlMs?: number;
   /**
-   * The registry of running controllers (`serve --state-dir`): catalogue rows are marked
-   * `live` from it, and the live route relays the controllers it names.
+   * The registry of running controllers (control/registry): when given, the catalogue marks
+   * each row `live` by it, read at each request (`conversation serve`, issue 13).
    */
-  registryDir?: string;
+  liveRegistry?: string;
 };
 
 /** `workerData` of a read worker. */

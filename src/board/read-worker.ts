@@ -24,7 +24,10 @@ function isWorkerSetup(value: unknown): value is WorkerSetup {
     "specs" in sources &&
     Array.isArray(sources.specs) &&
     "registrations" in sources &&
-    Array.isArray(sources.registrations)
+    Array.isArray(sources.registrations) &&
+    (!("liveRegistry" in sources) ||
+      sources.liveRegistry === undefined ||
+      typeof sources.liveRegistry === "string")
   );
 }
 
@@ -36,9 +39,9 @@ function run(): void {
   const setup: unknown = workerData;
   if (!isWorkerSetup(setup)) throw new Error("read worker: malformed workerData");
   lowerPriority(setup.nice);
-  const { specs, registrations, registryDir, ...tuning } = setup.sources;
-  const own = createReader({ roots: () => rootsFromSpecs(specs, registrations), ...tuning });
-  const reader = registryDir === undefined ? own : withLiveCatalogue(own, registryDir);
+  const { specs, registrations, liveRegistry, ...tuning } = setup.sources;
+  const base = createReader({ roots: () => rootsFromSpecs(specs, registrations), ...tuning });
+  const reader = liveRegistry === undefined ? base : withLiveCatalogue(base, liveRegistry);
   const post = (message: FromWorker) => port.postMessage(message);
   const slab = setup.slab === undefined ? null : new SlabWriter(setup.slab);
   const handle = createHandler({

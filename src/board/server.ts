@@ -203,7 +203,7 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
       stopReading = () => pool.close();
       readers = () => ({ running: pool.running, slabChunksInUse: pool.slabInUse });
       const { specs, registrations } = options.sources;
-      const { registryDir } = options.sources;
+      const { liveRegistry: registryDir } = options.sources;
       live = new LiveHub({
         ...(registryDir === undefined ? {} : { registryDir }),
         ...(options.grant === undefined ? {} : { grant: options.grant }),

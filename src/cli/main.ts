@@ -269,12 +269,12 @@ async function serve(
 ): Promise<number> {
   const badHost = await checkHost(cmd.host);
   if (badHost !== null) return usageError(io, badHost, HELP.serve);
-  // Read in worker threads; the catalogue marks conversations a running controller serves
-  // (`live`), from the registry of --state-dir, and the live route relays those controllers.
-  const registryDir = placesFor(cmd.stateDir).registry;
+  // The catalogue route marks conversations a running controller serves (`live`): the read
+  // workers join their catalogue with this registry (registry/live-catalogue.ts).
+  const liveRegistry = placesFor(cmd.stateDir).registry;
   const started = await startServing({
     reading: {
-      sources: { specs: sources.specs, registrations: sources.registrations, registryDir },
+      sources: { specs: sources.specs, registrations: sources.registrations, liveRegistry },
     },
     ...cmd,
   });

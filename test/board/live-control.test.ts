@@ -33,7 +33,7 @@ describe("board live route relays a running controller", () => {
       sources: {
         specs: [{ kind: "repository", projectRoot: f.projectRoot, seat: "main" }],
         registrations: [],
-        registryDir,
+        liveRegistry: registryDir,
       },
       lanes: 1,
       grant: "g-op",
