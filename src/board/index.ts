@@ -13,6 +13,7 @@ export {
 export {
   BOARD_REFUSAL_STATUS,
   type BoardRefusalCode,
+  CONTROL_REFUSAL_STATUS,
   REFUSAL_STATUS,
   statusOf,
 } from "./status.ts";

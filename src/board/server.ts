@@ -10,6 +10,7 @@ import type { Reader } from "../reader/reader.ts";
 import { type Root, rootsFromSpecs } from "../reader/sources.ts";
 import { loadAssets } from "./assets.ts";
 import { BoardAuth } from "./auth.ts";
+import { createControlRoute } from "./control-route.ts";
 import { LIVE_ROUTE, LiveHub, type LiveStats } from "./live.ts";
 import type { ReaderSources } from "./read-messages.ts";
 import { MAX_LANES, startReadPool } from "./read-pool.ts";
@@ -133,10 +134,12 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
   // requireHostHeader is off so a request without Host gets the board's refusal and headers.
   let live: LiveHub | null = null;
   let auth: BoardAuth | null = null;
+  let control = options.control;
+  let stopControl = async () => {};
   const server = createServer({ requireHostHeader: false }, (req, res) => {
     const target = req.url ?? "";
     if (auth !== null && refuseAtHttpLevel(req) === null && actsOrLogsIn(req)) {
-      const acting = act(req, res, auth, hosts, options.control).catch((e: unknown) => {
+      const acting = act(req, res, auth, hosts, control).catch((e: unknown) => {
         log(`board: internal error on a POST or login: ${e instanceof Error ? e.stack : e}`);
         res.destroy();
       });
@@ -204,6 +207,15 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
       readers = () => ({ running: pool.running, slabChunksInUse: pool.slabInUse });
       const { specs, registrations } = options.sources;
       const { liveRegistry: registryDir } = options.sources;
+      if (registryDir !== undefined && control === undefined) {
+        const made = createControlRoute({
+          registryDir,
+          log,
+          ...(options.grant === undefined ? {} : { grant: options.grant }),
+        });
+        control = made.route;
+        stopControl = made.close;
+      }
       live = new LiveHub({
         ...(registryDir === undefined ? {} : { registryDir }),
         ...(options.grant === undefined ? {} : { grant: options.grant }),
@@ -226,9 +238,11 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
     port: bound.port,
     close: () => {
       // Once: a second call gets the first one's outcome rather than "not running".
-      closing ??= Promise.all([live?.close(), stopServing(server, handedOver, stopReading)]).then(
-        () => {},
-      );
+      closing ??= Promise.all([
+        live?.close(),
+        stopControl(),
+        stopServing(server, handedOver, stopReading),
+      ]).then(() => {});
       return closing;
     },
     readers: () => readers(),
