@@ -2,6 +2,7 @@
 // and deep links (`#c=<conversation>&b=<branch>&e=<entry>`). Every refusal is shown with its
 // code. Conversation text reaches the page only through text.js and render.js, as text.
 import { fetchCatalogue, fetchPage, isId } from "./api.js";
+import { createLiveRun } from "./live-run.js";
 import { createHistory } from "./render.js";
 import { el, formatSize, formatTime, textEl } from "./text.js";
 
@@ -339,6 +340,15 @@ function listen(gen) {
   const q = new URLSearchParams({ branch: c.branch, cursor: c.follow });
   const stream = new EventSource(`/api/conversations/${encodeURIComponent(c.id)}/live?${q}`);
   c.stream = stream;
+  liveRun.attach(c.id);
+  const relay = (name, fn) =>
+    stream.addEventListener(name, (ev) => {
+      if (gen === generation && c.stream === stream) fn(JSON.parse(ev.data));
+    });
+  relay("controller", (m) => liveRun.onController(m));
+  relay("state", (m) => liveRun.onState(m));
+  relay("event", (m) => liveRun.onEvent(m));
+  relay("dialog", (m) => liveRun.onDialog(m));
   stream.addEventListener("page", (ev) => {
     if (gen !== generation || c.stream !== stream) return;
     const result = JSON.parse(ev.data);
@@ -366,6 +376,8 @@ function listen(gen) {
     schedulePoll();
   });
 }
+
+const liveRun = createLiveRun();
 
 function stopListening(c) {
   c?.stream?.close();
