@@ -69,13 +69,16 @@ export class LiveHub {
   readonly #dirs = new Map<string, DirWatch>();
   /** Where each followed conversation's file is: directory and name. */
   readonly #files = new Map<string, { dir: string; name: string }>();
-  readonly #host: string;
   #reads = 0;
 
   constructor(options: LiveOptions) {
     this.#options = options;
-    // The reads go through the page route, which checks Host as every route does.
-    this.#host = [...options.hosts][0] ?? "";
+  }
+
+  /** The Host the reads present: the page route checks it as every route does. */
+  get #host(): string {
+    for (const host of this.#options.hosts) return host;
+    return "";
   }
 
   stats(): LiveStats {
