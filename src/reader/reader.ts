@@ -164,7 +164,7 @@ export function createReader(options: ReaderOptions): Reader {
       ? prev.session.header
       : parseHeader(data.buf, data.incomplete, root.projectRoot);
     const session = prev ? extendSession(prev.session, data.buf) : parseSession(data.buf, header);
-    const parsed: Parsed = { data, session, view: viewOf(session), items: new Map() };
+    const parsed: Parsed = { data, session, view: viewOf(session, data.buf), items: new Map() };
     parses.put(root.projectRoot, parsed);
     return parsed;
   }
@@ -383,7 +383,24 @@ function renderItem(buf: Buffer, item: Item): SizedPart[] {
   return toParts(rec.key, draft, small ? sourceBound(rec.end - rec.start, draft) : null);
 }
 
-function viewOf(session: ParsedSession): Omit<View, "incomplete"> {
+/** A branch's label: the first words of its first entry's text (Pi's `/tree` shows the same). */
+function labelOf(buf: Buffer, start: EntryRec | null): string | null {
+  if (!start) return null;
+  const draft = renderEntry(entryObject(buf, start));
+  const block = draft?.blocks.find((b) => b.type === "text" || b.type === "bash-command");
+  if (!block || !("text" in block)) return null;
+  const words = block.text.slice(0, 400).replace(/\s+/g, " ").trim();
+  if (words === "") return null;
+  if (words.length <= LABEL_MAX) return words;
+  // Never end on half a surrogate pair.
+  const cut = words.slice(0, LABEL_MAX - 1).replace(/[\uD800-\uDBFF]$/, "");
+  const space = cut.lastIndexOf(" ");
+  return `${space > 20 ? cut.slice(0, space) : cut}…`;
+}
+
+const LABEL_MAX = 60;
+
+function viewOf(session: ParsedSession, buf: Buffer): Omit<View, "incomplete"> {
   const leaf = session.defaultLeaf;
   const key = (e: EntryRec | null) => (e ? e.key : null);
   return {
@@ -399,6 +416,7 @@ function viewOf(session: ParsedSession): Omit<View, "incomplete"> {
         ? { branch: session.branchOf.get(b.forksFrom) ?? "main", entry: b.forksFrom.key }
         : null,
       depth: b.depth,
+      label: labelOf(buf, b.start),
     })),
     forkedFromEarlierSession: session.header.parentSession,
     unreadableLines: session.lineNotices.filter((n) => n.kind === "malformed-line").length,

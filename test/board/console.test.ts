@@ -118,8 +118,10 @@ describe("board Console", { skip }, () => {
     assert.equal(await count(page, "#branches li .badge.default"), 1);
     assert.equal(await count(page, "#branches li .forks"), 2);
     assert.equal(await count(page, "details.thinking:not([open])"), 1, "thinking is collapsed");
-    const args = await page.locator(".tool-call .args").first().textContent();
-    assert.equal(args, '{\n  "path": "a.txt"\n}', "arguments are pretty-printed");
+    assert.equal(await page.locator(".tool-read .tool-path").first().textContent(), "a.txt");
+    const args = await page.locator(".tool-call .raw-args .args").first().textContent();
+    assert.equal(args, '{"path":"a.txt"}', "the raw arguments are one click away");
+    assert.equal(await page.locator(".tool-bash pre.command").textContent(), "$ ls -la");
     assert.equal(await count(page, ".block.tool-result"), 2);
     assert.equal(await count(page, 'figure.image img[src^="data:image/png;base64,"]'), 1);
     for (const kind of ["compaction", "custom-message", "bash-execution"]) {

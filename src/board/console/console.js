@@ -2,8 +2,9 @@
 // and deep links (`#c=<conversation>&b=<branch>&e=<entry>`). Every refusal is shown with its
 // code. Conversation text reaches the page only through text.js and render.js, as text.
 import { fetchCatalogue, fetchPage, isId } from "./api.js";
+import { formatTokens, usageText } from "./present.js";
 import { createHistory } from "./render.js";
-import { el, formatSize, formatTime, textEl } from "./text.js";
+import { el, formatSize, textEl, timeEl } from "./text.js";
 
 const FOLLOW_INTERVAL_MS = 1000;
 /** Pages read at most while looking for a deep-linked entry. */
@@ -23,6 +24,7 @@ const ui = {
   title: $("conv-title"),
   meta: $("conv-meta"),
   flags: $("conv-flags"),
+  totals: $("conv-totals"),
   branches: $("branches"),
   refusal: $("conv-refusal"),
   scroller: $("history"),
@@ -37,9 +39,36 @@ let conv = null;
 let generation = 0;
 let pollTimer = 0;
 let lastScrollTop = 0;
-const timeline = createHistory(ui.parts, (entry) => {
-  if (conv) navigate({ c: conv.id, b: conv.branch, e: entry });
-});
+/** A button that copies `getText()` to the clipboard and says whether it worked. */
+function copyButton(getText, label) {
+  const button = el("button", "copy", "Copy");
+  button.type = "button";
+  button.title = label;
+  button.setAttribute("aria-label", label);
+  let timer = 0;
+  button.addEventListener("click", async () => {
+    clearTimeout(timer);
+    try {
+      await navigator.clipboard.writeText(getText());
+      button.textContent = "Copied";
+    } catch {
+      // The browser refused (no permission, not a secure context): say so, nothing else to do.
+      button.textContent = "Copy failed";
+    }
+    timer = setTimeout(() => {
+      button.textContent = "Copy";
+    }, 1500);
+  });
+  return button;
+}
+
+const timeline = createHistory(
+  ui.parts,
+  (entry) => {
+    if (conv) navigate({ c: conv.id, b: conv.branch, e: entry });
+  },
+  copyButton,
+);
 
 function refusalBox(refusal, onReconcile) {
   const box = el("div", "refusal");
@@ -153,7 +182,9 @@ function rowElement(row) {
     titleCell.append(reason);
   }
   tr.append(titleCell);
-  tr.append(textEl("td", "when", formatTime(row.modifiedAt), true));
+  const when = el("td", "when");
+  when.append(timeEl(row.modifiedAt, ""));
+  tr.append(when);
   tr.append(el("td", "size", formatSize(row.size)));
   return tr;
 }
@@ -168,6 +199,17 @@ function renderConvHead() {
   ui.meta.replaceChildren();
   if (row) ui.meta.append(textEl("span", "", `${row.project} / ${row.seat}`, true));
   ui.meta.append(textEl("code", "conv-id", conv.id, true));
+  renderTotals();
+}
+
+/** The branch's usage so far (the pages read): tokens and cost summed over its replies. */
+function renderTotals() {
+  const t = timeline.totals();
+  ui.totals.replaceChildren();
+  if (!t) return;
+  const n = t.messages === 1 ? "1 reply" : `${t.messages} replies`;
+  ui.totals.append(el("span", "", `Branch usage (${n} read): ${usageText(t)}`));
+  ui.totals.title = `${t.input + t.output + t.cacheRead + t.cacheWrite} tokens in all (${formatTokens(t.input + t.output)} in + out)`;
 }
 
 function renderView(view) {
@@ -234,6 +276,7 @@ function takeResult(result) {
   conv.follow = result.follow ? result.follow.id : null;
   timeline.append(result.page.parts);
   renderView(result.view);
+  renderTotals();
   updateFoot();
   return true;
 }
