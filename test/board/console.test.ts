@@ -275,7 +275,17 @@ describe("board Console", { skip }, () => {
       `[...document.querySelectorAll("img")].map((i) => i.getAttribute("src").slice(0, 22))`,
     );
     assert.deepEqual(images, ["data:image/png;base64,"], "only the valid PNG is an image");
-    assert.equal(await count(page, "a, style, iframe, object, embed, link[rel=import]"), 0);
+    assert.equal(await count(page, "#parts a, #rows a, style, iframe, object, embed"), 0);
+    const exportLinks = await page
+      .locator("#conv-exports a")
+      .evaluateAll((as) =>
+        as.map((a) => a.getAttribute("href")?.replace(/^\/api\/conversations\/[^/]+/, "")),
+      );
+    assert.deepEqual(exportLinks, [
+      "/export?format=md&branch=main",
+      "/export?format=html&branch=main",
+      "/export?format=json&branch=main",
+    ]);
     assert.equal(await count(page, "link"), 2, "only the icon and the stylesheet");
     await page.getByText("is not PNG, JPEG, GIF or WebP").waitFor();
     await page.getByText("its data is not base64").waitFor();
