@@ -7,6 +7,7 @@ import type { Reader } from "../reader/reader.ts";
 import { loadAssets } from "./assets.ts";
 import { SECURITY_HEADERS } from "./reply.ts";
 import { createHandler, type Handler } from "./routes.ts";
+import type { BoardSearch } from "./search-route.ts";
 
 export type BoardOptions = {
   reader: Reader;
@@ -16,6 +17,8 @@ export type BoardOptions = {
   port?: number;
   /** Where internal errors are reported; defaults to stderr. */
   log?: (line: string) => void;
+  /** Full-text search for GET /api/search; without it that route answers search-unavailable. */
+  search?: BoardSearch;
 };
 
 export type Board = {
@@ -64,7 +67,13 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const assets = loadAssets();
   const hosts = new Set<string>();
-  const handle = createHandler({ reader: options.reader, assets, hosts, log });
+  const handle = createHandler({
+    reader: options.reader,
+    assets,
+    hosts,
+    log,
+    ...(options.search ? { search: options.search } : {}),
+  });
 
   // requireHostHeader is off so a request without Host gets the board's refusal and headers.
   const server = createServer({ requireHostHeader: false }, (req, res) => {

@@ -58,6 +58,8 @@ export const BOARD_REFUSAL_STATUS = {
   "uri-too-long": 414,
   "misdirected-request": 421,
   "internal-error": 500,
+  "bad-query": 400,
+  "search-unavailable": 503,
 } as const satisfies Record<string, number>;
 
 export type BoardRefusalCode = keyof typeof BOARD_REFUSAL_STATUS;

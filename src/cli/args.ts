@@ -2,9 +2,12 @@
 // strict (node:util parseArgs): an unknown flag, a missing or extra argument is a usage error,
 // returned as a value with the help text to point at. Nothing here reads a file.
 import { parseArgs } from "node:util";
+import { EXPORT_FORMATS, isExportFormat } from "../export/index.ts";
 import { ATTACH_HELP, type AttachCommand, parseAttach } from "./attach.ts";
 import type { SourceFlags } from "./config.ts";
 import { CONTROL_HELP, type ControlCommand, parseControl } from "./control.ts";
+import type { ExportCommand } from "./export.ts";
+import type { SearchCommand } from "./search.ts";
 
 export const DEFAULT_HOST = "127.0.0.1";
 export const DEFAULT_PORT = 4173;
@@ -23,7 +26,9 @@ export type Command =
     }
   | { name: "serve"; sources: SourceFlags; host: string; port: number; portGiven: boolean }
   | ControlCommand
-  | AttachCommand;
+  | AttachCommand
+  | SearchCommand
+  | ExportCommand;
 
 export type Parsed = { ok: true; command: Command } | { ok: false; error: string; usage: string };
 
@@ -44,6 +49,8 @@ Commands:
   catalogue          list the conversations in the sources
   read <id>          print a branch of a conversation, every page in order
   follow <id>        print what is appended to a branch until Ctrl-C
+  search <query>     full-text search over every branch of every conversation
+  export <id>        one branch as Markdown, HTML or JSON
   serve              serve the board and the Console on loopback
   control            run a controller on one session (see control --help)
   attach             a terminal on a controller's socket (see attach --help)
@@ -110,6 +117,44 @@ ${SOURCES_HELP}
 
   -h, --help         this help
 `,
+  search: `Usage: conversation search <query> (--config FILE | --project DIR [--seat NAME])
+                                [--json] [--limit N]
+
+Searches the text of every branch of every conversation in the sources
+(messages, thinking, tool calls and results, summaries). Words match as
+prefixes, all of them; "quoted words" match as a phrase. Each hit names its
+conversation, branch and entry; open it with
+  conversation read <conversation> --branch <branch>
+
+The index is kept in $XDG_CACHE_HOME/mosaic-conversation (else
+~/.cache/mosaic-conversation), never in a source; it catches up with what
+was appended, and re-reads a file that was rewritten or replaced.
+
+  --json             a JSON list of hits: { conversation, branch, entry,
+                     snippet, matches, title, project, seat, timestamp }
+  --limit N          at most N hits (default 20, at most 1000)
+
+${SOURCES_HELP}
+
+  -h, --help         this help
+`,
+  export: `Usage: conversation export <id> (--config FILE | --project DIR [--seat NAME])
+                           --format md|html|json [--branch NAME] [--out FILE]
+
+Writes one branch of a conversation as a file: md (Markdown, code and tool
+calls in fenced blocks), html (one self-contained page: inline CSS, no
+script, a strict Content-Security-Policy) or json (the branch's CHAT-01
+pages). Hostile text stays inert in all three.
+
+  --format FORMAT    md, html or json
+  --branch NAME      the branch (default: Pi's default branch)
+  --out FILE         write to FILE (never inside a sessions directory);
+                     default: standard output
+
+${SOURCES_HELP}
+
+  -h, --help         this help
+`,
   control: CONTROL_HELP,
   attach: ATTACH_HELP,
 } as const;
@@ -145,10 +190,20 @@ export function parseCommand(argv: string[]): Parsed {
   }
 }
 
-type CommandName = "catalogue" | "read" | "follow" | "serve" | "control" | "attach";
+type CommandName =
+  | "catalogue"
+  | "read"
+  | "follow"
+  | "serve"
+  | "control"
+  | "attach"
+  | "search"
+  | "export";
 
 function isCommandName(s: string): s is CommandName {
-  return ["catalogue", "read", "follow", "serve", "control", "attach"].includes(s);
+  return ["catalogue", "read", "follow", "serve", "control", "attach", "search", "export"].includes(
+    s,
+  );
 }
 
 function isParseArgsError(e: unknown): e is Error {
@@ -234,6 +289,49 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
           portGiven: values.port !== undefined,
         },
       };
+    }
+    case "search": {
+      const { values, positionals } = parseArgs({
+        args,
+        options: { ...SOURCE_OPTIONS, json: { type: "boolean" }, limit: { type: "string" } },
+        allowPositionals: true,
+        strict: true,
+      });
+      if (values.help) return { ok: true, command: { name: "help", text: usage } };
+      const [query, extra] = positionals;
+      if (query === undefined || query.trim() === "") return bad("missing the <query>");
+      if (extra !== undefined) return bad(`unexpected argument ${JSON.stringify(extra)}`);
+      const limit = values.limit === undefined ? 20 : Number(values.limit);
+      if (!/^\d{1,4}$/.test(values.limit ?? "20") || limit < 1 || limit > 1000) {
+        return bad(`--limit ${JSON.stringify(values.limit)} is not a number from 1 to 1000`);
+      }
+      const json = values.json ?? false;
+      return { ok: true, command: { name, sources: sourcesOf(values), query, json, limit } };
+    }
+    case "export": {
+      const { values, positionals } = parseArgs({
+        args,
+        options: {
+          ...SOURCE_OPTIONS,
+          branch: { type: "string" },
+          format: { type: "string" },
+          out: { type: "string" },
+        },
+        allowPositionals: true,
+        strict: true,
+      });
+      if (values.help) return { ok: true, command: { name: "help", text: usage } };
+      const [id, extra] = positionals;
+      if (id === undefined || id === "") return bad("missing the conversation <id>");
+      if (extra !== undefined) return bad(`unexpected argument ${JSON.stringify(extra)}`);
+      const format = values.format;
+      if (format === undefined || !isExportFormat(format)) {
+        return bad(`--format must be one of ${EXPORT_FORMATS.join(", ")}`);
+      }
+      const command: ExportCommand = { name, sources: sourcesOf(values), id, format };
+      if (values.branch !== undefined) command.branch = values.branch;
+      if (values.out !== undefined) command.out = values.out;
+      return { ok: true, command };
     }
     case "control":
       return parseControl(args);

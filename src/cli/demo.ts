@@ -12,7 +12,7 @@ import { type Sources, sourcesFromFlags } from "./config.ts";
 import { type DemoControl, tryDemoControl } from "./demo-control.ts";
 import { startGrowing } from "./demo-grow.ts";
 import { DEMO_SEATS, demoProject, writeDemoProject } from "./demo-sessions.ts";
-import { checkHost, startServing, whenAborted } from "./serve.ts";
+import { checkHost, openBoardSearch, startServing, whenAborted } from "./serve.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 const DEMO_DIR = join(REPO, "demo");
@@ -76,10 +76,19 @@ async function start(argv: string[], signal: AbortSignal): Promise<number> {
       onError: (e) => process.stderr.write(`demo writer: ${e.message}\n`),
     });
   }
-  const reader = createReader({
-    roots: () => rootsFromSpecs(sources.specs, sources.registrations),
+  const roots = () => rootsFromSpecs(sources.specs, sources.registrations);
+  const reader = createReader({ roots });
+  // The demo's index stays beside the demo (git-ignored); real sources use the XDG cache.
+  const cacheDir = real ? undefined : join(DEMO_DIR, "search-cache");
+  const search = openBoardSearch(roots, reader, (t) => process.stderr.write(t), cacheDir);
+  const portGiven = values.port !== undefined;
+  const started = await startServing({
+    reader,
+    host,
+    port,
+    portGiven,
+    ...(search ? { search } : {}),
   });
-  const started = await startServing({ reader, host, port, portGiven: values.port !== undefined });
   if (!started.ok) {
     stopWriter();
     process.stderr.write(`npm start: cannot serve: ${started.error}\n`);

@@ -11,12 +11,15 @@ import {
   type RefusalRecord,
   rootsFromSpecs,
 } from "../index.ts";
+import type { Search } from "../search/index.ts";
 import { type Command, HELP, parseCommand } from "./args.ts";
 import { runAttach } from "./attach.ts";
 import { type Sources, sourcesFromFlags } from "./config.ts";
 import { readGrantsFile, runControl } from "./control.ts";
+import { runExport } from "./export.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
-import { checkHost, startServing, whenAborted } from "./serve.ts";
+import { runSearch } from "./search.ts";
+import { checkHost, openBoardSearch, startServing, whenAborted } from "./serve.ts";
 import { makeVisible } from "./visible.ts";
 
 export const EXIT = { ok: 0, refused: 1, usage: 2 } as const;
@@ -55,9 +58,8 @@ async function run(
   io: Io,
   signal: AbortSignal,
 ): Promise<number> {
-  const reader = createReader({
-    roots: () => rootsFromSpecs(sources.specs, sources.registrations),
-  });
+  const roots = () => rootsFromSpecs(sources.specs, sources.registrations);
+  const reader = createReader({ roots });
   switch (cmd.name) {
     case "catalogue": {
       const catalogue = reader.catalogue();
@@ -70,7 +72,11 @@ async function run(
     case "follow":
       return follow(reader, cmd, io, signal);
     case "serve":
-      return serve(reader, cmd, io, signal);
+      return serve(reader, cmd, io, signal, openBoardSearch(roots, reader, io.err));
+    case "search":
+      return runSearch(roots, () => reader.catalogue(), cmd, io);
+    case "export":
+      return runExport(reader, roots(), cmd, io);
     default:
       return unreachable(cmd);
   }
@@ -198,10 +204,14 @@ async function serve(
   cmd: Extract<Command, { name: "serve" }>,
   io: Io,
   signal: AbortSignal,
+  search: Search | undefined,
 ): Promise<number> {
   const badHost = await checkHost(cmd.host);
-  if (badHost !== null) return usageError(io, badHost, HELP.serve);
-  const started = await startServing({ reader, ...cmd });
+  if (badHost !== null) {
+    search?.close();
+    return usageError(io, badHost, HELP.serve);
+  }
+  const started = await startServing({ reader, ...cmd, ...(search ? { search } : {}) });
   if (!started.ok) {
     io.err(`conversation: cannot serve: ${started.error}\n`);
     return EXIT.refused;
@@ -210,6 +220,7 @@ async function serve(
   io.out(`The board is serving on ${board.url}\nOpen it in a browser; Ctrl-C stops it.\n`);
   await whenAborted(signal);
   await board.close();
+  search?.close();
   return EXIT.ok;
 }
 

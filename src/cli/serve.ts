@@ -2,9 +2,37 @@
 // default port falls back to a free one when it is taken (a port the user named never does).
 // The board module is loaded only here, so the other commands never load it.
 import type { Reader } from "../index.ts";
+import type { Root } from "../reader/sources.ts";
+import { createSearch, type Search } from "../search/index.ts";
 
 export type Serving = { url: string; port: number; close(): Promise<void> };
-export type ServeRequest = { reader: Reader; host: string; port: number; portGiven: boolean };
+export type ServeRequest = {
+  reader: Reader;
+  host: string;
+  port: number;
+  portGiven: boolean;
+  search?: Search;
+};
+
+/**
+ * The board's search index over `roots` (in `cacheDir`, default the XDG cache), or undefined
+ * with the reason written to `err`: the board then serves everything but search.
+ */
+export function openBoardSearch(
+  roots: () => Root[],
+  reader: Reader,
+  err: (text: string) => void,
+  cacheDir?: string,
+): Search | undefined {
+  const opened = createSearch({
+    roots,
+    catalogue: () => reader.catalogue(),
+    ...(cacheDir === undefined ? {} : { cacheDir }),
+  });
+  if (opened.ok) return opened.search;
+  err(`search is off: ${opened.reason}\n`);
+  return undefined;
+}
 
 /** Why `host` cannot be served on, or null when it is a loopback name the board accepts. */
 export async function checkHost(host: string): Promise<string | null> {
@@ -22,7 +50,9 @@ export async function startServing(
   req: ServeRequest,
 ): Promise<{ ok: true; board: Serving } | { ok: false; error: string }> {
   const { startBoard } = await import("../board/index.ts");
-  const attempt = async (port: number) => startBoard({ reader: req.reader, host: req.host, port });
+  const search = req.search ? { search: req.search } : {};
+  const attempt = async (port: number) =>
+    startBoard({ reader: req.reader, host: req.host, port, ...search });
   try {
     return { ok: true, board: await attempt(req.port) };
   } catch (e) {

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import type { TestContext } from "node:test";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { startBoard } from "../../src/board/index.ts";
+import type { BoardSearch } from "../../src/board/search-route.ts";
 import type { Reader } from "../../src/index.ts";
 
 export const CHROMIUM = "/usr/bin/chromium";
@@ -58,8 +59,9 @@ export async function openConsole(
   t: TestContext,
   context: BrowserContext,
   reader: Reader,
+  search?: BoardSearch,
 ): Promise<{ page: Page; url: string; requests: string[] }> {
-  const board = await startBoard({ reader });
+  const board = await startBoard({ reader, ...(search ? { search } : {}) });
   t.after(() => board.close());
   const page = await context.newPage();
   t.after(() => page.close());
