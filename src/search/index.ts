@@ -13,11 +13,12 @@ import { conversationId, type PiRoot, type Root } from "../reader/sources.ts";
 import { defaultCacheDir, prepareCacheDir } from "./cache-dir.ts";
 import { type CatchUp, catchUpFile, dropFile, textOf } from "./indexer.ts";
 import { matchExpression, QUERY_MAX_CHARS, snippetOf, termsOf } from "./query.ts";
-import { inTransaction, openStore, type Store } from "./store.ts";
+import { inTransaction, openStore } from "./store.ts";
 
 export { defaultCacheDir } from "./cache-dir.ts";
 
 export const SEARCH_LIMIT_MAX = 1000;
+const BATCH_FILES = 64;
 
 export type SearchHit = {
   conversation: string;
@@ -70,6 +71,7 @@ export function createSearch(
   function refresh(): RefreshStats {
     const stats: RefreshStats = { unchanged: 0, appended: 0, indexed: 0, refused: 0, removed: 0 };
     const seen = new Map<string, Located>();
+    const pending: { root: PiRoot; name: string }[] = [];
     for (const root of options.roots()) {
       if (root.kind !== "pi") continue;
       let names: string[];
@@ -87,8 +89,17 @@ export function createSearch(
           name,
           conversation: conversationId(root.projectRoot, root.seat, name),
         });
-        stats[catchUpFile(store, root, name)]++;
+        pending.push({ root, name });
       }
+    }
+    // One transaction for many files, committed every BATCH_FILES: a commit per file costs
+    // more than a small file's rows, and readers (WAL) see the index as of the last commit.
+    for (let i = 0; i < pending.length; i += BATCH_FILES) {
+      inTransaction(store, () => {
+        for (const { root, name } of pending.slice(i, i + BATCH_FILES)) {
+          stats[catchUpFile(store, root, name)]++;
+        }
+      });
     }
     const gone = (store.allFiles.all() as { id: number; path: string }[]).filter(
       (f) => !seen.has(f.path),
@@ -125,8 +136,10 @@ export function createSearch(
         if (text === null) {
           stale = true;
           // Drop the file's rows so the catch-up reads it whole, as it is now.
-          inTransaction(store, () => dropFile(store, h.file));
-          catchUpFile(store, where.root, where.name);
+          inTransaction(store, () => {
+            dropFile(store, h.file);
+            catchUpFile(store, where.root, where.name);
+          });
           continue;
         }
         const row = rows.get(where.conversation);

@@ -13,7 +13,7 @@ import { parseHeader } from "../reader/pi.ts";
 import { isRefusal } from "../reader/refusal.ts";
 import { closeFile, openSessionFile, readRange } from "../reader/safe-fs.ts";
 import type { PiRoot } from "../reader/sources.ts";
-import { type FileRow, inTransaction, type Store } from "./store.ts";
+import type { FileRow, Store } from "./store.ts";
 
 /** Bytes hashed at the start and before the end of what was indexed, to notice a rewrite. */
 const EDGE_BYTES = 4096;
@@ -24,7 +24,11 @@ export type CatchUp = "unchanged" | "appended" | "indexed" | "refused";
 
 type NodeState = { branch: string; hasChild: boolean };
 
-/** Indexes what is new in `<root>/<name>`; "refused" when the reader would refuse the file. */
+/**
+ * Indexes what is new in `<root>/<name>`; "refused" when the reader would refuse the file. The
+ * caller holds a transaction (refresh batches many files in one: a commit per file would cost
+ * more than the file's rows).
+ */
 export function catchUpFile(store: Store, root: PiRoot, name: string): CatchUp {
   const path = join(root.sessionsDir, name);
   const row = store.fileByPath.get(path) as FileRow | undefined;
@@ -57,10 +61,10 @@ export function catchUpFile(store: Store, root: PiRoot, name: string): CatchUp {
     const size = id.size;
     const identity = { dev: String(id.dev), ino: String(id.ino), ctime: String(id.ctimeNs) };
     if (row && canAppend(row, identity, size, file.fd)) {
-      inTransaction(store, () => indexFrom(store, file.fd, row, size, identity));
+      indexFrom(store, file.fd, row, size, identity);
       return "appended";
     }
-    inTransaction(store, () => {
+    {
       if (row) dropFile(store, row.id);
       const fresh: FileRow = {
         id: 0,
@@ -77,12 +81,12 @@ export function catchUpFile(store: Store, root: PiRoot, name: string): CatchUp {
         // Kept with no entries at its current size: it is not read again until it changes.
         fresh.size = size;
         insertRow(store, fresh);
-        return;
+        return "indexed";
       }
       fresh.size = header;
       insertRow(store, fresh);
       indexFrom(store, file.fd, fresh, size, identity);
-    });
+    }
     return "indexed";
   } finally {
     closeFile(file);
