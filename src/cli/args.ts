@@ -122,8 +122,8 @@ ${SOURCES_HELP}
 
 Searches the text of every branch of every conversation in the sources
 (messages, thinking, tool calls and results, summaries). Words match as
-prefixes, all of them; "quoted words" match as a phrase. Each hit names its
-conversation, branch and entry; open it with
+prefixes, all of them; "quoted words" match as a phrase. Newest first. Each
+hit names its conversation, branch and entry; open it with
   conversation read <conversation> --branch <branch>
 
 The index is kept in $XDG_CACHE_HOME/mosaic-conversation (else

@@ -8,17 +8,34 @@ import { join } from "node:path";
 import type { Catalogue, CatalogueRow } from "../protocol/chat-01.ts";
 import { listRoot } from "../reader/catalogue.ts";
 import { isRefusal } from "../reader/refusal.ts";
-import { closeFile, openSessionFile, readRange } from "../reader/safe-fs.ts";
+import { closeFile, type OpenFile, openSessionFile, readRange } from "../reader/safe-fs.ts";
 import { conversationId, type PiRoot, type Root } from "../reader/sources.ts";
 import { defaultCacheDir, prepareCacheDir } from "./cache-dir.ts";
-import { type CatchUp, catchUpFile, dropFile, textOf } from "./indexer.ts";
-import { matchExpression, QUERY_MAX_CHARS, snippetOf, termsOf } from "./query.ts";
+import {
+  type CatchUp,
+  catchUpFile,
+  dropFile,
+  type Identity,
+  isUnchanged,
+  textOf,
+} from "./indexer.ts";
+import {
+  holdsPhrases,
+  matchExpression,
+  needsCheck,
+  QUERY_MAX_CHARS,
+  snippetOf,
+  type Term,
+  termsOf,
+} from "./query.ts";
 import { inTransaction, openStore } from "./store.ts";
 
 export { defaultCacheDir } from "./cache-dir.ts";
 
 export const SEARCH_LIMIT_MAX = 1000;
 const BATCH_FILES = 64;
+/** At most this many candidates are read for one phrase query (each is re-read and checked). */
+const CANDIDATES_MAX = 2000;
 
 export type SearchHit = {
   conversation: string;
@@ -72,6 +89,10 @@ export function createSearch(
     const stats: RefreshStats = { unchanged: 0, appended: 0, indexed: 0, refused: 0, removed: 0 };
     const seen = new Map<string, Located>();
     const pending: { root: PiRoot; name: string }[] = [];
+    // Every file's identity in one read: the common case is that none changed.
+    const indexed = new Map(
+      (store.allFiles.all() as (Identity & { id: number; path: string })[]).map((f) => [f.path, f]),
+    );
     for (const root of options.roots()) {
       if (root.kind !== "pi") continue;
       let names: string[];
@@ -89,7 +110,8 @@ export function createSearch(
           name,
           conversation: conversationId(root.projectRoot, root.seat, name),
         });
-        pending.push({ root, name });
+        if (!isUnchanged(path, indexed.get(path))) pending.push({ root, name });
+        else stats.unchanged++;
       }
     }
     // One transaction for many files, committed every BATCH_FILES: a commit per file costs
@@ -101,9 +123,7 @@ export function createSearch(
         }
       });
     }
-    const gone = (store.allFiles.all() as { id: number; path: string }[]).filter(
-      (f) => !seen.has(f.path),
-    );
+    const gone = [...indexed.values()].filter((f) => !seen.has(f.path));
     if (gone.length) {
       inTransaction(store, () => {
         for (const f of gone) dropFile(store, f.id);
@@ -126,22 +146,61 @@ export function createSearch(
     for (const r of options.catalogue?.().conversations ?? []) rows.set(r.conversation, r);
     // A stale hit re-indexes its file; a second pass finds the file as it is now.
     for (let pass = 0; pass < 2; pass++) {
-      const found = store.query.all(matchExpression(terms), n) as HitRow[];
-      const hits: SearchHit[] = [];
-      let stale = false;
+      const found = collect(terms, n, rows);
+      if (found !== "stale" || pass === 1)
+        return { ok: true, query, hits: found === "stale" ? [] : found };
+    }
+    return { ok: true, query, hits: [] };
+  }
+
+  /**
+   * Newest entries first (FTS5 walks rowids in order, so a common word costs no more than a
+   * rare one), in batches: a phrase is checked on each candidate's text, so more candidates
+   * may be read than hits kept, up to CANDIDATES_MAX. "stale" when a file changed under a hit.
+   */
+  function collect(
+    terms: Term[],
+    n: number,
+    rows: Map<string, CatalogueRow>,
+  ): SearchHit[] | "stale" {
+    const hits: SearchHit[] = [];
+    const check = needsCheck(terms);
+    const open = new Map<string, OpenFile | null>();
+    try {
+      return collectFrom(terms, n, rows, hits, check, open);
+    } finally {
+      for (const f of open.values()) if (f) closeFile(f);
+    }
+  }
+
+  function collectFrom(
+    terms: Term[],
+    n: number,
+    rows: Map<string, CatalogueRow>,
+    hits: SearchHit[],
+    check: boolean,
+    open: Map<string, OpenFile | null>,
+  ): SearchHit[] | "stale" {
+    const batch = check ? Math.max(50, n * 4) : n;
+    let below = Number.MAX_SAFE_INTEGER;
+    for (let read = 0; hits.length < n && read < CANDIDATES_MAX; ) {
+      const found = store.query.all(matchExpression(terms), below, batch) as HitRow[];
+      read += found.length;
       for (const h of found) {
+        below = h.rowid;
         const where = located.get(h.path);
         if (!where) continue;
-        const text = currentText(where, h);
+        if (!open.has(h.path)) open.set(h.path, openLocated(where));
+        const text = currentText(open.get(h.path) ?? null, h);
         if (text === null) {
-          stale = true;
           // Drop the file's rows so the catch-up reads it whole, as it is now.
           inTransaction(store, () => {
             dropFile(store, h.file);
             catchUpFile(store, where.root, where.name);
           });
-          continue;
+          return "stale";
         }
+        if (check && !holdsPhrases(text, terms)) continue;
         const row = rows.get(where.conversation);
         hits.push({
           conversation: where.conversation,
@@ -153,10 +212,11 @@ export function createSearch(
           seat: where.root.seat,
           timestamp: h.ts,
         });
+        if (hits.length === n) break;
       }
-      if (!stale || pass === 1) return { ok: true, query, hits };
+      if (found.length < batch) break;
     }
-    return { ok: true, query, hits: [] };
+    return hits;
   }
 
   return { ok: true, search: { refresh, search, close: () => store.close() } };
@@ -174,23 +234,23 @@ type HitRow = {
   ts: string | null;
 };
 
-/** The entry's text as the file holds it now, or null when its line is not what was indexed. */
-function currentText(where: Located, h: HitRow): string | null {
-  let file: ReturnType<typeof openSessionFile>;
+/** The file opened as the reader opens it, or null when the reader would refuse it now. */
+function openLocated(where: Located): OpenFile | null {
   try {
-    file = openSessionFile(where.root.projectRoot, where.root.sessionsDir, where.name);
+    return openSessionFile(where.root.projectRoot, where.root.sessionsDir, where.name);
   } catch (e) {
     if (!isRefusal(e)) throw e;
     return null;
   }
-  try {
-    const line = readRange(file.fd, h.start, h.end - h.start);
-    const digest = createHash("sha256").update(line).digest("hex").slice(0, 32);
-    if (line.length !== h.end - h.start || digest !== h.hash) return null;
-    return textOf(JSON.parse(line.toString("utf8")) as Record<string, unknown>);
-  } finally {
-    closeFile(file);
-  }
+}
+
+/** The entry's text as the file holds it now, or null when its line is not what was indexed. */
+function currentText(file: OpenFile | null, h: HitRow): string | null {
+  if (file === null) return null;
+  const line = readRange(file.fd, h.start, h.end - h.start);
+  const digest = createHash("sha256").update(line).digest("hex").slice(0, 32);
+  if (line.length !== h.end - h.start || digest !== h.hash) return null;
+  return textOf(JSON.parse(line.toString("utf8")) as Record<string, unknown>);
 }
 
 function refusal(code: SearchRefusalCode, message: string): SearchResult {

@@ -1,31 +1,74 @@
-// A person's query as FTS5 syntax, and a hit's snippet. Every word becomes a quoted prefix
-// term ("pars"* finds "parser"), a "quoted phrase" stays a phrase; terms are ANDed. Nothing
-// the person types is FTS5 syntax, so no query can be malformed or reach another column.
+// A person's query as FTS5 syntax, phrase checks, and a hit's snippet. The index keeps no
+// positions (detail=none: smaller, faster to build), so a query asks FTS5 for entries holding
+// every word, and a "quoted phrase" (or a word that is several tokens, like foo.bar) is then
+// checked against the entry's text, re-read from the file. Nothing the person types is FTS5
+// syntax: every token is quoted, so no query can be malformed or reach another column.
 
 export const QUERY_MAX_CHARS = 500;
 const SNIPPET_CHARS = 180;
 
-export type Term = { text: string; prefix: boolean };
+/** One thing to find: its tokens, whether they must be adjacent, whether the last is a prefix. */
+export type Term = { text: string; tokens: string[]; phrase: boolean; prefix: boolean };
+
+/** Tokens as FTS5's unicode61 tokenizer (remove_diacritics 2) makes them, near enough. */
+export function tokensOf(text: string): string[] {
+  return text
+    .normalize("NFD")
+    .replace(/\p{M}+/gu, "")
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((t) => t !== "");
+}
 
 /** The terms of `query`, or null when it holds no word. */
 export function termsOf(query: string): Term[] | null {
   const terms: Term[] = [];
-  const re = /"([^"]*)"|(\S+)/g;
-  for (const m of query.matchAll(re)) {
-    const phrase = m[1];
-    const word = m[2];
-    if (phrase !== undefined) {
-      if (/[\p{L}\p{N}]/u.test(phrase)) terms.push({ text: phrase.trim(), prefix: false });
-    } else if (word !== undefined && /[\p{L}\p{N}]/u.test(word)) {
-      terms.push({ text: word, prefix: true });
-    }
+  for (const m of query.matchAll(/"([^"]*)"|(\S+)/g)) {
+    const quoted = m[1];
+    const text = (quoted ?? m[2] ?? "").trim();
+    const tokens = tokensOf(text);
+    if (tokens.length === 0) continue;
+    const isPhrase = quoted !== undefined || tokens.length > 1;
+    terms.push({ text, tokens, phrase: isPhrase, prefix: quoted === undefined });
   }
   return terms.length ? terms : null;
 }
 
-/** The FTS5 MATCH expression for `terms`. */
+/** The FTS5 MATCH expression: every token of every term, ANDed; a typed word is a prefix. */
 export function matchExpression(terms: readonly Term[]): string {
-  return terms.map((t) => `"${t.text.replaceAll('"', '""')}"${t.prefix ? "*" : ""}`).join(" ");
+  const parts: string[] = [];
+  for (const t of terms) {
+    t.tokens.forEach((tok, i) => {
+      const last = i === t.tokens.length - 1;
+      parts.push(`"${tok.replaceAll('"', '""')}"${t.prefix && last ? "*" : ""}`);
+    });
+  }
+  return parts.join(" ");
+}
+
+/** Whether a query needs the text checked: a phrase's tokens must be adjacent, in order. */
+export function needsCheck(terms: readonly Term[]): boolean {
+  return terms.some((t) => t.phrase);
+}
+
+/** Whether `text` holds every phrase of `terms` as adjacent tokens. */
+export function holdsPhrases(text: string, terms: readonly Term[]): boolean {
+  const tokens = tokensOf(text);
+  return terms.every((t) => !t.phrase || hasRun(tokens, t.tokens, t.prefix));
+}
+
+function hasRun(tokens: readonly string[], run: readonly string[], lastIsPrefix: boolean): boolean {
+  const n = run.length;
+  outer: for (let i = 0; i + n <= tokens.length; i++) {
+    for (let k = 0; k < n; k++) {
+      const tok = tokens[i + k]!;
+      const want = run[k]!;
+      const ok = lastIsPrefix && k === n - 1 ? tok.startsWith(want) : tok === want;
+      if (!ok) continue outer;
+    }
+    return true;
+  }
+  return false;
 }
 
 /**

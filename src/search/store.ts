@@ -1,11 +1,12 @@
 // The search index on disk (node:sqlite, FTS5): one row per indexed file (its identity and how
 // far it was read), the tree state needed to name the branch of an appended entry, and one
 // row per entry with text (where its line is, a hash of that line) in a contentless FTS5
-// table. The text itself is not stored: a hit re-reads its line, which also proves it current.
+// table without positions (detail=none). The text itself is not stored: a hit re-reads its
+// line, which proves it current and lets phrases be checked.
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 
 /** Bumped when the layout or what is indexed changes: an old index is dropped and rebuilt. */
-export const INDEX_VERSION = 1;
+export const INDEX_VERSION = 2;
 
 export type FileRow = {
   id: number;
@@ -69,7 +70,8 @@ export function openStore(path: string): Store {
       );
       CREATE INDEX entries_file ON entries (file);
       CREATE VIRTUAL TABLE texts USING fts5(
-        text, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 2'
+        text, content = '', contentless_delete = 1, detail = none,
+        tokenize = 'unicode61 remove_diacritics 2'
       );
       PRAGMA user_version = ${INDEX_VERSION};
     `);
@@ -86,7 +88,7 @@ export function openStore(path: string): Store {
       "UPDATE files SET dev = ?, ino = ?, size = ?, ctime = ?, head = ?, tail = ?, roots = ?, last_id = ? WHERE id = ?",
     ),
     deleteFile: db.prepare("DELETE FROM files WHERE id = ?"),
-    allFiles: db.prepare("SELECT id, path FROM files"),
+    allFiles: db.prepare("SELECT id, path, dev, ino, size, ctime FROM files"),
     node: db.prepare("SELECT branch, has_child AS hasChild FROM nodes WHERE file = ? AND id = ?"),
     putNode: db.prepare(
       "INSERT OR REPLACE INTO nodes (file, id, branch, has_child) VALUES (?, ?, ?, 0)",
@@ -100,11 +102,14 @@ export function openStore(path: string): Store {
     entryIdsOfFile: db.prepare("SELECT rowid FROM entries WHERE file = ?"),
     deleteEntries: db.prepare("DELETE FROM entries WHERE file = ?"),
     deleteText: db.prepare("DELETE FROM texts WHERE rowid = ?"),
+    // The FTS5 scan stays a subquery so it walks rowids newest first and stops at the limit;
+    // joined directly, SQLite may collect every match of a common word and sort them.
     query: db.prepare(`
       SELECT e.rowid AS rowid, e.file AS file, f.path AS path, e.entry AS entry,
              e.branch AS branch, e.start AS start, e.end AS end, e.hash AS hash, e.ts AS ts
-      FROM texts JOIN entries e ON e.rowid = texts.rowid JOIN files f ON f.id = e.file
-      WHERE texts MATCH ? ORDER BY rank LIMIT ?`),
+      FROM (SELECT rowid FROM texts WHERE texts MATCH ? AND rowid < ? ORDER BY rowid DESC LIMIT ?) m
+      JOIN entries e ON e.rowid = m.rowid JOIN files f ON f.id = e.file
+      ORDER BY m.rowid DESC`),
     close: () => db.close(),
   };
 }

@@ -243,3 +243,19 @@ describe("search", () => {
     assert.equal(opened.search.refresh().removed, 0, "already swept");
   });
 });
+
+describe("search queries", () => {
+  it("checks phrases on the text and finds words that are several tokens", (t) => {
+    const fx = writeReadingFixture(t);
+    const search = open(t, fx);
+    assert.equal(hitsOf(search, '"the answer"').length, 1);
+    assert.equal(hitsOf(search, '"answer the"').length, 0, "order matters in a phrase");
+    assert.equal(hitsOf(search, '"tidy parser"').length, 0, "adjacency matters");
+    assert.deepEqual(
+      hitsOf(search, "src/parser.ts").map((h) => h.entry),
+      ["n.r1", "n.a2"],
+      "a path is a phrase of tokens; newest first",
+    );
+    assert.equal(hitsOf(search, "zanzibärite")[0]?.entry, "n.u1", "diacritics are folded");
+  });
+});

@@ -657,16 +657,14 @@ function applyTheme() {
 }
 
 function toggleTheme() {
-  const dark = ui.themeToggle.getAttribute("aria-pressed") === "true";
+  const next = ui.themeToggle.getAttribute("aria-pressed") === "true" ? "light" : "dark";
   try {
-    localStorage.setItem(THEME_KEY, dark ? "light" : "dark");
+    localStorage.setItem(THEME_KEY, next);
   } catch {
-    // Not remembered: the theme still changes for this page.
-    document.documentElement.dataset.theme = dark ? "light" : "dark";
+    // Storage disabled: the theme changes for this page, it is just not remembered.
   }
-  applyTheme();
-  if (storedTheme() === null) document.documentElement.dataset.theme = dark ? "light" : "dark";
-  ui.themeToggle.setAttribute("aria-pressed", String(!dark));
+  document.documentElement.dataset.theme = next;
+  ui.themeToggle.setAttribute("aria-pressed", String(next === "dark"));
 }
 
 function readHash() {
