@@ -18,7 +18,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type BoardSpec, sessionsDirOf } from "../src/index.ts";
+import { type BoardSpec, encodeCwd, sessionsDirOf } from "../src/index.ts";
 
 const MIB = 1024 * 1024;
 const HERE = fileURLToPath(new URL(".", import.meta.url));
@@ -146,22 +146,30 @@ export type CatalogueFixture = { specs: BoardSpec[]; dirs: string[]; files: numb
 
 /**
  * `roots` projects with seat `main`, each holding `perRoot` small sessions: a header, a model
- * change, a session name on every third file, and a few user/assistant messages.
+ * change, a session name on every third file, and a few user/assistant messages. With `layout`
+ * `pi-store`, the same sessions are filed as Pi files them, in one store
+ * (`<base>/store/--<encoded cwd>--/`), and the one spec is that store.
  */
 export function writeCatalogueFixture(
   base: string,
   roots: number,
   perRoot: number,
+  layout: "repository" | "pi-store" = "repository",
 ): CatalogueFixture {
   const specs: BoardSpec[] = [];
   const dirs: string[] = [];
   const t0 = Date.UTC(2026, 0, 1);
+  const store = join(base, "store");
+  if (layout === "pi-store") specs.push({ kind: "pi-agent", sessionsDir: store });
   let files = 0;
   for (let r = 0; r < roots; r++) {
-    const projectRoot = join(base, `project-${String(r).padStart(2, "0")}`);
-    const sessionsDir = sessionsDirOf(projectRoot, "main");
+    const projectRoot = join(base, `project-${String(r).padStart(3, "0")}`);
+    const sessionsDir =
+      layout === "pi-store"
+        ? join(store, encodeCwd(projectRoot))
+        : sessionsDirOf(projectRoot, "main");
     mkdirSync(sessionsDir, { recursive: true });
-    specs.push({ kind: "repository", projectRoot, seat: "main" });
+    if (layout === "repository") specs.push({ kind: "repository", projectRoot, seat: "main" });
     dirs.push(sessionsDir);
     for (let f = 0; f < perRoot; f++) {
       const at = t0 + (r * perRoot + f) * 60_000;

@@ -1,8 +1,9 @@
 // The reader benchmark (SPEC §7): side by side in one run, on sessions written by Pi's own
 // SessionManager, the reader's full traversal against the one-pass floor (read + SHA-256 +
 // JSON.parse of every line) and Pi's SessionManager.open; follow latency after a small append;
-// peak memory (child processes); the catalogue over 50 roots against lstat. Prints tables and
-// writes the raw numbers to bench/results/<timestamp>.json.
+// peak memory (child processes); the catalogue over 50 roots and over Pi's store (200
+// directories) against lstat. Prints tables and writes the raw numbers to
+// bench/results/<timestamp>.json.
 //
 //   npm run bench -- [--sizes 1,20,100] [--runs 5] [--quick] [--seed 1] [--budget 240]
 //                    [--bytes-runs 2]
@@ -66,6 +67,9 @@ const SESSION_NAME = "long.jsonl";
 const MIN_RUNS = 2;
 const CATALOGUE_ROOTS = 50;
 const CATALOGUE_FILES_PER_ROOT = 40;
+/** Pi's own store at the same 2,000 files: 200 project directories of 10 (issue 12 §5). */
+const STORE_DIRS = 200;
+const STORE_FILES_PER_DIR = 10;
 
 // ---------------------------------------------------------------------------------------------
 // Arguments
@@ -196,6 +200,7 @@ type MemoryResult = {
 };
 
 type CatalogueResult = {
+  layout: "repository" | "pi-store";
   roots: number;
   files: number;
   cold: Series;
@@ -490,12 +495,16 @@ async function memoryWorker(mode: string, file: string, projectRoot: string): Pr
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 
-function measureCatalogue(tmp: string, runs: number): CatalogueResult {
-  const fx = writeCatalogueFixture(
-    join(tmp, "catalogue"),
-    CATALOGUE_ROOTS,
-    CATALOGUE_FILES_PER_ROOT,
-  );
+function measureCatalogue(
+  tmp: string,
+  runs: number,
+  layout: CatalogueResult["layout"] = "repository",
+): CatalogueResult {
+  const [nRoots, perRoot] =
+    layout === "repository"
+      ? [CATALOGUE_ROOTS, CATALOGUE_FILES_PER_ROOT]
+      : [STORE_DIRS, STORE_FILES_PER_DIR];
+  const fx = writeCatalogueFixture(join(tmp, `catalogue-${layout}`), nRoots, perRoot, layout);
   const roots = rootsFromSpecs(fx.specs, []);
   const cold: number[] = [];
   const warm: number[] = [];
@@ -532,7 +541,8 @@ function measureCatalogue(tmp: string, runs: number): CatalogueResult {
     }
   }
   return {
-    roots: CATALOGUE_ROOTS,
+    layout,
+    roots: nRoots,
     files: fx.files,
     cold: summarize(cold),
     warm: summarize(warm),
@@ -568,6 +578,7 @@ function report(r: {
   memory: MemoryResult[];
   memoryMib: number | null;
   catalogue: CatalogueResult;
+  catalogueStore: CatalogueResult;
   budgetS: number;
   totalMs: number;
   loadAtEnd: number;
@@ -734,9 +745,12 @@ function report(r: {
         "after each reader call and after the work)",
     );
   }
-  const c = r.catalogue;
   out.push("");
-  out.push(`Catalogue: ${int(c.files)} files in ${c.roots} roots, medians in ms`);
+  out.push(`Catalogue: ${int(r.catalogue.files)} files, medians in ms`);
+  const where = (c: CatalogueResult) =>
+    c.layout === "repository"
+      ? `${c.roots} repository roots (${c.cold.n} runs)`
+      : `Pi's store, ${c.roots} dirs (${c.cold.n} runs)`;
   out.push(
     table(
       [
@@ -750,19 +764,17 @@ function report(r: {
         "warm min–max",
         "lstat min–max",
       ],
-      [
-        [
-          `${c.cold.n} runs`,
-          ms(c.cold.median),
-          ms(c.warm.median),
-          ms(c.lstat.median),
-          ratio(c.cold.median, c.lstat.median),
-          ratio(c.warm.median, c.lstat.median),
-          spread(c.cold),
-          spread(c.warm),
-          spread(c.lstat),
-        ],
-      ],
+      [r.catalogue, r.catalogueStore].map((c) => [
+        where(c),
+        ms(c.cold.median),
+        ms(c.warm.median),
+        ms(c.lstat.median),
+        ratio(c.cold.median, c.lstat.median),
+        ratio(c.warm.median, c.lstat.median),
+        spread(c.cold),
+        spread(c.warm),
+        spread(c.lstat),
+      ]),
     ),
   );
   out.push("");
@@ -858,6 +870,8 @@ async function main(): Promise<void> {
 
     process.stderr.write(`  catalogue: ${CATALOGUE_ROOTS} roots × ${CATALOGUE_FILES_PER_ROOT}\n`);
     const catalogue = measureCatalogue(tmp, runs);
+    process.stderr.write(`  catalogue: Pi's store, ${STORE_DIRS} dirs × ${STORE_FILES_PER_DIR}\n`);
+    const catalogueStore = measureCatalogue(tmp, runs, "pi-store");
     const totalMs = performance.now() - began;
     const text = report({
       startedAt: startedAt.toISOString(),
@@ -868,6 +882,7 @@ async function main(): Promise<void> {
       memory,
       memoryMib,
       catalogue,
+      catalogueStore,
       budgetS,
       totalMs,
       loadAtEnd: loadavg()[0] ?? 0,
@@ -888,6 +903,7 @@ async function main(): Promise<void> {
       follow,
       memory,
       catalogue,
+      catalogueStore,
       totalMs,
       text,
     };

@@ -1,5 +1,6 @@
 // @mosaic/conversation: the reader (CHAT-02). Read-only histories of Pi conversations.
 export * from "./protocol/chat-01.ts";
+export { defaultPiSessionsDir, encodeCwd } from "./reader/pi-store.ts";
 export {
   ACTOR,
   createReader,
@@ -14,10 +15,14 @@ export { RECONCILE, Refusal } from "./reader/refusal.ts";
 export {
   type BoardSpec,
   conversationId,
+  conversationIdOf,
   type PiRoot,
+  type PiStoreRoot,
   type Root,
   rootsFromSpecs,
   type SeatRegistration,
+  STORE_SEAT,
+  type StoreOrigin,
   samePath,
   sessionsDirOf,
   type UnsupportedRoot,

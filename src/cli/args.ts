@@ -32,13 +32,17 @@ export type Command =
 
 export type Parsed = { ok: true; command: Command } | { ok: false; error: string; usage: string };
 
-const SOURCES_HELP = `Sources (one of):
+const SOURCES_HELP = `Sources (with none, Pi's own store at its default place, as --pi):
+  --pi               Pi's own sessions: $PI_CODING_AGENT_DIR/sessions, else
+                     ~/.pi/agent/sessions (one group per project)
+  --pi-sessions DIR  Pi's sessions kept in another folder
   --config FILE      a JSON file: { "specs": [...], "registrations": [...] }
-                     (board specs and seat registrations; relative paths are
-                     taken from the file's folder)
+                     (board specs, "repository" or "pi-agent", and seat
+                     registrations; relative paths are from the file's folder)
   --project DIR      a project root; its conversations are the files in
                      DIR/.pi/state/<seat>/sessions
-  --seat NAME        a seat under --project (repeatable; default: main)`;
+  --seat NAME        a seat under --project (repeatable; default: main)
+  --pi or --pi-sessions may be added to --config or --project.`;
 
 export const HELP = {
   top: `Usage: conversation <command> [options]
@@ -63,19 +67,18 @@ Text output is for people (hostile control characters shown as ^[ or
 <U+202E>); --json is for scripts. Exit status: 0 ok; 1 refused or failed
 (stderr: "refused: <code>: <message>"); 2 usage error.
 `,
-  catalogue: `Usage: conversation catalogue (--config FILE | --project DIR [--seat NAME])
-                              [--json]
+  catalogue: `Usage: conversation catalogue [SOURCES] [--json]
 
-Lists every conversation in the sources, newest activity first: title, id,
-project/seat, last activity and size. Rows that cannot be read say why.
+Lists every conversation in the sources, grouped by project (the most recently
+active first), newest activity first in each: title, id, project/seat, last
+activity and size. Rows that cannot be read say why.
 
 ${SOURCES_HELP}
 
   --json             the CHAT-01 catalogue record, as the reader returns it
   -h, --help         this help
 `,
-  read: `Usage: conversation read <id> (--config FILE | --project DIR [--seat NAME])
-                         [--branch NAME] [--json]
+  read: `Usage: conversation read <id> [SOURCES] [--branch NAME] [--json]
 
 Prints one branch of a conversation, every page in order, from one snapshot.
 <id> is a conversation id from \`conversation catalogue\`.
@@ -88,8 +91,8 @@ ${SOURCES_HELP}
 
   -h, --help         this help
 `,
-  follow: `Usage: conversation follow <id> (--config FILE | --project DIR [--seat NAME])
-                           [--branch NAME] [--from-start] [--json]
+  follow: `Usage: conversation follow <id> [SOURCES] [--branch NAME]
+                           [--from-start] [--json]
 
 Prints the parts appended to a branch as they are written (checked every
 half second) until interrupted; Ctrl-C exits 0. A status line goes to stderr.
@@ -103,8 +106,7 @@ ${SOURCES_HELP}
 
   -h, --help         this help
 `,
-  serve: `Usage: conversation serve (--config FILE | --project DIR [--seat NAME])
-                        [--port N] [--host ADDRESS]
+  serve: `Usage: conversation serve [SOURCES] [--port N] [--host ADDRESS]
 
 Serves the board (GET /api/conversations, GET /api/conversations/:id/page)
 and the Console at / on loopback, and prints the URL. Ctrl-C stops it.
@@ -117,8 +119,7 @@ ${SOURCES_HELP}
 
   -h, --help         this help
 `,
-  search: `Usage: conversation search <query> (--config FILE | --project DIR [--seat NAME])
-                                [--json] [--limit N]
+  search: `Usage: conversation search <query> [SOURCES] [--json] [--limit N]
 
 Searches the text of every branch of every conversation in the sources
 (messages, thinking, tool calls and results, summaries). Words match as
@@ -138,8 +139,8 @@ ${SOURCES_HELP}
 
   -h, --help         this help
 `,
-  export: `Usage: conversation export <id> (--config FILE | --project DIR [--seat NAME])
-                           --format md|html|json [--branch NAME] [--out FILE]
+  export: `Usage: conversation export <id> [SOURCES] --format md|html|json
+                           [--branch NAME] [--out FILE]
 
 Writes one branch of a conversation as a file: md (Markdown, code and tool
 calls in fenced blocks), html (one self-contained page: inline CSS, no
@@ -159,10 +160,13 @@ ${SOURCES_HELP}
   attach: ATTACH_HELP,
 } as const;
 
-const SOURCE_OPTIONS = {
+/** The source flags, shared with `npm start` (demo.ts). */
+export const SOURCE_OPTIONS = {
   config: { type: "string" },
   project: { type: "string" },
   seat: { type: "string", multiple: true },
+  pi: { type: "boolean" },
+  "pi-sessions": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -211,11 +215,20 @@ function isParseArgsError(e: unknown): e is Error {
   return e instanceof TypeError && typeof code === "string" && code.startsWith("ERR_PARSE_ARGS");
 }
 
-function sourcesOf(v: { config?: string; project?: string; seat?: string[] }): SourceFlags {
+/** The source flags among parsed values (SOURCE_OPTIONS). */
+export function sourcesOf(v: {
+  config?: string;
+  project?: string;
+  seat?: string[];
+  pi?: boolean;
+  "pi-sessions"?: string;
+}): SourceFlags {
   const out: SourceFlags = {};
   if (v.config !== undefined) out.config = v.config;
   if (v.project !== undefined) out.project = v.project;
   if (v.seat !== undefined) out.seat = v.seat;
+  if (v.pi !== undefined) out.pi = v.pi;
+  if (v["pi-sessions"] !== undefined) out.piSessions = v["pi-sessions"];
   return out;
 }
 

@@ -1,10 +1,12 @@
 // Where the command reads from (SPEC §3): a JSON config file of board specs and seat
 // registrations (`--config FILE`), or one project root and its seats (`--project DIR
-// --seat NAME`). The file is parsed from `unknown` with a check per field; a problem is a
-// value naming the field, never an exception. Nothing here reads a session root.
+// --seat NAME`), and Pi's own session store (`--pi`, `--pi-sessions DIR`); with none of them,
+// Pi's store at its default place (resolveSources). The file is parsed from `unknown` with a
+// check per field; a problem is a value naming the field, never an exception. Nothing here
+// reads a session root.
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import type { BoardSpec, SeatRegistration } from "../index.ts";
+import { type BoardSpec, defaultPiSessionsDir, type SeatRegistration } from "../index.ts";
 
 export type Sources = { specs: BoardSpec[]; registrations: SeatRegistration[] };
 export type Checked<T> = { ok: true; value: T } | { ok: false; error: string };
@@ -23,13 +25,77 @@ const REGISTRATION_FIELDS = [
   "startedAt",
 ] as const;
 
-export type SourceFlags = { config?: string; project?: string; seat?: string[] };
+export type SourceFlags = {
+  config?: string;
+  project?: string;
+  seat?: string[];
+  /** `--pi`: Pi's store at its default place. */
+  pi?: boolean;
+  /** `--pi-sessions DIR`: a Pi store somewhere else. */
+  piSessions?: string;
+};
+
+/** The environment Pi's default store depends on (pi-store.ts defaultPiSessionsDir). */
+export type SourceEnv = { env: Record<string, string | undefined>; home?: string };
 
 /**
- * The sources the flags name: exactly one of `--config` and `--project`; `--seat` (repeatable,
- * default `main`) only with `--project`. Errors are usage errors.
+ * The sources of a command that reads (catalogue, read, follow, search, serve), and the one line
+ * to print on stderr when the flags named none and Pi's store at its default place is read
+ * instead. At most one of `--config` and `--project`; `--seat` (repeatable, default `main`)
+ * only with `--project`; `--pi` or `--pi-sessions DIR` alone or added to either. Errors are
+ * usage errors.
  */
-export function sourcesFromFlags(flags: SourceFlags): Checked<Sources> {
+export function resolveSources(
+  flags: SourceFlags,
+  where: SourceEnv = { env: process.env },
+): Checked<{ sources: Sources; notice: string | null }> {
+  const named =
+    flags.config !== undefined ||
+    flags.project !== undefined ||
+    flags.seat !== undefined ||
+    flags.pi === true ||
+    flags.piSessions !== undefined;
+  if (!named) {
+    const dir = defaultPiSessionsDir(where.env, where.home);
+    const sources: Sources = { specs: [{ kind: "pi-agent", sessionsDir: dir }], registrations: [] };
+    const notice = `No source named: reading Pi's sessions in ${dir} (--pi; see --help for others).`;
+    return { ok: true, value: { sources, notice } };
+  }
+  const store = storeSpec(flags, where);
+  if (!store.ok) return store;
+  const extra = store.value === null ? [] : [store.value];
+  if (flags.config === undefined && flags.project === undefined) {
+    if (flags.seat !== undefined) return fail("--seat goes with --project");
+    return { ok: true, value: { sources: { specs: extra, registrations: [] }, notice: null } };
+  }
+  const base = repositorySources(flags);
+  if (!base.ok) return base;
+  const sources = { ...base.value, specs: [...base.value.specs, ...extra] };
+  return { ok: true, value: { sources, notice: null } };
+}
+
+/** The sources the flags name (resolveSources without its notice). */
+export function sourcesFromFlags(flags: SourceFlags, where?: SourceEnv): Checked<Sources> {
+  const r = resolveSources(flags, where);
+  return r.ok ? { ok: true, value: r.value.sources } : r;
+}
+
+function storeSpec(flags: SourceFlags, where: SourceEnv): Checked<BoardSpec | null> {
+  if (flags.pi === true && flags.piSessions !== undefined) {
+    return fail("--pi and --pi-sessions both name Pi's store; give one");
+  }
+  if (flags.piSessions === "") return fail("--pi-sessions needs a directory");
+  if (flags.piSessions !== undefined) {
+    return { ok: true, value: { kind: "pi-agent", sessionsDir: resolve(flags.piSessions) } };
+  }
+  if (flags.pi !== true) return { ok: true, value: null };
+  return {
+    ok: true,
+    value: { kind: "pi-agent", sessionsDir: defaultPiSessionsDir(where.env, where.home) },
+  };
+}
+
+function repositorySources(flags: SourceFlags): Checked<Sources> {
   if (flags.config !== undefined && flags.project !== undefined) {
     return fail("--config and --project cannot be used together");
   }
@@ -37,10 +103,9 @@ export function sourcesFromFlags(flags: SourceFlags): Checked<Sources> {
     if (flags.seat !== undefined) return fail("--seat goes with --project, not --config");
     return readConfigFile(flags.config);
   }
-  if (flags.project === undefined) {
-    return fail("name the sources: --config FILE, or --project DIR [--seat NAME]");
+  if (flags.project === undefined || flags.project === "") {
+    return fail("--project needs a directory");
   }
-  if (flags.project === "") return fail("--project needs a directory");
   const seats = flags.seat ?? [DEFAULT_SEAT];
   const specs: BoardSpec[] = [];
   for (const seat of seats) {
@@ -72,9 +137,9 @@ export function readConfigFile(file: string): Checked<Sources> {
 }
 
 /**
- * Checks `{ specs: BoardSpec[], registrations?: SeatRegistration[] }`. Repository specs and
- * registrations are closed objects; fleet and connector specs keep their fields (they are never
- * roots). A relative `projectRoot` or `sessionsDir` is resolved against `baseDir`.
+ * Checks `{ specs: BoardSpec[], registrations?: SeatRegistration[] }`. Repository and pi-agent
+ * specs and registrations are closed objects; fleet and connector specs keep their fields (they
+ * are never roots). A relative `projectRoot` or `sessionsDir` is resolved against `baseDir`.
  */
 export function parseConfig(value: unknown, baseDir: string): Checked<Sources> {
   if (!isObject(value)) return fail("expected a JSON object with specs");
@@ -103,8 +168,16 @@ function parseSpec(raw: unknown, baseDir: string): Checked<BoardSpec> {
   if (!isObject(raw)) return fail(": expected an object");
   const kind = raw.kind;
   if (kind === "fleet" || kind === "connector") return { ok: true, value: { ...raw, kind } };
+  if (kind === "pi-agent") {
+    const extra = Object.keys(raw).filter((k) => k !== "kind" && k !== "sessionsDir");
+    if (extra.length > 0) return fail(`: unknown field ${JSON.stringify(extra[0])}`);
+    if (typeof raw.sessionsDir !== "string" || raw.sessionsDir === "") {
+      return fail(".sessionsDir: expected the path of Pi's sessions directory");
+    }
+    return { ok: true, value: { kind, sessionsDir: resolve(baseDir, raw.sessionsDir) } };
+  }
   if (kind !== "repository") {
-    return fail('.kind: expected "repository", "fleet" or "connector"');
+    return fail('.kind: expected "repository", "pi-agent", "fleet" or "connector"');
   }
   const extra = Object.keys(raw).filter((k) => !["kind", "projectRoot", "seat"].includes(k));
   if (extra.length > 0) return fail(`: unknown field ${JSON.stringify(extra[0])}`);

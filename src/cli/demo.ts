@@ -1,13 +1,13 @@
 // `npm start`: the board and the Console on loopback over an embedded demo project, written
 // once into the git-ignored `demo/` by Pi's own SessionManager, with one conversation that
 // keeps growing while the board runs, and a real Pi on a demo session behind a controller
-// (demo-control.ts). `--project DIR [--seat NAME]` or `--config FILE` serve real projects
-// instead, and then nothing is written or run. Ctrl-C stops the board, the writer and Pi.
+// (demo-control.ts). `--project DIR [--seat NAME]`, `--config FILE` or `--pi` (Pi's own
+// store) serve real sessions instead, and then nothing is written or run. Ctrl-C stops the board, the writer and Pi.
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { createReader, rootsFromSpecs } from "../index.ts";
-import { DEFAULT_HOST, DEFAULT_PORT, parsePort } from "./args.ts";
+import { DEFAULT_HOST, DEFAULT_PORT, parsePort, sourcesOf } from "./args.ts";
 import { type Sources, sourcesFromFlags } from "./config.ts";
 import { type DemoControl, tryDemoControl } from "./demo-control.ts";
 import { startGrowing } from "./demo-grow.ts";
@@ -30,6 +30,8 @@ SessionManager) with one conversation that grows every few seconds.
   --project DIR      serve a real project root instead (no demo is written)
   --seat NAME        a seat under --project (repeatable; default: main)
   --config FILE      serve the specs and registrations of a JSON config file
+  --pi               serve Pi's own sessions ($PI_CODING_AGENT_DIR/sessions,
+                     else ~/.pi/agent/sessions); --pi-sessions DIR: elsewhere
   --port N           the port (default ${DEFAULT_PORT}, or a free one if it is taken)
   --host ADDRESS     127.0.0.1 (default), ::1 or localhost
   --no-control       demo only: don't run the demo's controlled Pi
@@ -55,16 +57,15 @@ async function start(argv: string[], signal: AbortSignal): Promise<number> {
   const badHost = await checkHost(host);
   if (badHost !== null) return usage(badHost);
 
-  const real = values.config !== undefined || values.project !== undefined;
+  const real =
+    values.config !== undefined ||
+    values.project !== undefined ||
+    values.pi === true ||
+    values["pi-sessions"] !== undefined;
   let sources: Sources;
   let stopWriter = () => {};
   if (real) {
-    const flags = {
-      ...(values.config === undefined ? {} : { config: values.config }),
-      ...(values.project === undefined ? {} : { project: values.project }),
-      ...(values.seat === undefined ? {} : { seat: values.seat }),
-    };
-    const checked = sourcesFromFlags(flags);
+    const checked = sourcesFromFlags(sourcesOf(values));
     if (!checked.ok) return usage(checked.error);
     sources = checked.value;
   } else {
@@ -80,7 +81,7 @@ async function start(argv: string[], signal: AbortSignal): Promise<number> {
   const reader = createReader({ roots });
   // The demo's index stays beside the demo (git-ignored); real sources use the XDG cache.
   const cacheDir = real ? undefined : join(DEMO_DIR, "search-cache");
-  const search = openBoardSearch(roots, reader, (t) => process.stderr.write(t), cacheDir);
+  const search = await openBoardSearch(roots, reader, (t) => process.stderr.write(t), cacheDir);
   const portGiven = values.port !== undefined;
   const started = await startServing({
     reader,
@@ -121,6 +122,8 @@ function parse(argv: string[]) {
       config: { type: "string" },
       project: { type: "string" },
       seat: { type: "string", multiple: true },
+      pi: { type: "boolean" },
+      "pi-sessions": { type: "string" },
       port: { type: "string" },
       host: { type: "string" },
       "no-control": { type: "boolean" },

@@ -6,6 +6,7 @@ import { dirname, resolve, sep } from "node:path";
 import { type ExportFormat, readBranchExport, renderExport } from "../export/index.ts";
 import type { Reader } from "../reader/reader.ts";
 import type { Root } from "../reader/sources.ts";
+import { sourceDirOf } from "../search/cache-dir.ts";
 import type { SourceFlags } from "./config.ts";
 import type { Io } from "./io.ts";
 import { makeVisible } from "./visible.ts";
@@ -38,10 +39,10 @@ export function runExport(
     return 0;
   }
   const target = resolve(cmd.out);
-  const inside = roots.find((r) => isInside(target, r.sessionsDir));
-  if (inside) {
+  const inside = roots.map(sourceDirOf).find((dir) => isInside(target, dir));
+  if (inside !== undefined) {
     io.err(
-      `refused: unsafe-path: --out ${makeVisible(cmd.out, { showNewlines: true })} is inside the sessions directory of ${makeVisible(`${inside.project} / ${inside.seat}`)}; write the export elsewhere.\n`,
+      `refused: unsafe-path: --out ${makeVisible(cmd.out, { showNewlines: true })} is inside the sessions directory ${makeVisible(inside, { showNewlines: true })}; write the export elsewhere.\n`,
     );
     return 1;
   }

@@ -14,9 +14,8 @@ import {
 import type { Search } from "../search/index.ts";
 import { type Command, HELP, parseCommand } from "./args.ts";
 import { runAttach } from "./attach.ts";
-import { type Sources, sourcesFromFlags } from "./config.ts";
+import { resolveSources, type Sources } from "./config.ts";
 import { readGrantsFile, runControl } from "./control.ts";
-import { runExport } from "./export.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
 import { runSearch } from "./search.ts";
 import { checkHost, openBoardSearch, startServing, whenAborted } from "./serve.ts";
@@ -47,9 +46,10 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
     return runControl(cmd, grants.value, io, signal);
   }
   if (cmd.name === "attach") return runAttach(cmd, io.err, signal);
-  const sources = sourcesFromFlags(cmd.sources);
+  const sources = resolveSources(cmd.sources);
   if (!sources.ok) return usageError(io, sources.error, HELP[cmd.name]);
-  return run(cmd, sources.value, io, signal);
+  if (sources.value.notice !== null) io.err(`${sources.value.notice}\n`);
+  return run(cmd, sources.value.sources, io, signal);
 }
 
 async function run(
@@ -72,11 +72,16 @@ async function run(
     case "follow":
       return follow(reader, cmd, io, signal);
     case "serve":
-      return serve(reader, cmd, io, signal, openBoardSearch(roots, reader, io.err));
-    case "search":
+      return serve(reader, cmd, io, signal, await openBoardSearch(roots, reader, io.err));
+    // Loaded only when used: node:sqlite and the Markdown bundle stay out of other commands.
+    case "search": {
+      const { runSearch } = await import("./search.ts");
       return runSearch(roots, () => reader.catalogue(), cmd, io);
-    case "export":
+    }
+    case "export": {
+      const { runExport } = await import("./export.ts");
       return runExport(reader, roots(), cmd, io);
+    }
     default:
       return unreachable(cmd);
   }

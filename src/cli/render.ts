@@ -27,14 +27,20 @@ export function formatSize(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
-/** The catalogue, newest activity first: title, id and root, then activity and size. */
+/**
+ * The catalogue grouped by project (a repository's name, or in Pi's store the session's cwd):
+ * the group with the most recent activity first, and newest activity first in each group.
+ */
 export function renderCatalogue(c: Catalogue, width: number): string[] {
-  const rows = [...c.conversations].sort((a, b) =>
-    (b.modifiedAt ?? "").localeCompare(a.modifiedAt ?? ""),
-  );
-  const n = rows.length;
-  const out: string[] = [n === 1 ? "1 conversation" : `${n} conversations`];
-  for (const row of rows) out.push("", ...renderRow(row, width));
+  const groups = groupByProject(c.conversations);
+  const n = c.conversations.length;
+  const count = n === 1 ? "1 conversation" : `${n} conversations`;
+  const projects = groups.length === 1 ? "1 project" : `${groups.length} projects`;
+  const out: string[] = [n === 0 ? count : `${count} in ${projects}`];
+  for (const { project, rows } of groups) {
+    out.push("", ...headerLines(`${project} (${rows.length})`, width));
+    for (const row of rows) out.push("", ...renderRow(row, width));
+  }
   for (const r of c.refusedRoots) {
     out.push(
       "",
@@ -44,18 +50,31 @@ export function renderCatalogue(c: Catalogue, width: number): string[] {
   return out;
 }
 
+/** Rows by project, each group newest first, groups by their newest row. */
+export function groupByProject(rows: CatalogueRow[]): { project: string; rows: CatalogueRow[] }[] {
+  const newest = (r: CatalogueRow) => r.modifiedAt ?? "";
+  const sorted = [...rows].sort((a, b) => newest(b).localeCompare(newest(a)));
+  const groups = new Map<string, CatalogueRow[]>();
+  for (const row of sorted) {
+    const group = groups.get(row.project);
+    if (group) group.push(row);
+    else groups.set(row.project, [row]);
+  }
+  return [...groups].map(([project, list]) => ({ project, rows: list }));
+}
+
 function renderRow(row: CatalogueRow, width: number): string[] {
   const facts: string[] = [];
   if (row.modifiedAt !== null) facts.push(`last activity ${formatTime(row.modifiedAt)}`);
   if (row.size !== null) facts.push(formatSize(row.size));
   const lines = [
-    ...headerLines(row.title ?? "(untitled)", width),
-    ...headerLines(`${row.conversation}  ${row.project}/${row.seat}`, width, BODY),
+    ...headerLines(row.title ?? "(untitled)", width, BODY),
+    ...headerLines(`${row.conversation}  seat ${row.seat}`, width, NESTED),
   ];
-  if (facts.length > 0) lines.push(...headerLines(facts.join(" · "), width, BODY));
+  if (facts.length > 0) lines.push(...headerLines(facts.join(" · "), width, NESTED));
   if (row.unsupportedReason !== null) {
     const harness = row.unsupportedReason === "unsupported-harness" ? ` (${row.harness})` : "";
-    lines.push(...headerLines(`cannot be read: ${row.unsupportedReason}${harness}`, width, BODY));
+    lines.push(...headerLines(`cannot be read: ${row.unsupportedReason}${harness}`, width, NESTED));
   }
   return lines;
 }
@@ -68,7 +87,7 @@ export function renderHeader(
   const { conversation, branch, view, row } = args;
   const out: string[] = [];
   if (row) out.push(...headerLines(row.title ?? "(untitled)", width));
-  const where = row ? `  ${row.project}/${row.seat}` : "";
+  const where = row ? `  ${row.project} · seat ${row.seat}` : "";
   out.push(...headerLines(`${conversation}${where}`, width));
   const isDefault = branch === view.defaultBranch ? " (default)" : "";
   if (view.branches.length <= 1) out.push(...headerLines(`branch ${branch}${isDefault}`, width));

@@ -3,7 +3,7 @@
 // The board module is loaded only here, so the other commands never load it.
 import type { Reader } from "../index.ts";
 import type { Root } from "../reader/sources.ts";
-import { createSearch, type Search } from "../search/index.ts";
+import type { Search } from "../search/index.ts";
 
 export type Serving = { url: string; port: number; close(): Promise<void> };
 export type ServeRequest = {
@@ -18,12 +18,13 @@ export type ServeRequest = {
  * The board's search index over `roots` (in `cacheDir`, default the XDG cache), or undefined
  * with the reason written to `err`: the board then serves everything but search.
  */
-export function openBoardSearch(
+export async function openBoardSearch(
   roots: () => Root[],
   reader: Reader,
   err: (text: string) => void,
   cacheDir?: string,
-): Search | undefined {
+): Promise<Search | undefined> {
+  const { createSearch } = await import("../search/index.ts");
   const opened = createSearch({
     roots,
     catalogue: () => reader.catalogue(),

@@ -1,10 +1,11 @@
-// The catalogue: one row per session file in the approved roots, plus one row per unsupported
-// root. It stays cheap: a file is read only when its (dev, ino, size, mtime) changed since the
-// last listing, and then only its first and last 64 KiB (header, title), never the whole file.
+// The catalogue: one row per session file in the approved roots (Pi's own store counts each of
+// its `--…--` directories as a root), plus one row per unsupported root. It stays cheap: a file
+// is read only when its (dev, ino, size, mtime) changed since the last listing, and then only
+// its first and last 64 KiB (header, title), never the whole file.
 
 import type { BigIntStats } from "node:fs";
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import type {
   Catalogue,
   CatalogueRow,
@@ -13,6 +14,7 @@ import type {
 } from "../protocol/chat-01.ts";
 import { toChatId } from "../protocol/chat-01.ts";
 import { parseHeader } from "./pi.ts";
+import { expandRoots } from "./pi-store.ts";
 import { isRefusal, Refusal } from "./refusal.ts";
 import {
   checkRootChain,
@@ -23,10 +25,12 @@ import {
   type Stamp,
 } from "./safe-fs.ts";
 import {
-  conversationId,
+  conversationIdOf,
   engineStartedAtFor,
   type PiRoot,
   type Root,
+  STORE_SEAT,
+  type UnsupportedRoot,
   unsupportedRowId,
 } from "./sources.ts";
 
@@ -52,12 +56,25 @@ export function listRoot(root: PiRoot): { names: string[]; stamps: Stamp[] } {
 
 type Cached = { stamp: string; row: CatalogueRow };
 
-/** Reads the catalogue; `cache` keeps rows of unchanged files between listings. */
+/**
+ * Reads the catalogue; `cache` keeps rows of unchanged files between listings. A store of Pi's
+ * own is listed once and each of its directories read as a root; a store that cannot be listed
+ * is one refused root named by its path.
+ */
 export function readCatalogue(roots: Root[], cache: Map<string, Cached>, now: Date): Catalogue {
   const conversations: CatalogueRow[] = [];
   const refusedRoots: RefusedRoot[] = [];
   const seen = new Set<string>();
-  for (const root of roots) {
+  for (const root of expandRoots(roots)) {
+    if (root.kind === "refused-store") {
+      refusedRoots.push({
+        project: root.storeDir,
+        seat: STORE_SEAT,
+        code: root.refusal.code as ReaderRefusalCode,
+        message: root.refusal.message,
+      });
+      continue;
+    }
     if (root.kind === "unsupported") {
       conversations.push({
         ...emptyRow(root, unsupportedRowId(root), null),
@@ -87,7 +104,11 @@ export function readCatalogue(roots: Root[], cache: Map<string, Cached>, now: Da
   return { ok: true, conversations, refusedRoots, generatedAt: now.toISOString() };
 }
 
-function emptyRow(root: Root, conversation: string, fileName: string | null): CatalogueRow {
+function emptyRow(
+  root: PiRoot | UnsupportedRoot,
+  conversation: string,
+  fileName: string | null,
+): CatalogueRow {
   return {
     conversation,
     project: root.project,
@@ -106,7 +127,7 @@ function emptyRow(root: Root, conversation: string, fileName: string | null): Ca
 
 function rowFor(root: PiRoot, name: string, cache: Map<string, Cached>): CatalogueRow {
   const path = join(root.sessionsDir, name);
-  const row = emptyRow(root, conversationId(root.projectRoot, root.seat, name), name);
+  const row = emptyRow(root, conversationIdOf(root, name), name);
   let st: BigIntStats;
   try {
     st = lstatSync(path, { bigint: true });
@@ -161,11 +182,7 @@ function readHead(root: PiRoot, path: string, st: BigIntStats, row: CatalogueRow
       head = readRange(fd, 0, Math.min(size, HEADER_MAX));
     const lastNl = head.lastIndexOf(0x0a);
     const whole = head.subarray(0, lastNl + 1);
-    const header = parseHeader(
-      whole,
-      lastNl + 1 < head.length || size > head.length,
-      root.projectRoot,
-    );
+    const header = parseHeader(whole, lastNl + 1 < head.length || size > head.length, root);
     const createdAt = header.timestamp;
     let name = findSessionName(whole);
     if (size > whole.length) {
@@ -180,6 +197,8 @@ function readHead(root: PiRoot, path: string, st: BigIntStats, row: CatalogueRow
     }
     return {
       ...row,
+      // In Pi's store the project is the header's cwd, now that it is known to match.
+      ...(root.store ? { project: resolve(header.cwd) } : {}),
       sessionId: toChatId(header.id),
       createdAt,
       engineStartedAt: engineStartedAtFor(root, createdAt),

@@ -5,8 +5,10 @@
 // so the index holds byte ranges, not objects.
 import { toChatId } from "../protocol/chat-01.ts";
 import { scanLine } from "./line-scan.ts";
+import { checkStoreCwd } from "./pi-store.ts";
 import { Refusal } from "./refusal.ts";
 import { isCwdInsideProject } from "./safe-fs.ts";
+import type { PiRoot } from "./sources.ts";
 
 /** A valid entry line: a JSON object with a string id. */
 export type EntryRec = {
@@ -98,10 +100,15 @@ function isObject(v: unknown): v is Record<string, unknown> {
 }
 
 /**
- * Checks line 1 of a snapshot: a complete Pi header whose cwd is inside the project. `buf` is
- * the snapshot (whole lines only); `hasPartial` says bytes followed the last newline.
+ * Checks line 1 of a snapshot: a complete Pi header whose cwd is inside the project (or, in Pi's
+ * own store, encodes to the root's directory name). `buf` is the snapshot (whole lines only);
+ * `hasPartial` says bytes followed the last newline.
  */
-export function parseHeader(buf: Buffer, hasPartial: boolean, projectRoot: string): Header {
+export function parseHeader(
+  buf: Buffer,
+  hasPartial: boolean,
+  root: Pick<PiRoot, "projectRoot" | "store">,
+): Header {
   const nl = buf.indexOf(NL);
   if (nl < 0) {
     throw new Refusal(
@@ -119,7 +126,8 @@ export function parseHeader(buf: Buffer, hasPartial: boolean, projectRoot: strin
   if (typeof cwd !== "string" || cwd.length === 0) {
     throw new Refusal("foreign-project", "The session header records no working directory.");
   }
-  if (!isCwdInsideProject(cwd, projectRoot)) {
+  if (root.store) checkStoreCwd(cwd, root.store.dirName);
+  else if (!isCwdInsideProject(cwd, root.projectRoot)) {
     throw new Refusal(
       "foreign-project",
       "The session's working directory is relative or outside this project.",

@@ -36,6 +36,7 @@ import {
   parseHeader,
   parseSession,
 } from "./pi.ts";
+import { approvalKey, expandRoots } from "./pi-store.ts";
 import { isRefusal, Refusal } from "./refusal.ts";
 import { closeFile, openSessionFile } from "./safe-fs.ts";
 import {
@@ -45,7 +46,7 @@ import {
   verifyAndExtend,
   verifyPinned,
 } from "./snapshot.ts";
-import { conversationId, type PiRoot, type Root, unsupportedRowId } from "./sources.ts";
+import { conversationIdOf, type PiRoot, type Root, unsupportedRowId } from "./sources.ts";
 
 export const ACTOR = "local-operator";
 export const PURPOSE = "history";
@@ -95,7 +96,7 @@ export function createReader(options: ReaderOptions): Reader {
     ...(options.cursorTtlMs === undefined ? {} : { ttlMs: options.cursorTtlMs }),
   });
   const rowCache = new Map<string, { stamp: string; row: CatalogueRow }>();
-  const located = new Map<string, { sessionsDir: string; name: string }>();
+  const located = new Map<string, { key: string; root: PiRoot; name: string }>();
   const parses = new ParseCache();
   const currentRoots = (): Root[] =>
     typeof options.roots === "function" ? options.roots() : options.roots;
@@ -104,10 +105,19 @@ export function createReader(options: ReaderOptions): Reader {
     const roots = currentRoots();
     const remembered = located.get(conversation);
     if (remembered) {
-      const root = roots.find((r) => r.sessionsDir === remembered.sessionsDir);
-      if (root?.kind === "pi") return { root, name: remembered.name };
+      const approver = roots.find((r) => approvalKey(r) === remembered.key);
+      // A repository root is taken as it is now (its registrations may have changed); a store
+      // directory is rebuilt from its store, which is approved still.
+      if (approver?.kind === "pi") return { root: approver, name: remembered.name };
+      if (approver?.kind === "pi-store") return { root: remembered.root, name: remembered.name };
     }
-    for (const root of roots) {
+    for (const root of expandRoots(roots)) {
+      if (root.kind === "refused-store") {
+        if (remembered?.key === approvalKey({ kind: "pi-store", storeDir: root.storeDir })) {
+          throw root.refusal;
+        }
+        continue;
+      }
       if (root.kind === "unsupported") {
         if (unsupportedRowId(root) === conversation) {
           throw new Refusal(
@@ -123,12 +133,12 @@ export function createReader(options: ReaderOptions): Reader {
       } catch (e) {
         if (!isRefusal(e)) throw e;
         // A root that cannot be listed can still be the one the caller meant.
-        if (remembered?.sessionsDir === root.sessionsDir) throw e;
+        if (remembered?.root.sessionsDir === root.sessionsDir) throw e;
         continue;
       }
       for (const name of names) {
-        if (conversationId(root.projectRoot, root.seat, name) === conversation) {
-          located.set(conversation, { sessionsDir: root.sessionsDir, name });
+        if (conversationIdOf(root, name) === conversation) {
+          located.set(conversation, { key: approvalKey(root), root, name });
           return { root, name };
         }
       }
@@ -150,22 +160,20 @@ export function createReader(options: ReaderOptions): Reader {
    * prefix of it), or parsed whole.
    */
   function parse(data: SnapshotData, root: PiRoot, from?: SnapshotData["snapshot"]): Parsed {
-    const hit = parses.get(root.projectRoot, data);
+    const hit = parses.get(cacheKey(root), data);
     if (hit) {
       // Bytes verified again: later checks may rely on the newer stamp.
       hit.data.stamp = data.stamp;
       return hit;
     }
     const prev =
-      from && parses.get(root.projectRoot, { dev: data.dev, ino: data.ino, snapshot: from });
+      from && parses.get(cacheKey(root), { dev: data.dev, ino: data.ino, snapshot: from });
     // The new snapshot starts with the verified bytes of the old: share them, keep one copy.
     if (prev) prev.data.buf = data.buf.subarray(0, prev.data.buf.length);
-    const header = prev
-      ? prev.session.header
-      : parseHeader(data.buf, data.incomplete, root.projectRoot);
+    const header = prev ? prev.session.header : parseHeader(data.buf, data.incomplete, root);
     const session = prev ? extendSession(prev.session, data.buf) : parseSession(data.buf, header);
     const parsed: Parsed = { data, session, view: viewOf(session, data.buf), items: new Map() };
-    parses.put(root.projectRoot, parsed);
+    parses.put(cacheKey(root), parsed);
     return parsed;
   }
 
@@ -233,7 +241,7 @@ export function createReader(options: ReaderOptions): Reader {
       // Opening again an untouched file reuses its latest snapshot (the fstat of the open is
       // the proof; see change-time.ts), else reads the file whole.
       const { identity } = file;
-      const latest = parses.latest(root.projectRoot, identity.dev, identity.ino)?.data;
+      const latest = parses.latest(cacheKey(root), identity.dev, identity.ino)?.data;
       const trust = prefixCheck === "auto" && trustsChangeTime(root.sessionsDir, identity.dev);
       data =
         latest && trust && isUnchangedSince(latest.stamp, identity) ? latest : takeSnapshot(file);
@@ -276,7 +284,7 @@ export function createReader(options: ReaderOptions): Reader {
 
   function resume(state: CursorState, root: PiRoot, name: string, binding: Binding): ReadResult {
     const pinned = { dev: state.dev, ino: state.ino, snapshot: state.record.snapshot };
-    const known = parses.get(root.projectRoot, pinned)?.data;
+    const known = parses.get(cacheKey(root), pinned)?.data;
     const trust = prefixCheck === "auto" && trustsChangeTime(root.sessionsDir, state.dev);
     const file = openSessionFile(root.projectRoot, root.sessionsDir, name);
     let data: SnapshotData;
@@ -316,6 +324,14 @@ export function createReader(options: ReaderOptions): Reader {
     open: (req) => settle(() => open(req)),
     next: (req) => settle(() => next(req)),
   };
+}
+
+/**
+ * The parse cache's key for a root: the project root (its header check depends on nothing else),
+ * or, in Pi's store, the directory (the check is against its name).
+ */
+function cacheKey(root: PiRoot): string {
+  return root.store ? root.sessionsDir : root.projectRoot;
 }
 
 function settle(fn: () => ReadResult): ReadResult {

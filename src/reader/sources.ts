@@ -1,13 +1,16 @@
 // Where conversations may come from: the board's repository specs, and seat registrations as
 // hints (seed: Sources). A registration never adds a root or names a file; it can only mark an
 // approved root unsupported, add a placeholder row under an approved project, or supply
-// engineStartedAt. Fleet and connector specs are never roots; there is no global scan.
+// engineStartedAt. A pi-agent spec names Pi's own store (pi-store.ts), which is listed only
+// there and one level down. Fleet and connector specs are never roots; there is no global scan.
 import { createHash } from "node:crypto";
 import { realpathSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 
 export type BoardSpec =
   | { kind: "repository"; projectRoot: string; seat: string }
+  /** Pi's own session store: `~/.pi/agent/sessions` or `$PI_CODING_AGENT_DIR/sessions`. */
+  | { kind: "pi-agent"; sessionsDir: string }
   | { kind: "fleet" | "connector"; [k: string]: unknown };
 
 export type SeatRegistration = {
@@ -22,17 +25,31 @@ export type SeatRegistration = {
 
 type RootBase = { projectRoot: string; project: string; seat: string; sessionsDir: string };
 
+/**
+ * A `--<encoded cwd>--` directory of Pi's store: `storeDir` is the approved directory (the
+ * root's `projectRoot`, where its chain check starts), `dirName` the one component below it.
+ */
+export type StoreOrigin = { storeDir: string; dirName: string };
+
 /** An approved Pi sessions directory. */
 export type PiRoot = RootBase & {
   kind: "pi";
   /** Registration start times (ISO 8601), oldest first: engineStartedAt for later conversations. */
   engineStarts: string[];
+  /** Set for a directory of Pi's own store: its header cwd must encode to `dirName`. */
+  store?: StoreOrigin;
 };
 
 /** A root on another harness: one catalogue row, and its directory is never read. */
 export type UnsupportedRoot = RootBase & { kind: "unsupported"; harness: string };
 
-export type Root = PiRoot | UnsupportedRoot;
+/** Pi's own store, approved whole: its `--…--` directories are its roots (pi-store.ts). */
+export type PiStoreRoot = { kind: "pi-store"; storeDir: string };
+
+export type Root = PiRoot | UnsupportedRoot | PiStoreRoot;
+
+/** The seat a row of Pi's store shows: the store has no seats, so the spec's kind stands in. */
+export const STORE_SEAT = "pi-agent";
 
 export const PI_HARNESS = "pi";
 
@@ -62,13 +79,30 @@ export function conversationId(projectRoot: string, seat: string, fileName: stri
   return `pi-${h.digest("hex").slice(0, 40)}`;
 }
 
+/**
+ * The id of a file in a Pi root: a hash of the root's identity and the file name, so no path can
+ * be derived from it. Ids in Pi's store hash a four-element list, so none equals a repository id.
+ */
+export function conversationIdOf(root: PiRoot, fileName: string): string {
+  if (!root.store) return conversationId(root.projectRoot, root.seat, fileName);
+  const { storeDir, dirName } = root.store;
+  const h = createHash("sha256").update(
+    JSON.stringify([STORE_SEAT, resolve(storeDir), dirName, fileName]),
+  );
+  return `pi-${h.digest("hex").slice(0, 40)}`;
+}
+
 /** The id of an unsupported root's single row (it has no files). */
-export function unsupportedRowId(root: Root): string {
+export function unsupportedRowId(root: UnsupportedRoot): string {
   return conversationId(root.projectRoot, root.seat, "");
 }
 
 function isRepositorySpec(s: BoardSpec): s is Extract<BoardSpec, { kind: "repository" }> {
   return s.kind === "repository" && typeof s.projectRoot === "string" && typeof s.seat === "string";
+}
+
+function isPiAgentSpec(s: BoardSpec): s is Extract<BoardSpec, { kind: "pi-agent" }> {
+  return s.kind === "pi-agent" && typeof s.sessionsDir === "string" && s.sessionsDir !== "";
 }
 
 /** Whether a registration speaks for this root: seat, layout `repo`, project and directory. */
@@ -92,6 +126,13 @@ export function rootsFromSpecs(specs: BoardSpec[], registrations: SeatRegistrati
   const roots: Root[] = [];
   const seen = new Set<string>();
   for (const spec of specs) {
+    if (isPiAgentSpec(spec)) {
+      const storeDir = resolve(spec.sessionsDir);
+      const key = `pi-agent:${storeDir}`;
+      if (!seen.has(key)) roots.push({ kind: "pi-store", storeDir });
+      seen.add(key);
+      continue;
+    }
     if (!isRepositorySpec(spec) || !SEAT_NAME.test(spec.seat)) continue;
     const projectRoot = resolve(spec.projectRoot);
     const base: RootBase = {
@@ -113,7 +154,8 @@ export function rootsFromSpecs(specs: BoardSpec[], registrations: SeatRegistrati
   }
   // Placeholder rows: a seat on another harness, under a project root that is already approved,
   // naming the standard directory. It has no Pi sessions directory, so no spec names it.
-  const projects = new Map(roots.map((r) => [r.projectRoot, r.project]));
+  const projects = new Map<string, string>();
+  for (const r of roots) if (r.kind !== "pi-store") projects.set(r.projectRoot, r.project);
   for (const reg of regs) {
     if (reg.harness === PI_HARNESS || reg.layout !== "repo" || !SEAT_NAME.test(reg.seat)) continue;
     for (const [projectRoot, project] of projects) {

@@ -17,7 +17,7 @@ export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
 
 /**
  * Creates `dir` (0700) and returns its real path, or the reason it cannot hold the index: it
- * is inside (or is) a source's sessions directory, where nothing may be written.
+ * is inside (or is) a source's sessions directory or Pi's store, where nothing may be written.
  */
 export function prepareCacheDir(
   dir: string,
@@ -25,7 +25,7 @@ export function prepareCacheDir(
 ): { ok: true; dir: string } | { ok: false; reason: string } {
   const wanted = resolve(dir);
   for (const root of roots) {
-    for (const source of [root.sessionsDir]) {
+    for (const source of [sourceDirOf(root)]) {
       if (isWithin(wanted, source)) {
         return {
           ok: false,
@@ -37,7 +37,7 @@ export function prepareCacheDir(
   mkdirSync(wanted, { recursive: true, mode: 0o700 });
   const real = realpathSync(wanted);
   for (const root of roots) {
-    for (const source of [root.sessionsDir]) {
+    for (const source of [sourceDirOf(root)]) {
       if (isWithin(real, source)) {
         return {
           ok: false,
@@ -47,6 +47,11 @@ export function prepareCacheDir(
     }
   }
   return { ok: true, dir: real };
+}
+
+/** The directory a root's sessions live in: a seat's sessions directory, or Pi's whole store. */
+export function sourceDirOf(root: Root): string {
+  return root.kind === "pi-store" ? root.storeDir : root.sessionsDir;
 }
 
 function isWithin(path: string, dir: string): boolean {

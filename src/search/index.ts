@@ -7,9 +7,10 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import type { Catalogue, CatalogueRow } from "../protocol/chat-01.ts";
 import { listRoot } from "../reader/catalogue.ts";
+import { expandRoots } from "../reader/pi-store.ts";
 import { isRefusal } from "../reader/refusal.ts";
 import { closeFile, type OpenFile, openSessionFile, readRange } from "../reader/safe-fs.ts";
-import { conversationId, type PiRoot, type Root } from "../reader/sources.ts";
+import { conversationIdOf, type PiRoot, type Root } from "../reader/sources.ts";
 import { defaultCacheDir, prepareCacheDir } from "./cache-dir.ts";
 import {
   type CatchUp,
@@ -93,7 +94,8 @@ export function createSearch(
     const indexed = new Map(
       (store.allFiles.all() as (Identity & { id: number; path: string })[]).map((f) => [f.path, f]),
     );
-    for (const root of options.roots()) {
+    for (const root of expandRoots(options.roots())) {
+      // A store that could not be listed, or another harness: no hits (the catalogue says why).
       if (root.kind !== "pi") continue;
       let names: string[];
       try {
@@ -108,7 +110,7 @@ export function createSearch(
         seen.set(path, {
           root,
           name,
-          conversation: conversationId(root.projectRoot, root.seat, name),
+          conversation: conversationIdOf(root, name),
         });
         if (!isUnchanged(path, indexed.get(path))) pending.push({ root, name });
         else stats.unchanged++;

@@ -95,7 +95,7 @@ export function catchUpFile(store: Store, root: PiRoot, name: string): CatchUp {
         roots: 0,
         lastId: null,
       };
-      const header = headerEnd(file.fd, size, root.projectRoot);
+      const header = headerEnd(file.fd, size, root);
       if (header === "refused") {
         // Kept with no entries at its current size: it is not read again until it changes.
         fresh.size = size;
@@ -162,12 +162,12 @@ function hash(buf: Buffer): string {
 }
 
 /** The end of line 1 when it is a Pi header the reader accepts; 0 when it is not complete. */
-function headerEnd(fd: number, size: number, projectRoot: string): number | "refused" {
+function headerEnd(fd: number, size: number, root: PiRoot): number | "refused" {
   const first = readRange(fd, 0, Math.min(size, 1024 * 1024));
   const nl = first.indexOf(10);
   if (nl < 0) return size >= 1024 * 1024 ? "refused" : 0;
   try {
-    parseHeader(first.subarray(0, nl + 1), false, projectRoot);
+    parseHeader(first.subarray(0, nl + 1), false, root);
   } catch (e) {
     if (!isRefusal(e)) throw e;
     return "refused";

@@ -95,10 +95,13 @@ describe("board Console", { skip }, () => {
   it("browses catalogue → conversation → another branch → load more when a person clicks", async (t) => {
     const { fx, page } = await open(t);
     assert.equal(await count(page, "tr.row"), 9);
+    const groups = async () => (await page.locator("tr.group th").allTextContents()).sort();
+    assert.deepEqual(await groups(), ["alpha (7)", "beta (2)"], "rows grouped by project");
     await shot(page, "catalogue");
 
     await page.selectOption("#f-project", { label: "beta" });
     assert.equal(await count(page, "tr.row"), 2);
+    assert.deepEqual(await groups(), ["beta (2)"]);
     await page.selectOption("#f-seat", { label: "rocko" });
     assert.equal(await count(page, "tr.row"), 1);
     await page.locator("tr.row .reason", { hasText: "unsupported-harness" }).waitFor();

@@ -73,7 +73,7 @@ describe("conversation cli", { concurrency: 4 }, () => {
       [["read", id, "extra", ...sources], /unexpected argument "extra"/],
       [["read", id, "--from-start", ...sources], /Unknown option '--from-start'/],
       [["read", id, "--branch", ...sources], /argument missing|--branch/],
-      [["catalogue"], /name the sources/],
+      [["catalogue", "--pi", "--pi-sessions", root], /give one/],
       [["catalogue", "--config", "x.json", "--project", root], /cannot be used together/],
       [["catalogue", "--project", root, "--seat", "../up"], /not a seat name/],
       [["serve", "--port", "70000", ...sources], /not a port/],
@@ -94,10 +94,11 @@ describe("conversation cli", { concurrency: 4 }, () => {
     const r = await runCli(t, ["catalogue", ...f.sources]);
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout.split("\n");
-    assert.equal(lines[0], "1 conversation");
-    assert.equal(lines[2], "hello", "the title is the first user message");
-    assert.equal(lines[3], `  ${f.id}  demo/main`);
-    assert.match(lines[4] ?? "", /^ {2}last activity \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC · \d+ B$/);
+    assert.equal(lines[0], "1 conversation in 1 project");
+    assert.equal(lines[2], "demo (1)", "the project's group");
+    assert.equal(lines[4], "  hello", "the title is the first user message");
+    assert.equal(lines[5], `    ${f.id}  seat main`);
+    assert.match(lines[6] ?? "", /^ {4}last activity \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC · \d+ B$/);
   });
 
   it("lists a refused root with its reason when the project does not exist", async (t) => {
@@ -221,7 +222,7 @@ describe("conversation cli", { concurrency: 4 }, () => {
       assert.equal(r.code, 0, r.stderr);
       assert.equal(firstForbidden(r.stdout), null, "a raw hostile character in the output");
     }
-    assert.match(cat.stdout, /^Title\^\[\]0;x\^G next$/m, "the reader folds the title's LF");
+    assert.match(cat.stdout, /^ {2}Title\^\[\]0;x\^G next$/m, "the reader folds the title's LF");
     assert.match(read.stdout, /\^\[\]52;c;cm0gLXJm\^G/);
     assert.match(read.stdout, /invoice<U\+202E>txt\.exe/);
     assert.match(read.stdout, /<U\+009B>1A/);

@@ -35,13 +35,13 @@ describe("cli sources", () => {
     const r = sourcesFromFlags({ project: "/p", seat: ["a", "b"] });
     assert.ok(r.ok);
     assert.deepEqual(
-      r.value.specs.map((s) => s.seat),
+      r.value.specs.map((s) => (s.kind === "repository" ? s.seat : s.kind)),
       ["a", "b"],
     );
   });
 
   it("refuses flags that do not name one source when they conflict or are missing", () => {
-    assert.match(errorOf(sourcesFromFlags({})), /name the sources/);
+    assert.match(errorOf(sourcesFromFlags({ seat: ["x"] })), /--seat goes with --project/);
     assert.match(errorOf(sourcesFromFlags({ config: "c", project: "p" })), /together/);
     assert.match(errorOf(sourcesFromFlags({ config: "c", seat: ["x"] })), /--seat goes with/);
     assert.match(errorOf(sourcesFromFlags({ project: "" })), /needs a directory/);
@@ -80,7 +80,7 @@ describe("cli sources", () => {
       [{ specs: [1] }, "specs[0]: expected an object"],
       [
         { specs: [{ kind: "global" }] },
-        'specs[0].kind: expected "repository", "fleet" or "connector"',
+        'specs[0].kind: expected "repository", "pi-agent", "fleet" or "connector"',
       ],
       [{ specs: [{ ...repo, sessionsDir: "/x" }] }, 'specs[0]: unknown field "sessionsDir"'],
       [{ specs: [{ ...repo, projectRoot: 3 }] }, "specs[0].projectRoot: expected a directory path"],

@@ -17,9 +17,17 @@ export type Child = {
   exited: Promise<Exit>;
 };
 
+/** Options of a run: `env` is merged over this process's environment (undefined removes). */
+export type CliOptions = { env?: Record<string, string | undefined> };
+
 /** Starts `node src/cli/main.ts ...args`; the child is killed when the test ends. */
-export function startCli(t: TestContext, args: string[]): Child {
-  const proc = spawn(process.execPath, [MAIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+export function startCli(t: TestContext, args: string[], options: CliOptions = {}): Child {
+  const env = options.env ? { ...process.env, ...options.env } : process.env;
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+  const proc = spawn(process.execPath, [MAIN, ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env,
+  });
   let out = "";
   let err = "";
   const listeners = new Set<() => void>();
@@ -70,8 +78,12 @@ export function startCli(t: TestContext, args: string[]): Child {
 export type Result = { code: number | null; stdout: string; stderr: string };
 
 /** Runs the command to its end (within the deadline). */
-export async function runCli(t: TestContext, args: string[]): Promise<Result> {
-  const child = startCli(t, args);
+export async function runCli(
+  t: TestContext,
+  args: string[],
+  options: CliOptions = {},
+): Promise<Result> {
+  const child = startCli(t, args, options);
   await child.waitFor(
     "the command to exit",
     (c) => c.proc.exitCode !== null || c.proc.signalCode !== null,

@@ -533,7 +533,7 @@ describe("incremental parse", () => {
       user("c", "a2", "child"),
     ].map((l) => (typeof l === "string" ? l : JSON.stringify(l)));
     const whole = Buffer.from(`${lines.join("\n")}\n`);
-    const h = parseHeader(whole, false, cwd);
+    const h = parseHeader(whole, false, { projectRoot: cwd });
     const expected = shape(parseSession(whole, h));
     for (let cut = 1; cut < lines.length; cut++) {
       const prefix = Buffer.from(`${lines.slice(0, cut).join("\n")}\n`);

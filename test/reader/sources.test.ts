@@ -112,7 +112,7 @@ describe("sources", () => {
     const rocko = reg(p, "rocko", { harness: "claude-code" });
     const roots = rootsFromSpecs(spec, [rocko]);
     assert.deepEqual(
-      roots.map((r) => [r.seat, r.kind]),
+      roots.map((r) => [r.kind === "pi-store" ? r.storeDir : r.seat, r.kind]),
       [
         ["main", "pi"],
         ["rocko", "unsupported"],

@@ -3,10 +3,18 @@
 // text the file no longer holds, the cache directory never inside a source, and queries that
 // cannot be FTS5 syntax.
 import assert from "node:assert/strict";
-import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
-import { rootsFromSpecs } from "../../src/index.ts";
+import { createReader, rootsFromSpecs } from "../../src/index.ts";
+import { encodeCwd } from "../../src/reader/pi-store.ts";
 import { createSearch, type Search } from "../../src/search/index.ts";
 import { swapFile } from "../board/fixture.ts";
 import { writeReadingFixture } from "../board/reading-fixture.ts";
@@ -257,5 +265,37 @@ describe("search queries", () => {
       "a path is a phrase of tokens; newest first",
     );
     assert.equal(hitsOf(search, "zanzibärite")[0]?.entry, "n.u1", "diacritics are folded");
+  });
+});
+
+describe("search over Pi's own store", () => {
+  it("finds text in a store's project directories with the catalogue's conversation ids", (t) => {
+    const base = tempDir(t, "search-store-");
+    const store = join(base, "sessions");
+    const cwd = join(base, "work", "app");
+    const dir = join(store, encodeCwd(cwd));
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      join(dir, "2026-01-01_x.jsonl"),
+      [header(cwd), user("s1", null, "store text gazelleite", 1)].map(line).join(""),
+    );
+    const specs = [{ kind: "pi-agent" as const, sessionsDir: store }];
+    const reader = createReader({ roots: () => rootsFromSpecs(specs, []) });
+    const opened = createSearch({
+      roots: () => rootsFromSpecs(specs, []),
+      catalogue: () => reader.catalogue(),
+      cacheDir: tempDir(t, "sc-"),
+    });
+    assert.ok(opened.ok);
+    t.after(() => opened.search.close());
+    const [hit] = hitsOf(opened.search, "gazelleite");
+    const row = reader.catalogue().conversations[0];
+    assert.equal(hit?.conversation, row?.conversation);
+    assert.ok(reader.open({ conversation: hit?.conversation ?? "", branch: "main" }).ok);
+    const inside = createSearch({
+      roots: () => rootsFromSpecs(specs, []),
+      cacheDir: join(store, "c"),
+    });
+    assert.equal(inside.ok, false, "never a cache inside the store");
   });
 });

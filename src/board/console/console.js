@@ -189,14 +189,27 @@ function renderRows() {
   const seat = chosenValue(ui.filterSeat);
   const text = ui.filterTitle.value.trim().toLowerCase();
   ui.rows.replaceChildren();
-  let shown = 0;
+  // Grouped by project (in Pi's own store, the session's cwd); rows are newest first, so each
+  // group comes in the order of its newest row.
+  const groups = new Map();
   for (const row of rows) {
     if (project !== null && row.project !== project) continue;
     if (seat !== null && row.seat !== seat) continue;
     const title = row.title ?? row.fileName ?? "";
     if (text && !title.toLowerCase().includes(text)) continue;
-    ui.rows.append(rowElement(row));
-    shown++;
+    if (!groups.has(row.project)) groups.set(row.project, []);
+    groups.get(row.project).push(row);
+  }
+  let shown = 0;
+  for (const [name, list] of groups) {
+    const th = textEl("th", "", `${name} (${list.length})`, true);
+    th.colSpan = 5;
+    th.scope = "colgroup";
+    const head = el("tr", "group");
+    head.append(th);
+    ui.rows.append(head);
+    for (const row of list) ui.rows.append(rowElement(row));
+    shown += list.length;
   }
   if (shown === 0) {
     const td = el("td", "none", rows.length ? "No conversation matches." : "No conversations.");
