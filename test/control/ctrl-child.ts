@@ -5,6 +5,7 @@
 // controller cleanly and exits, so a child never outlives a test that forgot it.
 import { existsSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
+import { CgroupLauncher, type CohortExecution } from "../../src/control/cohort/cohort.ts";
 import {
   FakeLauncher,
   type FakeStopScript,
@@ -26,7 +27,9 @@ export type CtrlChildStop = {
 
 export type CtrlChildLauncher =
   | { kind: "pgroup"; termGraceMs?: number; killGraceMs?: number }
-  | { kind: "fake"; stops?: CtrlChildStop[]; defaultStop?: CtrlChildStop };
+  | { kind: "fake"; stops?: CtrlChildStop[]; defaultStop?: CtrlChildStop }
+  /** CgroupLauncher.probe()'s launcher; the child exits with an error if there is none. */
+  | { kind: "cgroup"; termGraceMs?: number; killTimeoutMs?: number };
 
 export type CtrlChildArgs = {
   fixtureRoot: string;
@@ -37,12 +40,15 @@ export type CtrlChildArgs = {
   grants: Grant[];
   /** The Controller's `engine` test hook: the fake engine's command line and environment. */
   engine: {
-    command: string;
-    preArgs: string[];
+    /** Absent: the pinned Pi (the Controller's default engine command). */
+    command?: string;
+    preArgs?: string[];
     extraArgs?: string[];
     env?: Record<string, string>;
   };
   launcher: CtrlChildLauncher;
+  /** The Controller's agentDir (the real Pi's models.json for the loopback model). */
+  agentDir?: string;
 };
 
 /** The one line printed once the controller listens. */
@@ -52,6 +58,9 @@ export type CtrlChildReady = {
   enginePid: number;
   execution: string;
   incarnation: string;
+  /** Under the cgroup launcher: the scope directory and the shim's pid. */
+  scope?: string;
+  shimPid?: number;
 };
 
 export type CtrlChildEvent =
@@ -76,7 +85,15 @@ function stopScript(s: CtrlChildStop): FakeStopScript {
   };
 }
 
-function makeLauncher(spec: CtrlChildLauncher): Launcher {
+async function makeLauncher(spec: CtrlChildLauncher): Promise<Launcher> {
+  if (spec.kind === "cgroup") {
+    const probe = await CgroupLauncher.probe({
+      termGraceMs: spec.termGraceMs ?? 1000,
+      killTimeoutMs: spec.killTimeoutMs ?? 3000,
+    });
+    if (!probe.ok) throw new Error(`no cgroup launcher: ${probe.reason}`);
+    return probe.launcher;
+  }
   if (spec.kind === "pgroup") {
     return new PgroupLauncher({
       ...(spec.termGraceMs === undefined ? {} : { termGraceMs: spec.termGraceMs }),
@@ -89,16 +106,19 @@ function makeLauncher(spec: CtrlChildLauncher): Launcher {
   });
 }
 
-/** The same launcher, announcing each force stop as it begins. */
+/** The same launcher, announcing each force stop as it begins (and keeping its scope). */
 function announcing(inner: Launcher): Launcher {
   return {
     kind: inner.kind,
+    ...(inner.scopeFor ? { scopeFor: (id: string) => inner.scopeFor?.(id) ?? null } : {}),
     async launch(spec, options) {
       const launched = await inner.launch(spec, options);
-      const wrapped: Launched = {
+      const scope = (launched as Partial<CohortExecution>).scope;
+      const wrapped: Launched & { scope?: CohortExecution["scope"] } = {
         launcher: launched.launcher,
         executionId: launched.executionId,
         link: launched.link,
+        ...(scope ? { scope } : {}),
         forceStop() {
           emit({ event: "force-stop-began", execution: launched.executionId });
           return launched.forceStop();
@@ -119,10 +139,11 @@ const ctl = new Controller({
   seat: args.seat,
   verifier: new FixtureVerifier({ fixtureRoot: args.fixtureRoot }),
   grants: args.grants,
-  launcher: announcing(makeLauncher(args.launcher)),
+  launcher: announcing(await makeLauncher(args.launcher)),
+  ...(args.agentDir ? { agentDir: args.agentDir } : {}),
   engine: {
-    command: args.engine.command,
-    preArgs: args.engine.preArgs,
+    ...(args.engine.command ? { command: args.engine.command } : {}),
+    ...(args.engine.preArgs ? { preArgs: args.engine.preArgs } : {}),
     ...(args.engine.extraArgs ? { extraArgs: args.engine.extraArgs } : {}),
     ...(args.engine.env ? { env: args.engine.env } : {}),
   },
@@ -155,4 +176,8 @@ emit({
   enginePid: exec.link.pid,
   execution: exec.execution,
   incarnation: exec.incarnation,
+  ...(exec.binding.scope ? { scope: exec.binding.scope } : {}),
+  ...(exec.launched.launcher === "cgroup"
+    ? { shimPid: (exec.launched as Partial<CohortExecution>).scope?.shimPid ?? 0 }
+    : {}),
 });

@@ -6,6 +6,8 @@ import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.
 import schema from "../../schema/chat-01.schema.json" with { type: "json" };
 import type { BootProof } from "../../src/control/claim/boot-proof.ts";
 import type { ClaimHolder, ClaimRevision } from "../../src/control/claim/claim.ts";
+import type { LaunchRecord } from "../../src/control/claim/launch-record.ts";
+import type { CohortProof } from "../../src/control/claim/recovery.ts";
 import type { StopProof } from "../../src/control/cohort/launcher.ts";
 import type {
   BindingRecord,
@@ -80,6 +82,8 @@ export type SchemaRecords = {
   eligibilityRecord: EligibilityRecord;
   dialogRecord: DialogRecord;
   bootProof: BootProof;
+  cohortProof: CohortProof;
+  launchRecord: LaunchRecord;
   controlRefusalCode: ControlRefusalCode;
   hello: Hello;
   requestTarget: Target;

@@ -1,5 +1,5 @@
 // Types for present.js (plain JS, served to the browser as is and imported by src/export).
-import type { Usage } from "../../protocol/chat-01.ts";
+import type { Usage } from "../../protocol/chat-01.js";
 
 export type DiffLine = { op: " " | "-" | "+"; text: string };
 export type ToolCallView =

@@ -146,10 +146,15 @@ export class CgroupLauncher implements Launcher {
    * until the cgroup shows it. Rejects with CohortError (having removed what it made) when any
    * step fails, TypeError for a bad execution id.
    */
+  /** `<hierarchy dir>/mosaic-<execution>`: fixed by the id, so a recovery can find it. */
+  scopeFor(executionId: string): string {
+    return join(this.hierarchy.dir, `mosaic-${executionIdOf({ executionId })}`);
+  }
+
   async launch(spec: EngineSpec, options: LaunchOptions = {}): Promise<CgroupLaunched> {
     const executionId = executionIdOf(options);
     const o = this.#options;
-    const dir = join(this.hierarchy.dir, `mosaic-${executionId}`);
+    const dir = this.scopeFor(executionId);
     const supervisor = join(dir, "supervisor");
     const engine = join(dir, "engine");
     try {

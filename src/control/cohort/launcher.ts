@@ -90,6 +90,12 @@ export type LaunchOptions = {
 export type Launcher = {
   readonly kind: LauncherKind;
   launch(spec: EngineSpec, options?: LaunchOptions): Promise<Launched>;
+  /**
+   * The cgroup scope directory an execution will run under, known before it launches; the
+   * controller writes it to its launch record so a recovery can find it after a crash.
+   * Absent, or null, for launchers whose scope is not fixed in advance.
+   */
+  scopeFor?(executionId: string): string | null;
 };
 
 export type PgroupLauncherOptions = {

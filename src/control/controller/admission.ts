@@ -7,6 +7,10 @@
 import { checkPromptText } from "../engine/text-policy.ts";
 import { canonicalRequest, type Grant, type Operation, type Request } from "../protocol.ts";
 import type { ControlRefusalCode } from "../refusal.ts";
+import { REPLY_WINDOW_BYTES, REPLY_WINDOW_IDS } from "./reply-window.ts";
+
+/** `earlier` for an id used before whose content and reply left the window (never JSON). */
+export const FORGOTTEN_REQUEST = "(forgotten)";
 
 export type Refused = { ok: false; code: ControlRefusalCode; message: string };
 export type Admitted = { ok: true; text?: string };
@@ -17,7 +21,10 @@ export type AdmissionView = {
   connection: string;
   channelOpen: boolean;
   grant: Grant;
-  /** Canonical content of an earlier request with the same id on this connection. */
+  /**
+   * Canonical content of an earlier request with the same id on this connection, or
+   * FORGOTTEN_REQUEST when the id was used but left the reply window.
+   */
   earlier: string | null;
   conversation: string;
   execution: string;
@@ -104,6 +111,12 @@ export function admit(view: AdmissionView, r: Request): Admission {
   }
   if (CONTROLLER_OR_ORPHAN.has(op) && view.controllerConnection !== null && !controls) {
     return no("controller", "another connection is the controller");
+  }
+  if (view.earlier === FORGOTTEN_REQUEST) {
+    return no(
+      "conflicting-request",
+      `request id ${r.id} was used earlier on this connection and its reply is no longer held (the controller keeps the last ${REPLY_WINDOW_IDS} replies, up to ${REPLY_WINDOW_BYTES} bytes); send a new request with a fresh id`,
+    );
   }
   if (view.earlier !== null && view.earlier !== canonicalRequest(r)) {
     return no("conflicting-request", `request id ${r.id} was used with other content`);

@@ -8,7 +8,9 @@ import { basename, dirname } from "node:path";
 import { ID_PATTERN } from "../../protocol/chat-01.ts";
 import { createReader, type Reader } from "../../reader/reader.ts";
 import { conversationId, rootsFromSpecs } from "../../reader/sources.ts";
-import { type Claim, ClaimStore } from "../claim/claim.ts";
+import { type Claim, ClaimStore, type SeatKey } from "../claim/claim.ts";
+import { removeLaunchRecord, writeLaunchRecord } from "../claim/launch-record.ts";
+import { type Recovered, recoverDeadHolder } from "../claim/recovery.ts";
 import { type Launched, type Launcher, PgroupLauncher } from "../cohort/launcher.ts";
 import type { EngineLink } from "../engine/engine.ts";
 import { LiveSessionGuard, type PathStamp } from "../engine/guard.ts";
@@ -96,6 +98,10 @@ export class Controller {
   readonly #reader: Reader;
   readonly #leafAtConstruction: string | null;
   #claim: Claim | null = null;
+  /** The dead holder's stop this controller proved and recorded at start, if any. */
+  #recovered: Recovered | null = null;
+  /** Executions whose launch record this controller wrote (removed once their claim ends). */
+  readonly #launchRecords = new Set<string>();
   #server: ControlServer | null = null;
   #exec: Execution | null = null;
   #stopping: Promise<void> | null = null;
@@ -196,6 +202,11 @@ export class Controller {
     return this.#claim;
   }
 
+  /** The proof of a crashed controller's stop that this one recorded before it took over. */
+  get recovered(): Recovered | null {
+    return this.#recovered;
+  }
+
   get execution(): Execution | null {
     return this.#exec;
   }
@@ -224,11 +235,18 @@ export class Controller {
     // The socket directory is checked first: a bad one must refuse before anything is claimed.
     await readySocketPath(this.#options.socketDir);
     const holder = await this.#claims.holderFor({ execution, incarnation });
-    this.#claim = await this.#claims.acquire({
-      seatKey: { projectRoot: this.projectRoot, seat: this.seat },
-      sessionKey: this.sessionKey,
-      holder,
-    });
+    const keys = { seatKey: this.#seatKey(), sessionKey: this.sessionKey };
+    // A controller that died (SIGKILL mid-turn, mid-stop) left the barrier: prove its engine's
+    // stop from what its launcher left and record it, or refuse saying what to do (recovery.ts).
+    this.#recovered = await recoverDeadHolder(this.#claims, keys, holder);
+    // Written before the claim, so a crash anywhere after the acquire leaves the scope findable.
+    await this.#writeLaunchRecord(execution, incarnation);
+    try {
+      this.#claim = await this.#claims.acquire({ ...keys, holder });
+    } catch (e) {
+      await this.#dropLaunchRecord(execution);
+      throw e;
+    }
     try {
       await this.launchExecution(execution, incarnation, this.#leafAtConstruction);
       this.#server = await ControlServer.listen(
@@ -257,6 +275,8 @@ export class Controller {
     incarnation: string,
     leaf: string | null,
   ): Promise<void> {
+    // A relaunch (recover, launch) acquired its claim already; its record goes before the engine.
+    if (!this.#launchRecords.has(execution)) await this.#writeLaunchRecord(execution, incarnation);
     this.#guard.bindCheck(this.sessionFile, this.#stamp);
     if (this.#agentStamp) this.#guard.bindCheck(this.#agentStamp.path, this.#agentStamp);
     const bound = bindEngine(this.#engineOptions(), this.#engine);
@@ -338,6 +358,7 @@ export class Controller {
       ...(this.#options.launcherReason === undefined
         ? {}
         : { launcherReason: this.#options.launcherReason }),
+      ...(scopeOf(launched) === null ? {} : { scope: scopeOf(launched) as string }),
       argvDigest: bound.argvDigest,
       testHook: bound.testHook,
       expected: { sessionFile: this.sessionFile, sessionId: this.sessionKey, leafId: leaf },
@@ -367,6 +388,7 @@ export class Controller {
       if (!exec.stops.escalationRunning) await exec.stops.forceStop("shutdown");
     } else if (!exec && this.#claim?.state === "held") {
       this.#claim = await this.#claims.release(this.#claim, "never-launched");
+      await this.#dropLaunchRecord(this.#claim.holder.execution);
     }
     for (const c of this.#server?.connections.values() ?? []) c.channelOpen = false;
     await this.#server?.close();
@@ -455,6 +477,33 @@ export class Controller {
     this.#server?.broadcast(message);
   }
 
+  #seatKey(): SeatKey {
+    return { projectRoot: this.projectRoot, seat: this.seat };
+  }
+
+  async #writeLaunchRecord(execution: string, incarnation: string): Promise<void> {
+    const m = await this.#claims.machine();
+    await writeLaunchRecord(this.#options.claimRoot, {
+      version: 2,
+      kind: "launch-record",
+      execution,
+      incarnation,
+      seatKey: this.#seatKey(),
+      sessionKey: this.sessionKey,
+      host: m.host,
+      bootId: m.bootId,
+      launcher: this.#launcher.kind,
+      scope: this.#launcher.scopeFor?.(execution) ?? null,
+      at: new Date().toISOString(),
+    });
+    this.#launchRecords.add(execution);
+  }
+
+  async #dropLaunchRecord(execution: string): Promise<void> {
+    if (!this.#launchRecords.delete(execution)) return;
+    await removeLaunchRecord(this.#options.claimRoot, execution);
+  }
+
   #engineOptions() {
     const e = this.#options.engine ?? {};
     return {
@@ -491,10 +540,18 @@ export class Controller {
       claimProven: async (digest: string) => {
         if (!this.#claim) throw new Error("no claim to end");
         this.#claim = await this.#claims.recordProvenStop(this.#claim, digest);
+        // The claim ended with a proof: no recovery will need to find this execution's scope.
+        await this.#dropLaunchRecord(exec.execution);
       },
       record: (r: ControlRecord) => this.record(r),
     };
   }
+}
+
+/** The cgroup scope of a launched execution (CohortExecution's), or null. */
+function scopeOf(launched: Launched): string | null {
+  const scope: unknown = (launched as { scope?: { dir?: unknown } }).scope?.dir;
+  return typeof scope === "string" ? scope : null;
 }
 
 function admissionOf(e: Execution | null): ControllerState["admission"] {

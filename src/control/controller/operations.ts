@@ -1,9 +1,12 @@
 // The operations behind admission: observe, takeover, release, prompt, interrupt, confirm,
 // force-stop, recover and launch. Each request id is answered once; the same request again
-// gets the same reply, other content under the same id refuses `conflicting-request`. Every
+// gets the same reply while it is in the connection's reply window (reply-window.ts), other
+// content under the same id, or any repeat older than the window, refuses
+// `conflicting-request`. Every
 // reply is a value: refusals are `{ outcome: "refused:<code>", refusal }`, a lost prompt is
 // `unknown`, never resent.
 import { randomUUID } from "node:crypto";
+import { CURSOR_CAP } from "../../reader/cursors.ts";
 import type { Reader } from "../../reader/reader.ts";
 import type { Claim, ClaimStore, SeatKey } from "../claim/claim.ts";
 import { readSessionHead } from "../engine/session-head.ts";
@@ -18,10 +21,11 @@ import {
   type Request,
 } from "../protocol.ts";
 import { type ControlRefusalCode, isControlRefusal } from "../refusal.ts";
-import { admit } from "./admission.ts";
+import { admit, FORGOTTEN_REQUEST } from "./admission.ts";
 import { ConfirmationStore } from "./confirmations.ts";
 import type { Execution } from "./execution.ts";
 import type { ControlRecord, EligibilityRecord } from "./records.ts";
+import { ReplyWindow } from "./reply-window.ts";
 import type { Connection } from "./socket.ts";
 
 export type OperationsHost = {
@@ -55,7 +59,8 @@ const DEFAULT_BRANCH = "main";
 
 export class Operations {
   readonly #host: OperationsHost;
-  readonly #requests = new Map<string, Map<string, { canonical: string; reply: Promise<Reply> }>>();
+  /** Per connection: the replies an identical repeat may get again (bounded). */
+  readonly #requests = new Map<string, ReplyWindow>();
   readonly #confirmations = new ConfirmationStore();
   readonly #eligibility = new Map<string, { record: EligibilityRecord; used: boolean }>();
   readonly #receipts = new Map<string, Receipt>();
@@ -72,17 +77,25 @@ export class Operations {
   handle(conn: Connection, r: Request): void {
     let seen = this.#requests.get(conn.id);
     if (!seen) {
-      seen = new Map();
+      seen = new ReplyWindow();
       this.#requests.set(conn.id, seen);
     }
     const canonical = canonicalRequest(r);
-    const earlier = seen.get(r.id);
-    if (earlier?.canonical === canonical) {
+    const earlier = seen.lookup(r.id);
+    if (earlier.kind === "held" && earlier.canonical === canonical) {
       void earlier.reply.then((reply) => conn.send(reply));
       return;
     }
-    const reply = this.#run(conn, r, earlier?.canonical ?? null);
-    if (!earlier) seen.set(r.id, { canonical, reply });
+    const reply = this.#run(
+      conn,
+      r,
+      earlier.kind === "held"
+        ? earlier.canonical
+        : earlier.kind === "forgotten"
+          ? FORGOTTEN_REQUEST
+          : null,
+    );
+    if (earlier.kind === "new") seen.add(r.id, canonical, reply);
     void reply.then((answer) => {
       if (!this.#sentInStream.has(answer)) conn.send(answer);
     });
@@ -90,6 +103,11 @@ export class Operations {
 
   forget(connection: string): void {
     this.#requests.delete(connection);
+  }
+
+  /** What one connection's reply window holds now (null: it sent no request). */
+  replyMemory(connection: string): ReplyWindow["stats"] | null {
+    return this.#requests.get(connection)?.stats ?? null;
   }
 
   /** The prompt's response record, at its place in the engine's stream. */
@@ -228,8 +246,16 @@ export class Operations {
       const code = cursor ? "cursor" : "mapping";
       return { ...refused(id, code, read.refusal.message), detail: read.refusal.code };
     }
-    for (const c of [read.cursor, read.follow])
-      if (c) this.#cursorBranch.set(c.id, read.page.branch);
+    for (const c of [read.cursor, read.follow]) {
+      if (!c) continue;
+      this.#cursorBranch.set(c.id, read.page.branch);
+      // The reader keeps at most CURSOR_CAP cursors, oldest out first; a branch kept for a
+      // cursor it dropped would only grow this map (issue 18 item 2).
+      if (this.#cursorBranch.size > CURSOR_CAP) {
+        const oldest = this.#cursorBranch.keys().next().value;
+        if (oldest !== undefined) this.#cursorBranch.delete(oldest);
+      }
+    }
     const quiet =
       quietBefore && exec.tracker.isQuiet() && exec.stream.nextSequence === fromSequence;
     const seam = {

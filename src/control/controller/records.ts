@@ -27,6 +27,8 @@ export type BindingRecord = {
   launcher: LauncherKind;
   /** Why the controller's launcher was chosen (chooseLauncher); absent in older records. */
   launcherReason?: string;
+  /** The cgroup scope directory the engine runs under (cgroup and scope launchers). */
+  scope?: string;
   argvDigest: string;
   testHook: boolean;
   expected: { sessionFile: string; sessionId: string; leafId: string | null };

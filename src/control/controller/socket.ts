@@ -2,7 +2,9 @@
 // with mode 0700, the socket 0600, LF framing (framing.ts), one JSON message per line. Before a
 // welcome only `hello` is accepted; any line that is not a valid message is answered
 // `malformed` and nothing else happens. An oversize line also ends the connection, since the
-// stream's position is lost. This module knows the envelope, never the operations.
+// stream's position is lost. The last line before the client's EOF counts without its LF: a
+// half-closed connection (shutdown of the client's writing side) gets every reply it is owed,
+// then the controller ends its side. This module knows the envelope, never the operations.
 import { randomUUID } from "node:crypto";
 import { chmod, lstat, mkdir, unlink } from "node:fs/promises";
 import { connect, createServer, type Server, type Socket } from "node:net";
@@ -90,6 +92,8 @@ export class ControlServer {
   readonly connections = new Map<string, Connection>();
   readonly #server: Server;
   readonly #sockets = new Set<Socket>();
+  /** Per welcomed-or-not connection: writes one already encoded line (for broadcast). */
+  readonly #lineWriters = new Map<string, (line: string) => void>();
 
   private constructor(socketPath: string, server: Server) {
     this.socketPath = socketPath;
@@ -106,7 +110,8 @@ export class ControlServer {
       maxLineBytes: options.maxLineBytes ?? MAX_LINE_BYTES,
       maxQueuedBytes: options.maxQueuedBytes ?? MAX_QUEUED_BYTES,
     };
-    const server = createServer();
+    // Half-open: a client's EOF must not end our side before its last line is answered.
+    const server = createServer({ allowHalfOpen: true });
     const self = new ControlServer(socketPath, server);
     server.on("connection", (socket) => self.#accept(socket, hooks, limits));
     await new Promise<void>((ok, fail) => {
@@ -120,9 +125,17 @@ export class ControlServer {
     return self;
   }
 
-  /** Sends to every welcomed connection. */
+  /**
+   * Sends to every welcomed connection. The line is encoded once for all of them: with 50
+   * observers a run's every event would otherwise be stringified 50 times.
+   */
   broadcast(message: ControllerMessage): void {
-    for (const c of this.connections.values()) if (c.grant !== null) c.send(message);
+    let line: string | null = null;
+    for (const c of this.connections.values()) {
+      if (c.grant === null) continue;
+      line ??= encodeLine(message);
+      this.#lineWriters.get(c.id)?.(line);
+    }
   }
 
   async close(): Promise<void> {
@@ -143,6 +156,35 @@ export class ControlServer {
     let closed = false;
     // Set once the client fell more than maxQueuedBytes behind: nothing more is queued for it.
     let overflowed = false;
+    // Set once the framing failed (an oversize line): the stream's position is lost.
+    let framingFailed = false;
+    // Set once the client half-closed: when nothing is owed any more, our side ends too.
+    let inputEnded = false;
+    // Request ids handed to the operations whose reply has not been written yet, with a count
+    // (an identical repeat is owed its reply again).
+    const owed = new Map<string, number>();
+    const endIfSettled = (): void => {
+      if (inputEnded && owed.size === 0 && !closed) socket.end();
+    };
+    // Writes one encoded line; broadcast and write() below use it.
+    const writeLine = (line: string): void => {
+      if (closed || overflowed || !socket.writable) return;
+      socket.write(line);
+      if (inputEnded) queueMicrotask(endIfSettled);
+      if (socket.writableLength <= maxQueuedBytes) return;
+      // The client stopped reading. Its channel closes, a final reason goes after what is
+      // queued (read only if it resumes in time), and the socket is destroyed after a grace,
+      // which frees the queue. Other connections and the engine never wait for it.
+      overflowed = true;
+      conn.channelOpen = false;
+      socket.end(encodeLine(slowClient(maxQueuedBytes)));
+      setTimeout(() => socket.destroy(), SLOW_CLIENT_GRACE_MS).unref();
+    };
+    // Writes one message; the socket's own answers (hello, malformed) go straight here.
+    const write = (message: ControllerMessage): void => {
+      if (closed || overflowed || !socket.writable) return;
+      writeLine(encodeLine(message));
+    };
     const conn: Connection = {
       id: `c-${randomUUID()}`,
       grant: null,
@@ -151,41 +193,42 @@ export class ControlServer {
         return closed;
       },
       send(message) {
-        if (closed || overflowed || !socket.writable) return;
-        socket.write(encodeLine(message));
-        if (socket.writableLength <= maxQueuedBytes) return;
-        // The client stopped reading. Its channel closes, a final reason goes after what is
-        // queued (read only if it resumes in time), and the socket is destroyed after a grace,
-        // which frees the queue. Other connections and the engine never wait for it.
-        overflowed = true;
-        conn.channelOpen = false;
-        socket.end(encodeLine(slowClient(maxQueuedBytes)));
-        setTimeout(() => socket.destroy(), SLOW_CLIENT_GRACE_MS).unref();
+        // A reply the operations send settles what this connection is owed.
+        if (message.type === "reply" && message.id !== null) settleOwed(message.id);
+        write(message);
       },
       end() {
         if (!closed) socket.end();
       },
     };
+    const settleOwed = (id: string): void => {
+      const n = owed.get(id);
+      if (n === undefined) return;
+      if (n > 1) owed.set(id, n - 1);
+      else owed.delete(id);
+    };
     this.connections.set(conn.id, conn);
+    this.#lineWriters.set(conn.id, writeLine);
     const onLine = (line: string): void => {
       const parsed = parseClientMessage(line);
       if (!parsed.ok) {
-        conn.send(malformed(parsed.reason, requestIdOf(line)));
+        write(malformed(parsed.reason, requestIdOf(line)));
         return;
       }
       const m = parsed.message;
       if (conn.grant === null) {
         if (m.type !== "hello") {
-          conn.send(malformed("the first message must be hello", m.id));
+          write(malformed("the first message must be hello", m.id));
           return;
         }
-        conn.send(hooks.hello(conn, m));
+        write(hooks.hello(conn, m));
         return;
       }
       if (m.type === "hello") {
-        conn.send(malformed("hello was already answered"));
+        write(malformed("hello was already answered"));
         return;
       }
+      owed.set(m.id, (owed.get(m.id) ?? 0) + 1);
       hooks.request(conn, m);
     };
     socket.on("data", (chunk: Buffer) => {
@@ -194,8 +237,9 @@ export class ControlServer {
         lines = splitter.push(chunk);
       } catch (e) {
         if (!(e instanceof FramingError)) throw e;
+        framingFailed = true;
         for (const line of e.lines) onLine(line);
-        conn.send(malformed(`a line exceeded ${maxLineBytes} bytes; closing`));
+        write(malformed(`a line exceeded ${maxLineBytes} bytes; closing`));
         socket.end();
         socket.removeAllListeners("data");
         socket.resume();
@@ -203,12 +247,30 @@ export class ControlServer {
       }
       for (const line of lines) onLine(line);
     });
+    // The client's EOF: its last line counts even without an LF (a truncated one is answered
+    // `malformed`). Our side stays open until every reply owed is written, then ends.
+    socket.on("end", () => {
+      if (framingFailed) return;
+      let last: string | null;
+      try {
+        last = splitter.end();
+      } catch (e) {
+        // The last line's bytes passed the limit only as the decoder flushed: same as above.
+        if (!(e instanceof FramingError)) throw e;
+        write(malformed(`a line exceeded ${maxLineBytes} bytes; closing`));
+        last = null;
+      }
+      if (last !== null && last !== "") onLine(last);
+      inputEnded = true;
+      endIfSettled();
+    });
     // A reset peer closes like any other; 'close' below does the bookkeeping.
     socket.on("error", () => {});
     socket.on("close", () => {
       closed = true;
       this.#sockets.delete(socket);
       this.connections.delete(conn.id);
+      this.#lineWriters.delete(conn.id);
       hooks.closed(conn);
     });
   }
