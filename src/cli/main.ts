@@ -23,7 +23,6 @@ import { DEFAULT_SEAT, resolveSources, type SourceFlags, type Sources } from "./
 import { readGrantsFile, runControl } from "./control.ts";
 import { asInvoked, commandPrefix, shellWord } from "./invocation.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
-import { runSearch } from "./search.ts";
 import { checkHost, openBoardSearch, startServing, whenAborted } from "./serve.ts";
 import { makeVisible } from "./visible.ts";
 

@@ -5,6 +5,7 @@ import type { Catalogue } from "../protocol/chat-01.ts";
 import type { Root } from "../reader/sources.ts";
 import { createSearch, type SearchHit } from "../search/index.ts";
 import type { SourceFlags } from "./config.ts";
+import { commandPrefix } from "./invocation.ts";
 import type { Io } from "./io.ts";
 import { makeVisible } from "./visible.ts";
 
@@ -63,7 +64,7 @@ function hitText(hit: SearchHit): string {
     one(hit.title ?? hit.conversation),
     `  ${one(`${hit.project} / ${hit.seat} · branch ${hit.branch} · entry ${hit.entry}${hit.timestamp ? ` · ${hit.timestamp}` : ""}`)}`,
     `  ${one(marked)}`,
-    `  conversation read ${hit.conversation} --branch ${one(hit.branch)}`,
+    `  ${commandPrefix()} read ${hit.conversation} --branch ${one(hit.branch)}`,
     "",
   ].join("\n");
 }

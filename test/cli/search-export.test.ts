@@ -79,7 +79,11 @@ describe("conversation search and export", () => {
       /(^|\n)Reading fixture\n {2}gamma \/ main · branch b\.u9 · entry n\.u9 /,
     );
     assert.match(text.stdout, /\[lexer\] approach/);
-    assert.match(text.stdout, new RegExp(`conversation read ${fx.conversation} --branch b\\.u9`));
+    assert.match(
+      text.stdout,
+      new RegExp(`npm run conversation -- read ${fx.conversation} --branch b\\.u9`),
+      "the line runs as printed from the checkout",
+    );
     const limited = await runCli(t, [
       "search",
       "line",
