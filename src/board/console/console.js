@@ -327,6 +327,13 @@ function renderBranchTree(view) {
   };
   ui.branches.replaceChildren();
   fill(ui.branches, null);
+  // A view lists at most 100 branches (around the one shown); say how many more exist.
+  const unlisted = (view.branchCount ?? view.branches.length) - view.branches.length;
+  if (unlisted > 0) {
+    ui.branches.append(
+      el("li", "branch more", `${unlisted} more branch${unlisted === 1 ? "" : "es"} not listed`),
+    );
+  }
 }
 
 function branchItem(b, view) {

@@ -1,0 +1,108 @@
+// The `view` a page carries: where Pi's default leaf is, and a bounded list of branches. A file
+// can hold millions of branches (every entry a root), so a page lists at most
+// LIMITS.branchesPerView of them, chosen so the Console can walk the tree from the branch it
+// shows: that branch, the default branch, the branches forking from it (up to half the room),
+// the branches it forks from (nearest first), then the others in file order. `branchCount` says how many exist;
+// any branch opens by its name (`b.<entry id>`) whether listed or not.
+import { type BranchInfo, LIMITS, type View } from "../protocol/chat-01.ts";
+import { renderEntry } from "./blocks.ts";
+import { entryAt, entryObject, keyOf, keyOfId } from "./pi.ts";
+import { branchName, defaultBranch, forksOf, type ParsedSession } from "./tree.ts";
+
+/** The view of a page of branch `shown` (an index into `s.branches`). */
+export function viewFor(s: ParsedSession, shown: number, incomplete: boolean, buf: Buffer): View {
+  const cap = LIMITS.branchesPerView;
+  const picked = new Set<number>();
+  const pick = (b: number) => {
+    if (picked.size < cap) picked.add(b);
+  };
+  const dflt = defaultBranch(s);
+  pick(shown);
+  pick(dflt);
+  // Down one level (up to half the room), up the tree nearest first, the rest of the forks,
+  // then the others in file order: from any branch, its parent and its forks are a click away.
+  const forks = forksOf(s, shown);
+  let f = 0;
+  for (; f < forks.length && picked.size < cap / 2; f++) pick(forks[f]!);
+  for (let b = shown; picked.size < cap; ) {
+    const from = s.branches.forksFrom[b]!;
+    if (from < 0) break;
+    b = s.branchOf[from]!;
+    pick(b);
+  }
+  for (; f < forks.length && picked.size < cap; f++) pick(forks[f]!);
+  for (let b = 0; b < s.branches.count && picked.size < cap; b++) pick(b);
+  const leaf = s.defaultLeaf;
+  return {
+    defaultBranch: branchName(s, dflt),
+    defaultLeaf: leaf ? keyOf(leaf) : null,
+    branches: [...picked].sort((a, b) => a - b).map((b) => branchInfo(s, b, buf)),
+    branchCount: s.branches.count,
+    incomplete,
+    forkedFromEarlierSession: s.header.parentSession,
+    unreadableLines: unreadableLines(s),
+  };
+}
+
+function branchInfo(s: ParsedSession, b: number, buf: Buffer): BranchInfo {
+  const { start, leaf, forksFrom, depth } = s.branches;
+  const ids = s.scan.entries.ids;
+  const key = (i: number) => (i >= 0 ? keyOfId(ids[i]!) : null);
+  const from = forksFrom[b]!;
+  return {
+    name: branchName(s, b),
+    leaf: key(leaf[b]!),
+    start: key(start[b]!),
+    forksFrom:
+      from >= 0 ? { branch: branchName(s, s.branchOf[from]!), entry: keyOfId(ids[from]!) } : null,
+    depth: depth[b]!,
+    label: labelOf(s, start[b]!, buf),
+  };
+}
+
+const LABEL_MAX = 60;
+/** Lines longer than this give no label: a label must not cost a page the parse of a huge entry. */
+const LABEL_LINE_MAX = 256 * 1024;
+/** Labels by entry row, per parse: a page's view names up to 100 branches every time. */
+const labels = new WeakMap<ParsedSession, Map<number, string | null>>();
+
+/** A branch's label: the first words of its first entry's text, as Pi's `/tree` shows it. */
+function labelOf(s: ParsedSession, row: number, buf: Buffer): string | null {
+  if (row < 0) return null;
+  let known = labels.get(s);
+  if (!known) {
+    known = new Map();
+    labels.set(s, known);
+  }
+  const cached = known.get(row);
+  if (cached !== undefined) return cached;
+  const rec = entryAt(s.scan.entries, row);
+  let label: string | null = null;
+  if (rec.end - rec.start <= LABEL_LINE_MAX) {
+    const draft = renderEntry(entryObject(buf, rec));
+    const block = draft?.blocks.find((x) => x.type === "text" || x.type === "bash-command");
+    const words =
+      block && "text" in block ? block.text.slice(0, 400).replace(/\s+/g, " ").trim() : "";
+    if (words.length > 0 && words.length <= LABEL_MAX) label = words;
+    else if (words.length > LABEL_MAX) {
+      // Never end on half a surrogate pair.
+      const cut = words.slice(0, LABEL_MAX - 1).replace(/[\uD800-\uDBFF]$/, "");
+      const space = cut.lastIndexOf(" ");
+      label = `${space > 20 ? cut.slice(0, space) : cut}…`;
+    }
+  }
+  known.set(row, label);
+  return label;
+}
+
+/** Counted once per parse: the scan's notices do not change. */
+const unreadable = new WeakMap<ParsedSession, number>();
+function unreadableLines(s: ParsedSession): number {
+  let n = unreadable.get(s);
+  if (n === undefined) {
+    n = 0;
+    for (const l of s.lineNotices) if (l.kind === "malformed-line") n++;
+    unreadable.set(s, n);
+  }
+  return n;
+}
