@@ -23,8 +23,9 @@ import { int, mib, ms, ratio, table } from "./report.ts";
 import { gc, type Series, summarize, timed } from "./stats.ts";
 
 const MIB = 1024 * 1024;
-const TOTAL_MIB = Number(process.env.SEARCH_BENCH_MIB ?? 1024);
-const FILES = Number(process.env.SEARCH_BENCH_FILES ?? 512);
+const QUICK = process.argv.includes("--quick");
+const TOTAL_MIB = Number(process.env.SEARCH_BENCH_MIB ?? (QUICK ? 64 : 1024));
+const FILES = Number(process.env.SEARCH_BENCH_FILES ?? (QUICK ? 32 : 512));
 const BASES = 4;
 const QUERY_RUNS = 20;
 const APPEND_RUNS = 10;

@@ -6,14 +6,14 @@
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { conversationId, createReader, rootsFromSpecs } from "../index.ts";
+import { conversationId } from "../index.ts";
 import { DEFAULT_HOST, DEFAULT_PORT, parsePort, sourcesOf } from "./args.ts";
 import { type Sources, sourcesFromFlags } from "./config.ts";
 import { type DemoControl, tryDemoControl } from "./demo-control.ts";
 import { MAX_APPENDS, restoreLive, saveLive, startGrowing } from "./demo-grow.ts";
 import { DEMO_SEATS, demoProject, writeDemoProject } from "./demo-sessions.ts";
 import { commandPrefix, shellWord } from "./invocation.ts";
-import { checkHost, openBoardSearch, startServing, whenAborted } from "./serve.ts";
+import { checkHost, startServing, whenAborted } from "./serve.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 const DEMO_DIR = join(REPO, "demo");
@@ -86,18 +86,18 @@ async function start(argv: string[], signal: AbortSignal): Promise<number> {
         ),
     });
   }
-  const roots = () => rootsFromSpecs(sources.specs, sources.registrations);
-  const reader = createReader({ roots });
-  // The demo's index stays beside the demo (git-ignored); real sources use the XDG cache.
-  const cacheDir = real ? undefined : join(DEMO_DIR, "search-cache");
-  const search = await openBoardSearch(roots, reader, (t) => process.stderr.write(t), cacheDir);
-  const portGiven = values.port !== undefined;
   const started = await startServing({
-    reader,
+    // The demo's search index stays beside the demo (git-ignored); real sources use the cache.
+    reading: {
+      sources: {
+        specs: sources.specs,
+        registrations: sources.registrations,
+        search: real ? {} : { cacheDir: join(DEMO_DIR, "search-cache") },
+      },
+    },
     host,
     port,
-    portGiven,
-    ...(search ? { search } : {}),
+    portGiven: values.port !== undefined,
   });
   if (!started.ok) {
     stopWriter();

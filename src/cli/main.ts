@@ -16,14 +16,13 @@ import {
   type Root,
   rootsFromSpecs,
 } from "../index.ts";
-import type { Search } from "../search/index.ts";
 import { type Command, HELP, parseCommand } from "./args.ts";
 import { runAttach } from "./attach.ts";
 import { DEFAULT_SEAT, resolveSources, type SourceFlags, type Sources } from "./config.ts";
 import { readGrantsFile, runControl } from "./control.ts";
 import { asInvoked, commandPrefix, shellWord } from "./invocation.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
-import { checkHost, openBoardSearch, startServing, whenAborted } from "./serve.ts";
+import { checkHost, startServing, whenAborted } from "./serve.ts";
 import { makeVisible } from "./visible.ts";
 
 export const EXIT = { ok: 0, refused: 1, usage: 2 } as const;
@@ -99,7 +98,9 @@ async function run(
   implicit = false,
 ): Promise<number> {
   const roots = () => rootsFromSpecs(sources.specs, sources.registrations);
-  const reader = createReader({ roots });
+  const reader = createReader({
+    roots,
+  });
   switch (cmd.name) {
     case "catalogue": {
       const catalogue = reader.catalogue();
@@ -131,7 +132,7 @@ async function run(
     case "follow":
       return follow(reader, cmd, io, signal, sources);
     case "serve":
-      return serve(reader, cmd, io, signal, await openBoardSearch(roots, reader, io.err));
+      return serve(sources, cmd, io, signal);
     // Loaded only when used: node:sqlite and the Markdown bundle stay out of other commands.
     case "search": {
       const { runSearch } = await import("./search.ts");
@@ -265,18 +266,20 @@ async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
 }
 
 async function serve(
-  reader: Reader,
+  sources: Sources,
   cmd: Extract<Command, { name: "serve" }>,
   io: Io,
   signal: AbortSignal,
-  search: Search | undefined,
 ): Promise<number> {
   const badHost = await checkHost(cmd.host);
-  if (badHost !== null) {
-    search?.close();
-    return usageError(io, badHost, HELP.serve);
-  }
-  const started = await startServing({ reader, ...cmd, ...(search ? { search } : {}) });
+  if (badHost !== null) return usageError(io, badHost, HELP.serve);
+  const started = await startServing({
+    // The board's search index lives in the XDG cache (docs/board.md).
+    reading: {
+      sources: { specs: sources.specs, registrations: sources.registrations, search: {} },
+    },
+    ...cmd,
+  });
   if (!started.ok) {
     io.err(`conversation: cannot serve: ${started.error}\n`);
     return EXIT.refused;
@@ -285,7 +288,6 @@ async function serve(
   io.out(`The board is serving on ${board.url}\nOpen it in a browser; Ctrl-C stops it.\n`);
   await whenAborted(signal);
   await board.close();
-  search?.close();
   return EXIT.ok;
 }
 

@@ -1,39 +1,16 @@
 // Starts the board for the command and for `npm start`: a loopback address only, and the
 // default port falls back to a free one when it is taken (a port the user named never does).
 // The board module is loaded only here, so the other commands never load it.
-import type { Reader } from "../index.ts";
-import type { Root } from "../reader/sources.ts";
-import type { Search } from "../search/index.ts";
+import type { BoardReading } from "../board/index.ts";
 
 export type Serving = { url: string; port: number; close(): Promise<void> };
+/** `reading`: the sources, so the board reads in worker threads off its request loop. */
 export type ServeRequest = {
-  reader: Reader;
+  reading: BoardReading;
   host: string;
   port: number;
   portGiven: boolean;
-  search?: Search;
 };
-
-/**
- * The board's search index over `roots` (in `cacheDir`, default the XDG cache), or undefined
- * with the reason written to `err`: the board then serves everything but search.
- */
-export async function openBoardSearch(
-  roots: () => Root[],
-  reader: Reader,
-  err: (text: string) => void,
-  cacheDir?: string,
-): Promise<Search | undefined> {
-  const { createSearch } = await import("../search/index.ts");
-  const opened = createSearch({
-    roots,
-    catalogue: () => reader.catalogue(),
-    ...(cacheDir === undefined ? {} : { cacheDir }),
-  });
-  if (opened.ok) return opened.search;
-  err(`search is off: ${opened.reason}\n`);
-  return undefined;
-}
 
 /** Why `host` cannot be served on, or null when it is a loopback name the board accepts. */
 export async function checkHost(host: string): Promise<string | null> {
@@ -51,9 +28,7 @@ export async function startServing(
   req: ServeRequest,
 ): Promise<{ ok: true; board: Serving } | { ok: false; error: string }> {
   const { startBoard } = await import("../board/index.ts");
-  const search = req.search ? { search: req.search } : {};
-  const attempt = async (port: number) =>
-    startBoard({ reader: req.reader, host: req.host, port, ...search });
+  const attempt = async (port: number) => startBoard({ ...req.reading, host: req.host, port });
   try {
     return { ok: true, board: await attempt(req.port) };
   } catch (e) {

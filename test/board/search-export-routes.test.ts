@@ -119,3 +119,35 @@ describe("board search and export routes", () => {
     assert.equal(head.text, "");
   });
 });
+
+describe("board search lane", () => {
+  it("answers search from its own worker lane when the board reads from sources", async (t) => {
+    const fx = writeReadingFixture(t);
+    const specs = [
+      { kind: "repository" as const, projectRoot: join(fx.base, "gamma"), seat: "main" },
+    ];
+    const cacheDir = tempDir(t, "lane-cache-");
+    const board = await startBoard({
+      sources: { specs, registrations: [], search: { cacheDir } },
+      lanes: 1,
+    });
+    t.after(() => board.close());
+    const a = await send(board.port, "/api/search?q=zanzibarite");
+    assert.equal(a.status, 200, a.text);
+    const hits = (a.json as { hits: { entry: string }[] }).hits;
+    assert.deepEqual(
+      hits.map((h) => h.entry),
+      ["n.u1"],
+    );
+    assert.equal(board.readers().running, 3, "catalogue, one conversation lane, search");
+    const exported = await send(
+      board.port,
+      `/api/conversations/${fx.conversation}/export?format=json`,
+    );
+    assert.equal(exported.status, 200);
+    const bare = await startBoard({ sources: { specs, registrations: [] }, lanes: 1 });
+    t.after(() => bare.close());
+    const refused = await send(bare.port, "/api/search?q=zanzibarite");
+    assert.equal(refused.status, 503);
+  });
+});
