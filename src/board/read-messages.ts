@@ -17,6 +17,11 @@ export type ReaderSources = {
   cursorTtlMs?: number;
   /** Full-text search (GET /api/search) in a lane of its own; its index in `cacheDir`. */
   search?: { cacheDir?: string };
+  /**
+   * The registry of running controllers (control/registry): when given, the catalogue marks
+   * each row `live` by it, read at each request (`conversation serve`, issue 13).
+   */
+  liveRegistry?: string;
 };
 
 /** `workerData` of a read worker. */

@@ -69,6 +69,7 @@ export {
   isVerifier,
   type LoadedSession,
   type ReceiptRecord,
+  RepositoryVerifier,
   type StopRecord,
   type StopResult,
   type StopTrigger,

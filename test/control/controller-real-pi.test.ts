@@ -4,7 +4,7 @@
 // and outside the fixture root. Driven through ConversationClient. One cleanup per test stops
 // the controller (which ends the engine), closes the model and removes the temp dir, in order.
 import assert from "node:assert/strict";
-import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { ConversationClient } from "../../src/control/client/client.ts";
@@ -46,7 +46,12 @@ type Running = {
 /** A started Controller over the real Pi on `session`, with `replies` queued at the model. */
 async function startReal(
   t: TestContext,
-  options: { session?: (cwd: string) => object[]; replies?: ModelReply[] } = {},
+  options: {
+    session?: (cwd: string) => object[];
+    replies?: ModelReply[];
+    /** Runs between construction and start: another writer, for example. */
+    beforeStart?: (f: Fixture) => void;
+  } = {},
 ): Promise<Running> {
   // Cleanups run in this order: clients, controller (engine ended), model, temp dir.
   const clients: ConversationClient[] = [];
@@ -84,6 +89,7 @@ async function startReal(
     engine: { extraArgs: ["--model", MODEL] },
     agentDir,
   });
+  options.beforeStart?.(f);
   await ctrl.start();
   const socketPath = ctrl.socketPath;
   return {
@@ -245,33 +251,70 @@ describe("the Controller with the real pinned Pi", () => {
     },
   );
 
-  it("refuses preflight when Pi's startup append moves the leaf (seed: Findings)", T, async (t) => {
-    // Messages but no thinking entry on the branch: pinned Pi appends thinking_level_change.
-    const run = await startReal(t, {
-      session: (cwd) => [
-        headerLine(cwd),
-        userEntry("aaaa0001", null, "hi", 1),
-        assistantEntry("aaaa0002", "aaaa0001", "hello", 2),
-      ],
-    });
-    const { ctrl, f } = run;
-    const lines = readLines(f.sessionFile);
-    assert.equal(lines.length, 4, "Pi appended one entry");
-    assert.equal(lines[3]?.type, "thinking_level_change");
-    const exec = ctrl.execution;
-    assert.ok(exec);
-    assert.equal(exec.binding.state, "uncertain");
-    assert.equal(exec.binding.reason, "k8-load-check");
-    assert.equal(exec.binding.expected.leafId, "aaaa0002");
-    assert.equal(exec.binding.loaded?.leafId, lines[3]?.id);
-    assert.equal(ctrl.state().admission, "never");
-    assert.equal(ctrl.claim?.state, "held");
+  it(
+    "accepts exactly Pi's startup append and records it in the binding (seed: Findings)",
+    T,
+    async (t) => {
+      // Messages but no thinking entry on the branch: pinned Pi appends thinking_level_change.
+      const run = await startReal(t, {
+        session: (cwd) => [
+          headerLine(cwd),
+          userEntry("aaaa0001", null, "hi", 1),
+          assistantEntry("aaaa0002", "aaaa0001", "hello", 2),
+        ],
+      });
+      const { ctrl, f } = run;
+      const lines = readLines(f.sessionFile);
+      assert.equal(lines.length, 4, "Pi appended one entry");
+      assert.equal(lines[3]?.type, "thinking_level_change");
+      assert.equal(lines[3]?.parentId, "aaaa0002");
+      const exec = ctrl.execution;
+      assert.ok(exec);
+      assert.equal(exec.binding.state, "bound");
+      assert.equal(exec.binding.reason, "loaded");
+      assert.equal(exec.binding.expected.leafId, "aaaa0002");
+      assert.equal(exec.binding.loaded?.leafId, lines[3]?.id);
+      assert.deepEqual(exec.binding.startupAppend?.entries, [
+        { id: lines[3]?.id, type: "thinking_level_change" },
+      ]);
+      assert.equal(ctrl.state().admission, "open");
 
-    const { client: a } = await run.client();
-    assert.equal(a.state?.admission, "never");
-    assert.equal((await a.takeover()).outcome, "admitted");
-    const r = await a.prompt("hi");
-    assert.equal(r.outcome, "refused:preflight", JSON.stringify(r));
-    assert.equal(run.model.requests.length, 0, "nothing reached the model");
-  });
+      const { client: a } = await run.client();
+      assert.equal((await a.takeover()).outcome, "admitted");
+      const r = await a.prompt("hi");
+      assert.equal(r.outcome, "admitted", JSON.stringify(r));
+    },
+  );
+
+  it(
+    "refuses preflight when something other than Pi moved the leaf before it started (K8)",
+    T,
+    async (t) => {
+      const run = await startReal(t, {
+        // Another writer appends a message after the controller was constructed.
+        beforeStart: (f) =>
+          appendFileSync(
+            f.sessionFile,
+            `${JSON.stringify(userEntry("ffff0001", "aaaa0003", "someone else", 9))}\n`,
+          ),
+      });
+      const { ctrl } = run;
+      const exec = ctrl.execution;
+      assert.ok(exec);
+      assert.equal(exec.binding.state, "uncertain");
+      assert.equal(exec.binding.reason, "k8-load-check");
+      assert.equal(exec.binding.expected.leafId, "aaaa0003");
+      assert.equal(exec.binding.loaded?.leafId, "ffff0001");
+      assert.match(exec.load?.reason ?? "", /not Pi's known startup entry \(added: nothing\)/);
+      assert.equal(ctrl.state().admission, "never");
+      assert.equal(ctrl.claim?.state, "held");
+
+      const { client: a } = await run.client();
+      assert.equal(a.state?.admission, "never");
+      assert.equal((await a.takeover()).outcome, "admitted");
+      const r = await a.prompt("hi");
+      assert.equal(r.outcome, "refused:preflight", JSON.stringify(r));
+      assert.equal(run.model.requests.length, 0, "nothing reached the model");
+    },
+  );
 });

@@ -15,7 +15,13 @@ import { type Launched, type Launcher, PgroupLauncher } from "../cohort/launcher
 import type { EngineLink } from "../engine/engine.ts";
 import { LiveSessionGuard, type PathStamp } from "../engine/guard.ts";
 import { EventStream, mapEvent } from "./events.ts";
-import { checkExtraEnv, checkLoad, type Execution, engineEnv } from "./execution.ts";
+import {
+  checkExtraEnv,
+  checkLoad,
+  type Execution,
+  engineEnv,
+  readStartupBasis,
+} from "./execution.ts";
 import { Operations } from "./operations.ts";
 
 export type { Execution } from "./execution.ts";
@@ -284,6 +290,8 @@ export class Controller {
       agentDir: this.#options.agentDir,
       extra: this.#options.engine?.env,
     });
+    // Read before the spawn: the load check accepts only Pi's known startup append past it.
+    const basis = readStartupBasis(this.sessionFile);
     const launched = await this.#launcher.launch(
       {
         command: bound.command,
@@ -308,9 +316,10 @@ export class Controller {
       dialogs: [],
       home,
       leafAtStart: leaf,
+      load: null,
     };
     exec.tracker = new Tracker({
-      settle: (receipt, reason) => this.#ops.settled(receipt, reason),
+      settle: (receipt, reason, detail) => this.#ops.settled(receipt, reason, detail),
       overlap: () => {
         exec.closers.add("overlap");
         exec.binding = { ...exec.binding, state: "uncertain", reason: "run-overlap" };
@@ -321,7 +330,10 @@ export class Controller {
     link.onRecord((r) => {
       if (this.#exec !== exec) return;
       if (r.kind === "response" && r.matched && r.response.command === "prompt") {
-        this.#ops.promptAcked(r.response.success);
+        this.#ops.promptAcked(
+          r.response.success,
+          r.response.success ? undefined : r.response.error,
+        );
         return;
       }
       if (r.kind !== "event") return;
@@ -341,11 +353,13 @@ export class Controller {
       this.broadcastState();
     });
     this.#exec = exec;
-    const check = await checkLoad(link, {
-      sessionFile: this.sessionFile,
-      sessionId: this.sessionKey,
-      leafId: leaf,
-    });
+    const check = await checkLoad(
+      link,
+      { sessionFile: this.sessionFile, sessionId: this.sessionKey, leafId: leaf },
+      undefined,
+      basis,
+    );
+    exec.load = check;
     exec.binding = {
       version: 2,
       kind: "binding",
@@ -363,6 +377,7 @@ export class Controller {
       testHook: bound.testHook,
       expected: { sessionFile: this.sessionFile, sessionId: this.sessionKey, leafId: leaf },
       loaded: check.loaded,
+      ...(check.startupAppend === undefined ? {} : { startupAppend: check.startupAppend }),
       state: check.ok ? "bound" : "uncertain",
       reason: check.ok ? "loaded" : "k8-load-check",
       at: new Date().toISOString(),

@@ -15,8 +15,8 @@ type Slot = { receipt: string; text: string; phase: SlotPhase };
 type Run = { ours: boolean; userMessages: number; abortedByStop: boolean };
 
 export type TrackerHooks = {
-  /** The slot's prompt settled; the slot is free again. */
-  settle(receipt: string, reason: ReceiptReason): void;
+  /** The slot's prompt settled; the slot is free again. `detail` is Pi's reason, if it gave one. */
+  settle(receipt: string, reason: ReceiptReason, detail?: string): void;
   /** An overlap signal; the first one of an execution is the one that counts. */
   overlap(signal: OverlapSignal): void;
 };
@@ -56,12 +56,15 @@ export class Tracker {
     this.#slot = { receipt, text, phase: "dispatched" };
   }
 
-  /** The prompt's response. A failure means Pi handled it without a run (preflight). */
-  ack(receipt: string, success: boolean): void {
+  /**
+   * The prompt's response. A failure means Pi handled it without a run (preflight); `error` is
+   * the response's own reason (no model, no credentials), passed on with the receipt.
+   */
+  ack(receipt: string, success: boolean, error?: string): void {
     const slot = this.#slot;
     if (slot?.receipt !== receipt || slot.phase !== "dispatched") return;
     if (!success) {
-      this.#settle("handled-without-run");
+      this.#settle("handled-without-run", error);
       return;
     }
     slot.phase = "acked";
@@ -169,11 +172,12 @@ export class Tracker {
     this.#hooks.overlap(signal);
   }
 
-  #settle(reason: ReceiptReason): void {
+  #settle(reason: ReceiptReason, detail?: string): void {
     const slot = this.#slot;
     if (!slot) return;
     this.#slot = null;
-    this.#hooks.settle(slot.receipt, reason);
+    if (detail === undefined) this.#hooks.settle(slot.receipt, reason);
+    else this.#hooks.settle(slot.receipt, reason, detail);
   }
 }
 
