@@ -16,6 +16,7 @@ import type { ReaderSources } from "./read-messages.ts";
 import { MAX_LANES, startReadPool } from "./read-pool.ts";
 import { boardRefusal, type Reply, rawResponse, SECURITY_HEADERS } from "./reply.ts";
 import { type BoardRequest, checkRequest, createHandler } from "./routes.ts";
+import type { BoardSearch } from "./search-route.ts";
 
 export type { ReaderSources } from "./read-messages.ts";
 
@@ -54,6 +55,11 @@ export type BoardOptions = BoardReading & {
    * checks passed (control-route.ts); without it the route is 404, after the same checks.
    */
   control?: ControlRoute;
+  /**
+   * Full-text search for GET /api/search when reading with `reader` (on the loop); with
+   * `sources`, `sources.search` starts a search lane instead. Without either, 503.
+   */
+  search?: BoardSearch;
 };
 
 /** One steering call from a logged-in browser session: `session` names its connection. */
@@ -191,7 +197,14 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
 
   try {
     if (options.reader !== undefined) {
-      const handle = createHandler({ reader: options.reader, assets: loadAssets(), hosts, log });
+      const search = options.search ? { search: options.search } : {};
+      const handle = createHandler({
+        reader: options.reader,
+        assets: loadAssets(),
+        hosts,
+        log,
+        ...search,
+      });
       dispatch = (request) => Promise.resolve(handle(request));
       const roots = options.roots;
       if (roots !== undefined) live = new LiveHub({ roots, read: dispatch, hosts, log });

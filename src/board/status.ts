@@ -79,6 +79,8 @@ export const BOARD_REFUSAL_STATUS = {
   "payload-too-large": 413,
   "no-controller": 404,
   "outcome-unknown": 502,
+  "bad-query": 400,
+  "search-unavailable": 503,
 } as const satisfies Record<string, number>;
 
 export type BoardRefusalCode = keyof typeof BOARD_REFUSAL_STATUS;
