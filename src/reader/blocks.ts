@@ -13,13 +13,23 @@ export type DraftPart = {
   blocks: Block[];
 };
 
-/** Entry types never shown (seed: Parser): settings, labels, names, extension state. */
+/**
+ * Entry types never shown (seed: Parser): settings, labels, names, extension state; and two
+ * that Pi 1.6.0 added (docs/reader.md, "Pi 1.6.0 entries"). `context_edit` changes only what
+ * later model requests see, never the target as shown: Pi's session-format.md says the target
+ * "remain[s] unchanged in raw history, UI, exports", its buildSessionProjection applies edits
+ * to model messages only (session-manager.js:259-280), and its tree view counts it a settings
+ * entry, hidden by default (tree-selector.js:259-266). `usage` (cache warming) is bookkeeping
+ * that Pi's tree view never lists (tree-selector.js:243-244).
+ */
 const HIDDEN = new Set([
   "model_change",
   "thinking_level_change",
   "label",
   "session_info",
   "custom",
+  "context_edit",
+  "usage",
 ]);
 /** Names, ids and types longer than this move into a text block after a notice. */
 const SMALL_FIELD_MAX = 1024;
@@ -191,6 +201,13 @@ function renderMessage(m: Obj, at: { timestamp?: string }): DraftPart | null {
       };
       return { kind: "bash-execution", ...at, meta, blocks };
     }
+    case "system":
+      // Pi 1.6.0 saves the system prompt (and later patches of its sections and tools) as a
+      // `system` message before a run's first request (session-manager.js:171, docs
+      // session-format.md "SessionMessageEntry"). Its chat view draws nothing for one
+      // (interactive-mode.js:3339-3340, `case "system": break;`), and a prompt is not part of
+      // the conversation a person reads here: hidden like the other settings entries.
+      return null;
     case "custom":
     case "hookMessage": {
       // `custom` comes only from Pi's v2→v3 migration of `hookMessage` (SM:56-70).

@@ -14,6 +14,7 @@ import {
   project,
   readAll,
   readerFor,
+  T0,
   tempDir,
   ts,
   user,
@@ -367,6 +368,74 @@ describe("pi parser", () => {
     assert.deepEqual(parts[1]?.meta, { customType: "ext" });
     // Hidden entries still count for the default leaf: here the last line is shown.
     assert.equal(expectOk(reader.open({ conversation: id })).view.defaultLeaf, "n.s");
+  });
+
+  it("hides Pi 1.6.0's system messages, context edits and usage entries, and shows their targets as written", (t) => {
+    // Shapes from Pi 1.6.0's docs/session-format.md: a leading system prompt, a later update
+    // (with null content, which Pi's sessionEntryToContextMessages tolerates), edits that
+    // replace and omit, a usage entry, and a compaction carrying the prompt checkpoint.
+    const system = (id: string, parentId: string | null, extra: Record<string, unknown>) => ({
+      type: "message",
+      id,
+      parentId,
+      timestamp: ts(1),
+      message: { role: "system", timestamp: T0, ...extra },
+    });
+    const { reader, id } = setup(t, [
+      system("p", null, { content: "", sections: { preamble: "You are Pi." }, toolsAdded: [] }),
+      user("u", "p", "question"),
+      assistant("a", "u", "answer"),
+      {
+        type: "context_edit",
+        id: "e1",
+        parentId: "a",
+        timestamp: ts(3),
+        targetId: "u",
+        replacement: { content: "edited question" },
+      },
+      {
+        type: "context_edit",
+        id: "e2",
+        parentId: "e1",
+        timestamp: ts(3),
+        targetId: "a",
+        replacement: null,
+      },
+      {
+        type: "usage",
+        id: "w",
+        parentId: "e2",
+        timestamp: ts(3),
+        kind: "cache_warm",
+        provider: "p",
+        model: "m",
+        usage: { input: 0, output: 0, cacheRead: 5, cacheWrite: 0, totalTokens: 5 },
+      },
+      system("p2", "w", {
+        content: null,
+        sections: { skills: null },
+        toolsRemoved: [{ name: "x" }],
+      }),
+      {
+        type: "compaction",
+        id: "c",
+        parentId: "p2",
+        timestamp: ts(4),
+        summary: "sum",
+        firstKeptEntryId: "u",
+        tokensBefore: 10,
+        systemMessage: { role: "system", content: "You are Pi.", timestamp: T0 },
+      },
+      system("p3", "c", { content: "more instructions" }),
+    ]);
+    const { parts } = readAll(reader, id);
+    assert.deepEqual(entriesOf(parts), ["n.u", "n.a", "n.c"]);
+    assert.deepEqual(
+      parts.map((p) => p.blocks.map((b) => (b.type === "text" ? b.text : b.type))),
+      [["question"], ["answer"], ["sum"]],
+    );
+    // A hidden system message can be the leaf, as any hidden entry (Pi's leaf is the last line).
+    assert.equal(expectOk(reader.open({ conversation: id })).view.defaultLeaf, "n.p3");
   });
 
   it("turns unknown entry types, roles and content items into notices", (t) => {

@@ -140,7 +140,81 @@ const HIDDEN = new Set([
   "label",
   "session_info",
   "custom",
+  // Pi 1.6.0's: a model-context edit and usage bookkeeping (docs/reader.md, "Pi 1.6.0 entries").
+  "context_edit",
+  "usage",
 ]);
+
+/** What the reader leaves out: the hidden types, and Pi 1.6.0's system-prompt messages. */
+function hiddenLine(line: Line): boolean {
+  if (HIDDEN.has(String(line.type))) return true;
+  const m = line.message;
+  return line.type === "message" && typeof m === "object" && m !== null && "role" in m
+    ? m.role === "system"
+    : false;
+}
+
+/** The calls of Pi 1.6.0's SessionManager this test makes that 0.85.1's has not. */
+type Pi16Calls = {
+  appendMessage(message: {
+    role: "system";
+    content: string;
+    sections?: Record<string, string | null>;
+    toolsAdded?: { name: string; description: string; parameters: Record<string, unknown> }[];
+    toolsRemoved?: { name: string }[];
+    timestamp: number;
+  }): string;
+  appendContextEdit(targetId: string, replacement: { content: string } | null): string;
+  appendUsage(
+    kind: string,
+    provider: string,
+    model: string,
+    usage: AssistantMessage["usage"],
+  ): unknown;
+};
+
+/**
+ * A Pi 1.6.0 session as its runs write one: a system prompt before the first user message
+ * (session-manager.js:171, agent-session.js:1399), a later system update, context edits of a
+ * user message and of a reply (appendContextEdit, session-manager.js:983-1014: one replaces,
+ * one omits), a usage entry, a compaction (which carries the prompt checkpoint), and a fork
+ * after an edit, so one branch holds the edits and another does not.
+ */
+function writeWithPrompt(sm: SessionManager): void {
+  const pi16 = sm as unknown as Pi16Calls;
+  let clock = Date.UTC(2026, 0, 1);
+  const at = () => (clock += 1000);
+  const user = (text: string) => sm.appendMessage({ role: "user", content: text, timestamp: at() });
+  const reply = (text: string) => sm.appendMessage(assistant(text, at()));
+  sm.appendModelChange("loopback", "fake-1");
+  pi16.appendMessage({
+    role: "system",
+    content: "",
+    sections: { preamble: "You are a test assistant.", cwd: sm.getCwd() },
+    toolsAdded: [{ name: "read", description: "Read a file", parameters: {} }],
+    timestamp: at(),
+  });
+  const u1 = user("read a.txt");
+  const r1 = reply("a.txt says hello");
+  pi16.appendContextEdit(u1, { content: "read a.txt (edited)" });
+  const fork = user("and b.txt?");
+  pi16.appendContextEdit(r1, null);
+  pi16.appendUsage("cache_warm", "loopback", "fake-1", assistant("", 0).usage);
+  reply("b.txt is empty");
+  pi16.appendMessage({
+    role: "system",
+    content: "",
+    sections: { skills: "<skills></skills>" },
+    toolsRemoved: [{ name: "read" }],
+    timestamp: at(),
+  });
+  user("summarise");
+  sm.appendCompaction("Read a.txt and b.txt.", u1, 1234);
+  reply("done");
+  sm.appendSessionInfo(`Prompted ${basename(sm.getCwd())}`);
+  sm.branch(fork);
+  reply("b.txt? no such file");
+}
 
 function linesById(file: string): Map<string, Line> {
   const out = new Map<string, Line>();
@@ -156,6 +230,7 @@ function linesById(file: string): Map<string, Line> {
 async function writeStore(
   t: TestContext,
   Sessions: Sessions,
+  write: (sm: SessionManager) => void = writeBranchy,
 ): Promise<{ base: string; store: string; files: Map<string, string> }> {
   const base = tempDir(t, "pi-store-oracle-");
   const agentDir = join(base, "agent");
@@ -170,7 +245,7 @@ async function writeStore(
       const cwd = join(base, "code", name);
       mkdirSync(cwd, { recursive: true });
       const sm = Sessions.create(cwd);
-      writeBranchy(sm);
+      write(sm);
       const file = sm.getSessionFile();
       assert.ok(file, "Pi named a session file");
       files.set(cwd, file);
@@ -220,7 +295,7 @@ describe("pi-store oracle", () => {
             .filter((id) => {
               const line = lines.get(id);
               assert.ok(line, `Pi's path holds ${id}, which is in the file`);
-              return !HIDDEN.has(String(line.type));
+              return !hiddenLine(line);
             })
             .map(key);
           const { parts } = readAll(reader, row.conversation, branch.name);
@@ -230,4 +305,61 @@ describe("pi-store oracle", () => {
       }
     });
   }
+
+  it("reads Pi 1.6.0's system prompts and context edits as its getBranch, without a notice", async (t) => {
+    const Sessions = (await import("pi-coding-agent-1.6.0")).SessionManager as unknown as Sessions;
+    const { base, store, files } = await writeStore(t, Sessions, writeWithPrompt);
+    const reader = checkedReader(base, {
+      roots: rootsOf([{ kind: "pi-agent", sessionsDir: store }]),
+    });
+    const catalogue = reader.catalogue();
+    assert.equal(catalogue.conversations.length, files.size);
+    for (const row of catalogue.conversations) {
+      const file = files.get(row.project);
+      assert.ok(file && row.fileName === basename(file));
+      assert.equal(row.title, `Prompted ${basename(row.project)}`);
+      const lines = linesById(file);
+      const kinds = [...lines.values()].map((l) =>
+        l.type === "message" ? `message:${String((l.message as Line).role)}` : String(l.type),
+      );
+      // Pi itself wrote what this test is about.
+      for (const k of ["message:system", "context_edit", "usage"]) assert.ok(kinds.includes(k), k);
+      const oracle = askPi(Sessions, file);
+      const first = expectOk(reader.open({ conversation: row.conversation }));
+      assert.equal(first.view.defaultLeaf, oracle.defaultLeaf && key(oracle.defaultLeaf));
+      assert.equal(oracle.leaves.length, 2, "two leaves");
+      assert.equal(first.view.branches.length, 2);
+      for (const leaf of oracle.leaves) {
+        const branch = first.view.branches.find((b) => b.leaf === key(leaf.id));
+        assert.ok(branch, `a reader branch ends at Pi's leaf ${leaf.id}`);
+        const expected = leaf.path
+          .filter((id) => {
+            const line = lines.get(id);
+            assert.ok(line, `Pi's path holds ${id}, which is in the file`);
+            return !hiddenLine(line);
+          })
+          .map(key);
+        const { parts } = readAll(reader, row.conversation, branch.name);
+        assert.deepEqual(
+          entriesOf(parts).filter((e) => e.startsWith("n.")),
+          expected,
+          `branch ${branch.name}`,
+        );
+        // No part and no block is a notice: nothing reads as an unknown role or entry type.
+        assert.deepEqual(
+          parts.filter((p) => p.kind === "notice" || p.blocks.some((b) => b.type === "notice")),
+          [],
+          `branch ${branch.name}`,
+        );
+        // A context edit changes the model's context only: the messages read as written.
+        const texts = parts.flatMap((p) =>
+          p.blocks.flatMap((b) => (b.type === "text" ? [b.text] : [])),
+        );
+        assert.ok(texts.includes("read a.txt"), "the edited user message reads as written");
+        assert.ok(!texts.includes("read a.txt (edited)"));
+        assert.ok(texts.includes("a.txt says hello"), "the omitted reply still reads");
+        assert.ok(!texts.some((x) => x.includes("You are a test assistant.")), "no prompt text");
+      }
+    }
+  });
 });
