@@ -275,3 +275,39 @@ describe("the Controller with the real pinned Pi", () => {
     assert.equal(run.model.requests.length, 0, "nothing reached the model");
   });
 });
+
+describe("replay after a reconnect, with the real pinned Pi", () => {
+  it("a client dropped before the first delta and between deltas misses nothing", T, async (t) => {
+    const run = await startReal(t, { replies: [{ kind: "slow", tickMs: 15 }] });
+    const a = await run.client();
+    const b = await run.client();
+    assert.equal((await a.client.takeover()).outcome, "admitted");
+    const kinds = (w: { events: StreamEvent[] }) => w.events.map((e) => e.event.kind);
+    const p = await a.client.prompt("stream slowly");
+    assert.equal(p.outcome, "admitted");
+    // Drop 1: once the run started, before any delta reached B.
+    await until(() => kinds(b).includes("run-started"), "run-started");
+    await b.client.close();
+    await until(() => kinds(a).includes("text-delta"), "the first delta (B away)");
+    // Drop 2 and 3: between deltas, each time some deltas later.
+    for (let k = 0; k < 2; k++) {
+      const w = await b.client.connect();
+      assert.ok(typeof w.replay === "object", JSON.stringify(w.replay));
+      const seen = a.events.length;
+      await until(() => a.events.length > seen + 3, "more deltas");
+      await b.client.close();
+      const gone = a.events.length;
+      await until(() => a.events.length > gone + 3, "more deltas while B is away");
+    }
+    const w = await b.client.connect();
+    assert.ok(typeof w.replay === "object", JSON.stringify(w.replay));
+    assert.equal((await a.client.interrupt()).outcome, "admitted");
+    await until(() => settled(a.events, p.receipt.id) !== null, "A: the receipt settled");
+    await until(() => b.events.length >= a.events.length, "B has every event");
+    assert.deepEqual(
+      b.events.map((e) => e.id),
+      a.events.map((e) => e.id),
+    );
+    assert.deepEqual(b.events, a.events);
+  });
+});

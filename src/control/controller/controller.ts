@@ -41,7 +41,7 @@ import {
   isVerifier,
   type Verifier,
 } from "./records.ts";
-import { type Connection, ControlServer, readySocketPath } from "./socket.ts";
+import { type Connection, ControlServer, type HelloAnswer, readySocketPath } from "./socket.ts";
 import { type Closer, StopChain } from "./stops.ts";
 import { Tracker } from "./turns.ts";
 
@@ -74,6 +74,11 @@ export type ControllerOptions = {
    * (default MAX_QUEUED_BYTES, 8 MiB). Tests set it lower.
    */
   maxQueuedBytes?: number;
+  /**
+   * How much of the current stream epoch is kept for `resume` (default REPLAY_MAX_EVENTS and
+   * REPLAY_MAX_BYTES, events.ts). Tests set it lower.
+   */
+  replay?: { maxEvents?: number; maxBytes?: number };
 };
 
 const DIALOG_REASON = "the controller never answers engine dialogs (lead decision 30)";
@@ -183,6 +188,7 @@ export class Controller {
       state: () => this.state(),
       record: (r) => this.record(r),
       broadcast: (m) => this.#server?.broadcast(m),
+      broadcastLine: (line) => this.#server?.broadcastLine(line),
       relaunch: async (execution, incarnation, leaf) => {
         const old = this.#exec;
         this.#generation++;
@@ -302,7 +308,7 @@ export class Controller {
       link,
       tracker: null as unknown as Tracker,
       stops: null as unknown as StopChain,
-      stream: new EventStream(),
+      stream: new EventStream(undefined, this.#options.replay),
       binding: null as unknown as BindingRecord,
       closers,
       dialogs: [],
@@ -330,7 +336,7 @@ export class Controller {
       if (e.type === "extension_ui_request" && e.blocking)
         this.#dialog(exec, e.id, e.method, e.title);
       const mapped = mapEvent(e);
-      if (mapped) this.#server?.broadcast(exec.stream.next(mapped));
+      if (mapped) this.#server?.broadcastLine(exec.stream.next(mapped).line);
     });
     void link.exited.then(() => {
       if (this.#exec !== exec) return;
@@ -426,11 +432,11 @@ export class Controller {
     this.#server?.broadcast({ type: "state", state: this.state() });
   }
 
-  #hello(conn: Connection, hello: Hello): Welcome | ReturnType<typeof refusedGrant> {
+  #hello(conn: Connection, hello: Hello): HelloAnswer {
     const grant = this.#grants.get(hello.grant);
     if (!grant || grant.active === false) return refusedGrant();
     conn.grant = grant.id;
-    return {
+    const welcome: Welcome = {
       type: "welcome",
       protocol: PROTOCOL_VERSION,
       connection: conn.id,
@@ -438,6 +444,29 @@ export class Controller {
       conversation: this.conversation,
       state: this.state(),
     };
+    const stream = this.#exec?.stream;
+    if (stream) welcome.stream = { streamEpoch: stream.epoch, nextSequence: stream.nextSequence };
+    if (hello.resume === undefined) return welcome;
+    // The replayed lines go right after the welcome, in the same tick as the grant is set:
+    // the next broadcast is the first live event, so nothing is missed or sent twice.
+    const { streamEpoch, afterSequence } = hello.resume;
+    const plan = stream
+      ? stream.plan(streamEpoch, afterSequence)
+      : ({ ok: false, reason: "another-epoch", message: "no execution is running" } as const);
+    if (!plan.ok) {
+      return {
+        ...welcome,
+        replay: "unavailable",
+        replayReason: plan.reason,
+        replayMessage: plan.message,
+      };
+    }
+    welcome.replay = {
+      streamEpoch: plan.streamEpoch,
+      fromSequence: plan.fromSequence,
+      toSequence: plan.toSequence,
+    };
+    return { message: welcome, lines: plan.lines };
   }
 
   #closed(conn: Connection): void {

@@ -48,6 +48,8 @@ export type OperationsHost = {
   state(): ControllerState;
   record(record: ControlRecord): void;
   broadcast(message: ControllerMessage): void;
+  /** Sends an encoded stream event line to every welcomed connection. */
+  broadcastLine(line: string): void;
   /** A new execution and incarnation (generation + 1), the claim already acquired for it. */
   relaunch(execution: string, incarnation: string, leaf: string | null): Promise<void>;
 };
@@ -127,7 +129,8 @@ export class Operations {
     this.#receipts.set(receiptId, settled);
     this.#host.record({ ...settled, version: 2, kind: "receipt", at: new Date().toISOString() });
     const exec = this.#host.exec();
-    if (exec) this.#host.broadcast(exec.stream.next({ kind: "receipt", receipt: settled }));
+    if (exec)
+      this.#host.broadcastLine(exec.stream.next({ kind: "receipt", receipt: settled }).line);
     if (this.#pending?.receipt.id === receiptId) {
       this.#pending.acked("lost");
       this.#pending = null;
@@ -258,8 +261,13 @@ export class Operations {
     }
     const quiet =
       quietBefore && exec.tracker.isQuiet() && exec.stream.nextSequence === fromSequence;
+    // Whether a client that applies this page can rejoin the stream right after it with
+    // `resume: { streamEpoch, afterSequence: fromSequence - 1 }` and miss nothing.
+    const replay = exec.stream.covers(exec.stream.epoch, fromSequence - 1)
+      ? "available"
+      : "unavailable";
     const seam = {
-      replay: "unavailable",
+      replay,
       streamEpoch: exec.stream.epoch,
       fromSequence,
       reconcile: true,
