@@ -436,3 +436,27 @@ async function rawClient(t: TestContext, path: string) {
       until(() => lines.some(cond), what, 10_000),
   };
 }
+
+describe("automatic reconnect", () => {
+  it(
+    "gives up after its delays with a reconnect-failed issue, and close() cancels it",
+    T,
+    async (t) => {
+      const { ctl } = await startController(t);
+      const b = watch(t, ctl.socketPath, { reconnect: { delaysMs: [10, 10, 10] } });
+      const c = watch(t, ctl.socketPath, { reconnect: { delaysMs: [10_000] } });
+      await b.client.connect();
+      await c.client.connect();
+      const closes: boolean[] = [];
+      b.client.onClose(() => closes.push(b.client.reconnecting));
+      await ctl.stop(); // the socket goes away for good
+      await until(() => b.issues.length > 0, "B gave up");
+      assert.deepEqual(closes, [true], "the close listener already saw the reconnect coming");
+      assert.match(b.issues[0] ?? "", /^reconnect-failed: gave up reconnecting after 3 attempts/);
+      assert.equal(b.client.reconnecting, false);
+      await until(() => c.client.reconnecting, "C waits to reconnect");
+      await c.client.close();
+      assert.equal(c.client.reconnecting, false, "close() cancels the pending attempt");
+    },
+  );
+});

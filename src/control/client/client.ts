@@ -323,6 +323,7 @@ export class ConversationClient {
   async close(): Promise<void> {
     this.#closedByUser = true;
     this.#cancelReconnect();
+    this.#reconnecting = false;
     const conn = this.#conn;
     if (conn === null) return;
     conn.socket.destroy();
