@@ -36,7 +36,8 @@ const SOURCES_HELP = `Sources (with none, Pi's own store at its default place, a
                      registrations; relative paths are from the file's folder)
   --project DIR      a project root; its conversations are the files in
                      DIR/.pi/state/<seat>/sessions
-  --seat NAME        a seat under --project (repeatable; default: main)
+  --seat NAME        a seat under --project (repeatable; default: main;
+                     '*' for every seat in DIR/.pi/state)
   --pi or --pi-sessions may be added to --config or --project.`;
 
 export const HELP = {
@@ -64,7 +65,9 @@ Text output is for people (hostile control characters shown as ^[ or
 
 Lists every conversation in the sources, grouped by project (the most recently
 active first), newest activity first in each: title, id, project/seat, last
-activity and size. Rows that cannot be read say why.
+activity and size. Rows that cannot be read say why. A source root that is
+refused (missing, unreadable, a link out) is named on stderr and the exit
+status is 1; the other roots' rows are still listed.
 
 ${SOURCES_HELP}
 

@@ -13,6 +13,7 @@ import { type Grant, OPERATIONS, type Operation } from "../control/protocol.ts";
 import { isControlRefusal } from "../control/refusal.ts";
 import { ID_PATTERN } from "../protocol/chat-01.ts";
 import type { Checked } from "./config.ts";
+import { commandPrefix, shellWord } from "./invocation.ts";
 import type { Io } from "./io.ts";
 import { whenAborted } from "./serve.ts";
 import { makeVisible } from "./visible.ts";
@@ -295,7 +296,9 @@ export function describeStarted(ctl: Controller, grants: readonly Grant[]): stri
         `  ${g.id} (${makeVisible(g.actor, { showNewlines: true })}): ${g.capabilities.join(" ")}`,
     ),
   ];
-  if (steer) lines.push(`Attach: conversation attach --socket ${socket} --grant ${steer.id}`);
+  // As it is run from here (invocation.ts), so the line can be pasted into a shell.
+  const attach = `${commandPrefix()} attach --socket ${shellWord(ctl.socketPath)}`;
+  if (steer) lines.push(`Attach: ${attach} --grant ${shellWord(steer.id)}`);
   return `${lines.join("\n")}\n`;
 }
 

@@ -1,8 +1,13 @@
 // The demo's live writer: appends one message entry at a time to a session file, as Pi's
 // `_persist` does (one whole line per write, session-manager.js:739-768), chained to the
-// file's last valid entry. It never creates, truncates or rewrites the file.
+// file's last valid entry. It never creates the file; it stops after `maxAppends`, and
+// `restoreLive` puts the file back as first written when `npm start` starts, so the demo
+// stays small however often and long it runs.
 import { randomUUID } from "node:crypto";
-import { closeSync, constants, openSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, constants, copyFileSync, openSync, readFileSync, writeSync } from "node:fs";
+
+/** Appends per run: at the demo's 3 s, six minutes of live messages (about 50 KB). */
+export const MAX_APPENDS = 120;
 
 type Role = "user" | "assistant";
 export type GrowEntry = { id: string; parentId: string | null; role: Role };
@@ -109,21 +114,49 @@ export function appendNext(file: string): GrowEntry {
 export type GrowOptions = {
   /** Milliseconds between appends (default 3000). */
   intervalMs?: number;
+  /** Appends before the writer stops (default MAX_APPENDS). */
+  maxAppends?: number;
+  /** Called once when the writer stops at maxAppends. */
+  onCapped?: (appends: number) => void;
   onAppend?: (entry: GrowEntry) => void;
   /** A failed append (the file is gone); the writer keeps trying at the next tick. */
   onError?: (error: Error) => void;
 };
 
-/** Appends an entry to `file` every interval until the returned stop function is called. */
+/**
+ * Appends an entry to `file` every interval until the returned stop function is called, or
+ * until `maxAppends` entries were appended (a failed append doesn't count).
+ */
 export function startGrowing(file: string, options: GrowOptions = {}): () => void {
+  const max = options.maxAppends ?? MAX_APPENDS;
+  let appends = 0;
   const timer = setInterval(() => {
     try {
       // Appended first: `onAppend?.(appendNext(...))` would skip the append with no listener.
       const entry = appendNext(file);
+      appends++;
       options.onAppend?.(entry);
     } catch (e) {
       options.onError?.(e as Error);
     }
+    if (appends >= max) {
+      clearInterval(timer);
+      options.onCapped?.(appends);
+    }
   }, options.intervalMs ?? 3000);
   return () => clearInterval(timer);
+}
+
+/**
+ * Puts the demo's live file back as first written, from the copy `saveLive` kept (outside the
+ * demo project, where no reader looks). The demo owns both files; a reader following the old
+ * content sees a rewrite and starts again.
+ */
+export function restoreLive(copy: string, file: string): void {
+  copyFileSync(copy, file);
+}
+
+/** Keeps the live file as first written, for restoreLive. */
+export function saveLive(file: string, copy: string): void {
+  copyFileSync(file, copy);
 }

@@ -6,12 +6,13 @@
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { createReader, rootsFromSpecs } from "../index.ts";
+import { conversationId, createReader, rootsFromSpecs } from "../index.ts";
 import { DEFAULT_HOST, DEFAULT_PORT, parsePort, sourcesOf } from "./args.ts";
 import { type Sources, sourcesFromFlags } from "./config.ts";
 import { type DemoControl, tryDemoControl } from "./demo-control.ts";
-import { startGrowing } from "./demo-grow.ts";
+import { MAX_APPENDS, restoreLive, saveLive, startGrowing } from "./demo-grow.ts";
 import { DEMO_SEATS, demoProject, writeDemoProject } from "./demo-sessions.ts";
+import { commandPrefix, shellWord } from "./invocation.ts";
 import { checkHost, startServing, whenAborted } from "./serve.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
@@ -19,13 +20,16 @@ const DEMO_DIR = join(REPO, "demo");
 const DEMO_PROJECT = join(DEMO_DIR, "demo-project");
 /** Written after the last demo file: without it, a half-written demo is written again. */
 const READY = join(DEMO_DIR, ".ready");
+/** The live conversation as first written: each start begins from it (demo-grow.ts). */
+const LIVE_START = join(DEMO_DIR, "live.start.jsonl");
 const GROW_MS = 3000;
 
 const HELP = `Usage: npm start [-- options]
 
 Serves the board and the Console on loopback and prints the URL. With no
 sources, it serves a demo project (written once into demo/ by Pi's own
-SessionManager) with one conversation that grows every few seconds.
+SessionManager) with one conversation that grows every few seconds (from its
+first state at each start, for ${(MAX_APPENDS * GROW_MS) / 60000} minutes at most).
 
   --project DIR      serve a real project root instead (no demo is written)
   --seat NAME        a seat under --project (repeatable; default: main)
@@ -72,9 +76,14 @@ async function start(argv: string[], signal: AbortSignal): Promise<number> {
     if (values.seat !== undefined) return usage("--seat goes with --project");
     const demo = await ensureDemo();
     sources = demo;
+    restoreLive(LIVE_START, demo.liveFile);
     stopWriter = startGrowing(demo.liveFile, {
       intervalMs: GROW_MS,
       onError: (e) => process.stderr.write(`demo writer: ${e.message}\n`),
+      onCapped: (n) =>
+        process.stdout.write(
+          `Demo writer: the live conversation stops after ${n} messages; it starts over at the next npm start.\n`,
+        ),
     });
   }
   const reader = createReader({
@@ -128,18 +137,25 @@ function parse(argv: string[]) {
 /** The demo project, written now unless a complete one is already there. */
 async function ensureDemo(): Promise<ReturnType<typeof demoProject>> {
   const demo = demoProject(DEMO_PROJECT);
-  if (existsSync(READY) && existsSync(demo.liveFile)) return demo;
+  if (existsSync(READY) && existsSync(demo.liveFile) && existsSync(LIVE_START)) return demo;
   // Cut short while being written, or its files removed: written again. Only our folder goes.
   rmSync(READY, { force: true });
   rmSync(DEMO_PROJECT, { recursive: true, force: true });
   process.stdout.write("Writing the demo project with Pi's SessionManager...\n");
   await writeDemoProject(DEMO_PROJECT);
+  saveLive(demo.liveFile, LIVE_START);
   writeFileSync(READY, "The demo project is complete. Delete demo/ to write it again.\n");
   return demo;
 }
 
 function servingDemo(url: string): string {
-  const where = relative(process.cwd(), DEMO_PROJECT) || DEMO_PROJECT;
+  // Relative to where `npm start` was typed (npm runs it in the package root), as the hints'
+  // `npm run conversation` resolves paths (main.ts runProcess).
+  const { npm_lifecycle_event: script, INIT_CWD: typedIn } = process.env;
+  const here = script === "start" && typedIn ? typedIn : process.cwd();
+  const where = shellWord(relative(here, DEMO_PROJECT) || ".");
+  const live = conversationId(DEMO_PROJECT, DEMO_SEATS.main, "live.jsonl");
+  const run = commandPrefix();
   return `
 The board is serving the demo on ${url}
 
@@ -152,8 +168,8 @@ Open it in a browser and try:
   - "Hostile text, shown inert": escape codes and HTML, shown as text
 
 In a terminal, the same conversations:
-  node src/cli/main.ts catalogue --project ${where}
-  node src/cli/main.ts follow <id> --project ${where}
+  ${run} catalogue --project ${where} --seat '*'
+  ${run} follow ${live} --project ${where}
 
 The demo lives in ${where} (delete demo/ to write it again).
 Ctrl-C stops the board, the writer and the demo's Pi.

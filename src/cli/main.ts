@@ -1,7 +1,11 @@
 // The `conversation` command: catalogue, read, follow and serve over the reader (issue 3 §3),
 // and `control` (control.ts), the only command that runs Pi. Exit status 0 ok, 1
-// refused or failed (a reader refusal is printed on stderr as `refused: <code>: <message>`),
-// 2 usage error. Text is for people (80 columns when not a terminal), --json for scripts.
+// refused or failed (a reader refusal is printed on stderr as `refused: <code>: <message>`;
+// a catalogue with a refused root prints what it could read and exits 1), 2 usage error. Text
+// is for people (80 columns when not a terminal), --json for scripts. Help and hints name the
+// command as it is run from here (invocation.ts).
+import { readdirSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
   createReader,
@@ -9,12 +13,14 @@ import {
   type Reader,
   type ReadResult,
   type RefusalRecord,
+  type Root,
   rootsFromSpecs,
 } from "../index.ts";
 import { type Command, HELP, parseCommand } from "./args.ts";
 import { runAttach } from "./attach.ts";
-import { resolveSources, type Sources } from "./config.ts";
+import { DEFAULT_SEAT, resolveSources, type SourceFlags, type Sources } from "./config.ts";
 import { readGrantsFile, runControl } from "./control.ts";
+import { asInvoked, commandPrefix, shellWord } from "./invocation.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
 import { checkHost, startServing, whenAborted } from "./serve.ts";
 import { makeVisible } from "./visible.ts";
@@ -35,7 +41,7 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
   if (!parsed.ok) return usageError(io, parsed.error, parsed.usage);
   const cmd = parsed.command;
   if (cmd.name === "help") {
-    io.out(cmd.text);
+    io.out(asInvoked(cmd.text));
     return EXIT.ok;
   }
   if (cmd.name === "control") {
@@ -44,10 +50,44 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
     return runControl(cmd, grants.value, io, signal);
   }
   if (cmd.name === "attach") return runAttach(cmd, io.err, signal);
-  const sources = resolveSources(cmd.sources);
+  const flags = expandSeats(cmd.sources);
+  if (!flags.ok) return usageError(io, flags.error, HELP[cmd.name]);
+  const sources = resolveSources(flags.value);
   if (!sources.ok) return usageError(io, sources.error, HELP[cmd.name]);
   if (sources.value.notice !== null) io.err(`${sources.value.notice}\n`);
-  return run(cmd, sources.value.sources, io, signal);
+  // No source named: Pi's default store, which a new user may not have yet (see catalogue).
+  const implicit = sources.value.notice !== null;
+  return run(cmd, sources.value.sources, io, signal, implicit);
+}
+
+/** Every seat of a project: the names under <project>/.pi/state, sorted. */
+function seatsOf(project: string): string[] {
+  try {
+    return readdirSync(join(resolve(project), ".pi", "state"), { withFileTypes: true })
+      .filter((d) => d.isDirectory() && SEAT.test(d.name))
+      .map((d) => d.name)
+      .sort();
+  } catch {
+    // No state folder (or unreadable): no seats to list; the reader says why when it reads.
+    return [];
+  }
+}
+
+const SEAT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/** `--seat '*'` stands for every seat of --project (as listed now). */
+function expandSeats(
+  flags: SourceFlags,
+): { ok: true; value: SourceFlags } | { ok: false; error: string } {
+  if (!flags.seat?.includes("*")) return { ok: true, value: flags };
+  if (flags.project === undefined) return { ok: false, error: "--seat '*' goes with --project" };
+  const seats = seatsOf(flags.project);
+  if (seats.length === 0) {
+    const where = join(resolve(flags.project), ".pi", "state");
+    return { ok: false, error: `--seat '*': no seats in ${where}` };
+  }
+  const named = flags.seat.filter((s) => s !== "*");
+  return { ok: true, value: { ...flags, seat: [...new Set([...named, ...seats])] } };
 }
 
 async function run(
@@ -55,6 +95,7 @@ async function run(
   sources: Sources,
   io: Io,
   signal: AbortSignal,
+  implicit = false,
 ): Promise<number> {
   const reader = createReader({
     roots: () => rootsFromSpecs(sources.specs, sources.registrations),
@@ -63,13 +104,32 @@ async function run(
     case "catalogue": {
       const catalogue = reader.catalogue();
       if (cmd.json) io.out(`${JSON.stringify(catalogue)}\n`);
-      else io.out(`${renderCatalogue(catalogue, io.width).join("\n")}\n`);
-      return EXIT.ok;
+      else {
+        // Refused roots go to stderr below, once, with the other refusals.
+        const readable = { ...catalogue, refusedRoots: [] };
+        io.out(`${renderCatalogue(readable, io.width).join("\n")}\n`);
+      }
+      const [only] = catalogue.refusedRoots;
+      if (implicit && catalogue.refusedRoots.length === 1 && only?.code === "unavailable") {
+        // Nothing named and no store yet (a new user): nothing is wrong, there is nothing yet.
+        const store = makeVisible(only.project, { showNewlines: true });
+        io.err(
+          `${store}: Pi's session store does not exist yet (Pi writes it when it saves a ` +
+            "session); name a source: --project DIR, --config FILE or --pi-sessions DIR\n",
+        );
+        return EXIT.ok;
+      }
+      for (const r of catalogue.refusedRoots) {
+        const root = makeVisible(`${r.project}/${r.seat}`, { showNewlines: true });
+        const message = makeVisible(r.message, { showNewlines: true });
+        io.err(`refused: ${makeVisible(r.code)}: root ${root}: ${message}\n`);
+      }
+      return catalogue.refusedRoots.length === 0 ? EXIT.ok : EXIT.refused;
     }
     case "read":
-      return read(reader, cmd, io);
+      return read(reader, cmd, io, sources);
     case "follow":
-      return follow(reader, cmd, io, signal);
+      return follow(reader, cmd, io, signal, sources);
     case "serve":
       return serve(reader, cmd, io, signal);
     default:
@@ -108,9 +168,9 @@ function readPages(
   return { ok: true, last: r };
 }
 
-function read(reader: Reader, cmd: ReadCommand, io: Io): number {
+function read(reader: Reader, cmd: ReadCommand, io: Io, sources: Sources): number {
   const first = openBranch(reader, cmd);
-  if (!first.ok) return refused(io, first.refusal);
+  if (!first.ok) return refusedOpen(io, first.refusal, cmd, sources);
   const { conversation, branch } = first.page;
   if (cmd.json) {
     const pages: string[] = [];
@@ -143,9 +203,10 @@ async function follow(
   cmd: FollowCommand,
   io: Io,
   signal: AbortSignal,
+  sources: Sources,
 ): Promise<number> {
   const first = openBranch(reader, cmd);
-  if (!first.ok) return refused(io, first.refusal);
+  if (!first.ok) return refusedOpen(io, first.refusal, cmd, sources);
   const { conversation, branch } = first.page;
   const printer = createPartPrinter(io.out, io.width);
   const show = (page: Page) => {
@@ -220,11 +281,62 @@ function refused(io: Io, refusal: RefusalRecord): number {
   return EXIT.refused;
 }
 
+/**
+ * A refused open. `unknown-conversation` in a shell: the reader's hint (reload the catalogue)
+ * is the Console's; here, say which session folders were searched and how to widen them.
+ */
+function refusedOpen(
+  io: Io,
+  refusal: RefusalRecord,
+  cmd: ReadCommand | FollowCommand,
+  sources: Sources,
+): number {
+  if (refusal.code !== "unknown-conversation") return refused(io, refusal);
+  const roots = rootsFromSpecs(sources.specs, sources.registrations);
+  const searched =
+    roots.length === 0
+      ? "no session folders (the sources name none)"
+      : roots.map((r: Root) => (r.kind === "pi-store" ? r.storeDir : r.sessionsDir)).join(", ");
+  const lines = [`no conversation ${cmd.id} in ${searched}.`];
+  const project = cmd.sources.project;
+  const prefix = commandPrefix();
+  if (project !== undefined) {
+    const seats = cmd.sources.seat ?? [DEFAULT_SEAT];
+    const others = seatsOf(project).filter((s) => !seats.includes(s));
+    const every = sourceWords({ ...cmd.sources, seat: ["*"] });
+    lines.push(
+      `Only seat ${seats.join(", ")} of ${project} was searched (--seat, default main)` +
+        (others.length > 0 ? `; it also has ${others.join(", ")}.` : "."),
+      `Search every seat: ${prefix} ${cmd.name} ${shellWord(cmd.id)} ${every}`,
+      `List them: ${prefix} catalogue ${every}`,
+    );
+  } else {
+    const words = sourceWords(cmd.sources);
+    lines.push(
+      `List what these sources hold: ${prefix} catalogue${words === "" ? "" : ` ${words}`}`,
+    );
+  }
+  const text = makeVisible(lines.join("\n"), { showNewlines: false });
+  io.err(`refused: unknown-conversation: ${text}\n`);
+  return EXIT.refused;
+}
+
+/** The source flags as shell words, to print in a command line. */
+function sourceWords(flags: SourceFlags): string {
+  const words: string[] = [];
+  if (flags.config !== undefined) words.push("--config", shellWord(flags.config));
+  if (flags.project !== undefined) words.push("--project", shellWord(flags.project));
+  for (const seat of flags.seat ?? []) words.push("--seat", shellWord(seat));
+  if (flags.pi === true) words.push("--pi");
+  if (flags.piSessions !== undefined) words.push("--pi-sessions", shellWord(flags.piSessions));
+  return words.join(" ");
+}
+
 function usageError(io: Io, error: string, usage: string): number {
   const first = usage.split("\n", 1)[0] ?? "";
-  const command = /^Usage: (conversation(?: \w+)?)/.exec(first)?.[1] ?? "conversation";
+  const command = /^Usage: conversation( \w+)?/.exec(first)?.[1] ?? "";
   io.err(`conversation: ${makeVisible(error, { showNewlines: true })}\n`);
-  io.err(`Run "${command} --help" for usage.\n`);
+  io.err(`Run "${commandPrefix()}${command} --help" for usage.\n`);
   return EXIT.usage;
 }
 
@@ -245,6 +357,10 @@ export function processIo(): Io {
 /** Runs the process's command line (or `argv`): SIGINT and SIGTERM end follow, serve and
  * control (status 0). */
 export async function runProcess(argv: string[] = process.argv.slice(2)): Promise<void> {
+  // `npm run conversation -- …` runs us in the package root; the paths a person typed are
+  // relative to where they typed it, which npm keeps in INIT_CWD.
+  const { npm_lifecycle_event: script, INIT_CWD: typedIn } = process.env;
+  if (script === "conversation" && typedIn !== undefined && typedIn !== "") process.chdir(typedIn);
   const stop = new AbortController();
   const abort = () => stop.abort();
   process.once("SIGINT", abort);

@@ -57,7 +57,8 @@ describe("conversation cli", { concurrency: 4 }, () => {
     const results = await Promise.all(all.map((args) => runCli(t, args)));
     for (const [i, r] of results.entries()) {
       assert.equal(r.code, 0, all[i]?.join(" "));
-      assert.match(r.stdout, /^Usage: conversation/);
+      // From the checkout the command is run through npm (invocation.ts).
+      assert.match(r.stdout, /^Usage: npm run conversation -- /);
       assert.equal(r.stderr, "");
       for (const l of r.stdout.split("\n")) assert.ok(columns(l) <= 80, `too wide: ${l}`);
     }
@@ -84,7 +85,7 @@ describe("conversation cli", { concurrency: 4 }, () => {
       const r = results[i]!;
       assert.equal(r.code, 2, `${args.join(" ")}: ${r.stderr}`);
       assert.match(r.stderr, message);
-      assert.match(r.stderr, /Run "conversation( \w+)? --help" for usage/);
+      assert.match(r.stderr, /Run "npm run conversation --( \w+)? --help" for usage/);
       assert.equal(r.stdout, "");
     }
   });
@@ -101,11 +102,29 @@ describe("conversation cli", { concurrency: 4 }, () => {
     assert.match(lines[6] ?? "", /^ {4}last activity \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC · \d+ B$/);
   });
 
-  it("lists a refused root with its reason when the project does not exist", async (t) => {
+  it("exits 1 naming a refused root on stderr when the project does not exist", async (t) => {
     const missing = join(tempDir(t, "cli-"), "gone");
     const r = await runCli(t, ["catalogue", "--project", missing]);
-    assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /^0 conversations\n\nrefused root gone\/main: unavailable: /);
+    assert.equal(r.code, 1, r.stderr);
+    assert.equal(r.stdout, "0 conversations\n");
+    assert.match(r.stderr, /^refused: unavailable: root gone\/main: .+\n$/);
+  });
+
+  it("lists the good roots' rows and exits 1 when another root is refused", async (t) => {
+    const f = fixture(t);
+    const args = ["--project", f.root, "--seat", "main", "--seat", "gone"];
+    const text = await runCli(t, ["catalogue", ...args]);
+    assert.equal(text.code, 1, text.stderr);
+    assert.match(text.stdout, /^1 conversation in 1 project\n/);
+    assert.ok(text.stdout.includes(f.id));
+    assert.match(text.stderr, /^refused: unavailable: root demo\/gone: .+\n$/);
+    const json = await runCli(t, ["catalogue", "--json", ...args]);
+    assert.equal(json.code, 1);
+    const catalogue = JSON.parse(json.stdout) as { refusedRoots: { seat: string }[] };
+    assert.deepEqual(
+      catalogue.refusedRoots.map((r) => r.seat),
+      ["gone"],
+    );
   });
 
   it("prints the catalogue as one schema-valid document when --json is given", async (t) => {
@@ -196,7 +215,19 @@ describe("conversation cli", { concurrency: 4 }, () => {
     ]) {
       const r = await runCli(t, args);
       assert.equal(r.code, 1, args.join(" "));
-      assert.match(r.stderr, /^refused: unknown-conversation: .+\n$/);
+      // Where it looked, and how to look further: the seats (--seat, '*') and the catalogue.
+      const sessions = join(f.root, ".pi", "state", "main", "sessions");
+      assert.ok(
+        r.stderr.startsWith(
+          `refused: unknown-conversation: no conversation ${args[1]} in ${sessions}.\n`,
+        ),
+        r.stderr,
+      );
+      assert.match(r.stderr, /--seat, default main/);
+      assert.match(
+        r.stderr,
+        /\nList them: npm run conversation -- catalogue --project \S+ --seat '\*'\n$/,
+      );
       assert.equal(r.stdout, "");
     }
   });

@@ -119,7 +119,7 @@ describe("conversation control", { concurrency: 4 }, () => {
     ]) {
       const r = await runCli(t, args);
       assert.equal(r.code, 0);
-      assert.match(r.stdout, /^Usage: conversation control --fixture-root DIR/);
+      assert.match(r.stdout, /^Usage: npm run conversation -- control --fixture-root DIR/);
       assert.match(r.stdout, /--grants FILE/);
       assert.equal(r.stderr, "");
       for (const l of r.stdout.split("\n")) assert.ok([...l].length <= 80, `too wide: ${l}`);
@@ -245,7 +245,9 @@ describe("conversation control", { concurrency: 4 }, () => {
       assert.match(out, /^ {2}g-op \(local-operator\): observe takeover prompt$/m);
       assert.match(out, /^ {2}g-ro \(watcher\): observe$/m);
       assert.ok(
-        out.includes(`Attach: conversation attach --socket ${socketPath} --grant g-op\n`),
+        out.includes(
+          `Attach: npm run conversation -- attach --socket ${socketPath} --grant g-op\n`,
+        ),
         out,
       );
       assert.equal(cli.stderr(), "", "no load-check warning");

@@ -5,7 +5,8 @@ import { join } from "node:path";
 import type { TestContext } from "node:test";
 
 export const MAIN = join(import.meta.dirname, "..", "..", "src", "cli", "main.ts");
-const DEADLINE_MS = 10_000;
+// Generous: a CLI start is ~1 s alone, but several seconds on a loaded 2-core machine.
+const DEADLINE_MS = 30_000;
 
 export type Exit = { code: number | null; signal: NodeJS.Signals | null };
 export type Child = {

@@ -1,14 +1,26 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { describe, it, type TestContext } from "node:test";
+import { after, before, describe, it, type TestContext } from "node:test";
+import { digestPackageFiles } from "../../src/control/engine/pi-files.ts";
 import {
   bindEngine,
   checkSeal,
   EXTRA_FLAGS,
   engineCommand,
   PACKAGE_ROOT,
+  PI_FILES_DIGEST,
   PI_INTEGRITY,
   PI_PACKAGE,
   PI_VERSION,
@@ -77,7 +89,13 @@ describe("pi-pin: the pin", () => {
     const lock = JSON.parse(readFileSync(join(PACKAGE_ROOT, "package-lock.json"), "utf8"));
     assert.equal(lock.packages[LOCK_KEY].integrity, PI_INTEGRITY);
     assert.equal(lock.packages[LOCK_KEY].version, PI_VERSION);
-    assert.equal(lock.packages[""].devDependencies[PI_PACKAGE], PI_VERSION);
+    // A dependency, exactly: the package brings its engine wherever it is installed.
+    assert.equal(lock.packages[""].dependencies[PI_PACKAGE], PI_VERSION);
+  });
+
+  it("hard-codes the file digest of the Pi that package-lock.json installed", () => {
+    assert.equal(readPin().layout, "checkout");
+    assert.equal(digestPackageFiles(join(PACKAGE_ROOT, LOCK_KEY)).digest, PI_FILES_DIGEST);
   });
 
   it("reads the pin from this package's root by default", () => {
@@ -96,6 +114,8 @@ describe("pi-pin: the pin", () => {
       version: PI_VERSION,
       integrity: PI_INTEGRITY,
       resolved,
+      layout: "checkout",
+      location: join(root, LOCK_KEY),
     });
   });
 
@@ -103,10 +123,17 @@ describe("pi-pin: the pin", () => {
     assert.equal(readPin(pinRoot(t, { hidden: null })).version, PI_VERSION);
   });
 
-  it("refuses engine-pin-mismatch when package-lock.json is missing", (t) => {
+  it("checks the files instead when package-lock.json is missing, and refuses a stand-in", (t) => {
     const root = pinRoot(t);
     rmSync(join(root, "package-lock.json"));
-    refuses(() => readPin(root), "engine-pin-mismatch", "package-lock.json", "ENOENT");
+    refuses(() => readPin(root), "engine-pin-mismatch", "differ from the pinned", "reinstall");
+  });
+
+  it("refuses engine-pin-mismatch when package-lock.json is unreadable", (t) => {
+    const root = pinRoot(t);
+    rmSync(join(root, "package-lock.json"));
+    mkdirSync(join(root, "package-lock.json"));
+    refuses(() => readPin(root), "engine-pin-mismatch", "package-lock.json", "EISDIR");
   });
 
   it("refuses engine-pin-mismatch when package-lock.json is not JSON", (t) => {
@@ -455,5 +482,123 @@ describe("pi-pin: the engine command", () => {
     const built = engineCommand(options);
     writeLock(root, "package-lock.json", { version: PI_VERSION, integrity: "sha512-CCCC" });
     refuses(() => bindEngine(options, built), "engine-pin-mismatch", "sha512-CCCC");
+  });
+});
+
+describe("pi-pin: the installed layouts", () => {
+  const realPi = join(PACKAGE_ROOT, LOCK_KEY);
+  // One copy of the real Pi per layout (copying takes seconds); each test that alters a copy
+  // puts it back in a finally.
+  let base = "";
+  const CONSUMER = { pkg: "app/node_modules/@mosaic/conversation", pi: `app/${LOCK_KEY}` };
+  const GLOBAL = {
+    pkg: "prefix/lib/node_modules/@mosaic/conversation",
+    pi: `prefix/lib/node_modules/@mosaic/conversation/${LOCK_KEY}`,
+  };
+  before(() => {
+    base = mkdtempSync(join(tmpdir(), "conv-pin-inst-"));
+    for (const l of [CONSUMER, GLOBAL]) {
+      mkdirSync(join(base, l.pkg), { recursive: true });
+      writeFileSync(join(base, l.pkg, "package.json"), '{"name":"@mosaic/conversation"}');
+      // Pi's own node_modules is not in the digest; leave it out of the copy.
+      const skip = join(realPi, "node_modules");
+      cpSync(realPi, join(base, l.pi), { recursive: true, filter: (src) => src !== skip });
+    }
+  });
+  after(() => rmSync(base, { recursive: true, force: true }));
+  const at = (l: { pkg: string; pi: string }) => ({ pkg: join(base, l.pkg), pi: join(base, l.pi) });
+  /** Runs fn with `file` (inside base) changed by `change`, and restores it after. */
+  function altered(file: string, change: (file: string) => void, fn: () => void): void {
+    const before = existsSync(file) ? readFileSync(file) : null;
+    try {
+      change(file);
+      fn();
+    } finally {
+      if (before === null) rmSync(file, { force: true });
+      else writeFileSync(file, before);
+    }
+  }
+
+  for (const [name, l] of [
+    ["a project (Pi hoisted next to the package)", CONSUMER],
+    ["a global prefix (Pi under the package)", GLOBAL],
+  ] as const) {
+    it(`finds and checks the Pi Node resolves in ${name}`, () => {
+      const { pkg, pi } = at(l);
+      const pin = readPin(pkg);
+      assert.equal(pin.layout, "installed");
+      assert.equal(pin.location, pi);
+      assert.equal(pin.version, PI_VERSION);
+      const e = engineCommand({ argv: sealed(), pinRoot: pkg });
+      assert.deepEqual(e.preArgs, [join(pi, "dist", "bundle", "cli.js")]);
+      assert.equal(e.testHook, false);
+    });
+
+    it(`refuses engine-pin-mismatch for an altered file in ${name}`, () => {
+      const { pkg, pi } = at(l);
+      const cli = join(pi, "dist", "bundle", "cli.js");
+      altered(
+        cli,
+        (f) => appendFileSync(f, "\n// changed\n"),
+        () => {
+          refuses(() => readPin(pkg), "engine-pin-mismatch", pi, "differ from the pinned 0.85.1");
+        },
+      );
+    });
+
+    it(`refuses engine-pin-mismatch for another version in ${name}`, () => {
+      const { pkg, pi } = at(l);
+      const file = join(pi, "package.json");
+      const manifest = JSON.parse(readFileSync(file, "utf8"));
+      const bump = (f: string) =>
+        writeFileSync(f, JSON.stringify({ ...manifest, version: "0.85.2" }));
+      altered(file, bump, () =>
+        refuses(() => readPin(pkg), "engine-pin-mismatch", "0.85.2", "reinstall"),
+      );
+    });
+  }
+
+  it("prefers a Pi nested under the package to a hoisted one, as Node does", () => {
+    const { pkg, pi } = at(CONSUMER);
+    const nested = join(pkg, LOCK_KEY);
+    mkdirSync(nested, { recursive: true });
+    try {
+      writeFileSync(
+        join(nested, "package.json"),
+        JSON.stringify({ name: PI_PACKAGE, version: "1.6.0" }),
+      );
+      refuses(() => readPin(pkg), "engine-pin-mismatch", nested, "1.6.0");
+    } finally {
+      rmSync(join(pkg, "node_modules"), { recursive: true });
+    }
+    assert.equal(readPin(pkg).location, pi);
+  });
+
+  it("refuses engine-pin-mismatch for an added file", () => {
+    const { pkg, pi } = at(CONSUMER);
+    altered(
+      join(pi, "dist", "extra.js"),
+      (f) => writeFileSync(f, ""),
+      () => {
+        refuses(() => readPin(pkg), "engine-pin-mismatch", "added");
+      },
+    );
+  });
+
+  it("refuses engine-pin-mismatch when no Pi is installed where Node looks", (t) => {
+    const root = tempDir(t, "conv-pin-none-");
+    refuses(() => readPin(root), "engine-pin-mismatch", "not installed where Node looks");
+  });
+
+  it("refuses engine-pin-mismatch when npm's hidden lockfile lists another integrity", () => {
+    const { pkg } = at(CONSUMER);
+    const app = join(base, "app");
+    const hidden = join(app, "node_modules", ".package-lock.json");
+    const write = (integrity: string) => () =>
+      writeLock(app, "node_modules/.package-lock.json", { version: PI_VERSION, integrity });
+    altered(hidden, write("sha512-CCCC"), () => {
+      refuses(() => readPin(pkg), "engine-pin-mismatch", "sha512-CCCC");
+    });
+    altered(hidden, write(PI_INTEGRITY), () => assert.equal(readPin(pkg).integrity, PI_INTEGRITY));
   });
 });

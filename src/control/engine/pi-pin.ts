@@ -1,26 +1,46 @@
-// The Pi pin and the seal (seed: Choices, Seal and Engine command). The pin is read only from the
-// lock files under the pin root; the seal is an allow-list over Pi's own argument parser
+// The Pi pin and the seal (seed: Choices, Seal and Engine command). In a checkout the pin is
+// read from the lock files under the pin root; where this package is installed (no lock of
+// ours), from the Pi that Node resolves and a digest of its files (pi-files.ts). The seal is
+// an allow-list over Pi's own argument parser
 // (pi-coding-agent 0.85.1 dist/cli/args.js, cited as `args.js <line>`). Nothing here spawns.
 // Refuses `engine-pin-mismatch` and `unsealed-engine` by throwing ControlRefusal.
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
-import { isAbsolute, join, resolve } from "node:path";
+import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ControlRefusal } from "../refusal.ts";
+import { digestPackageFiles, resolvePackageDir } from "./pi-files.ts";
 
 export const PI_PACKAGE = "@earendil-works/pi-coding-agent";
 export const PI_VERSION = "0.85.1";
 /** From this package's package-lock.json; a test checks the two agree. */
 export const PI_INTEGRITY =
   "sha512-FGRN+OHbWaefBPGaTggAdLjrIHW+s2PzLyglz/5dfLzb9of7uuXMXYC0fJIeZTw+shS32o2cuQ9jF7YSDuL/oQ==";
+/**
+ * digestPackageFiles of the Pi that package-lock.json installs (its tarball checked by npm
+ * against PI_INTEGRITY); a test recomputes it from the checkout's node_modules.
+ */
+export const PI_FILES_DIGEST = "80e18c9001ac3142ac61d4e23404a1d51fa3a816304c90e88bef8ce473614f54";
+/** What to do about a pin mismatch, said once in every refusal. */
+const REINSTALL =
+  "reinstall it: npm ci in a checkout, or npm install @mosaic/conversation where it is installed";
 
 const LOCK_KEY = `node_modules/${PI_PACKAGE}`;
-const CLI_PATH = ["node_modules", ...PI_PACKAGE.split("/"), "dist", "bundle", "cli.js"];
+const CLI_IN_PACKAGE = ["dist", "bundle", "cli.js"];
 
 /** This package's root: src/control/ (or dist/control/ once built) is two levels down. */
 export const PACKAGE_ROOT = resolve(fileURLToPath(new URL("../../../", import.meta.url)));
 
-export type Pin = { name: string; version: string; integrity: string; resolved?: string };
+export type Pin = {
+  name: string;
+  version: string;
+  integrity: string;
+  resolved?: string;
+  /** "checkout": a package-lock.json at the pin root vouches; "installed": the files' digest. */
+  layout: "checkout" | "installed";
+  /** Pi's package directory: the engine runs its dist/bundle/cli.js. */
+  location: string;
+};
 
 function pinRefusal(message: string): ControlRefusal {
   return new ControlRefusal("engine-pin-mismatch", message);
@@ -31,7 +51,7 @@ function readJson(file: string, what: string): unknown {
   try {
     text = readFileSync(file, "utf8");
   } catch (e) {
-    throw pinRefusal(`${what} is unreadable: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+    throw pinRefusal(`${what} is unreadable: ${errnoOf(e)}`);
   }
   try {
     return JSON.parse(text);
@@ -46,12 +66,12 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 }
 
 /** Pi's entry in one lockfile-v2/v3 `packages` map, checked against the pin. */
-function lockEntry(file: string, what: string): Pin {
+function lockEntry(file: string, what: string, key: string = LOCK_KEY): LockPin {
   const lock = readJson(file, what);
   const packages = isRecord(lock) ? lock.packages : undefined;
   if (!isRecord(packages)) throw pinRefusal(`${what} has no "packages" map (lockfile v2 or later)`);
-  const entry = packages[LOCK_KEY];
-  if (!isRecord(entry)) throw pinRefusal(`${what} has no entry for ${LOCK_KEY}`);
+  const entry = packages[key];
+  if (!isRecord(entry)) throw pinRefusal(`${what} has no entry for ${key}`);
   if (entry.link === true) throw pinRefusal(`${what} links ${PI_PACKAGE} instead of installing it`);
   // A `name` field means an npm alias: another package installed under Pi's directory.
   if (entry.name !== undefined && entry.name !== PI_PACKAGE) {
@@ -66,18 +86,41 @@ function lockEntry(file: string, what: string): Pin {
   if (entry.integrity !== PI_INTEGRITY) {
     throw pinRefusal(`${what} has integrity ${entry.integrity}, not the pinned ${PI_INTEGRITY}`);
   }
-  const pin: Pin = { name: PI_PACKAGE, version: PI_VERSION, integrity: PI_INTEGRITY };
+  const pin: LockPin = { name: PI_PACKAGE, version: PI_VERSION, integrity: PI_INTEGRITY };
   if (typeof entry.resolved === "string") pin.resolved = entry.resolved;
   return pin;
 }
 
+type LockPin = Omit<Pin, "layout" | "location">;
+
 /**
- * The Pi pin under `pinRoot`. `package-lock.json` is authoritative (it is what `npm ci` installs);
- * npm's hidden lockfile `node_modules/.package-lock.json` describes the installed tree and, when
- * present, must agree on version and integrity. The installed package.json must name the same
- * package and version. Refuses `engine-pin-mismatch` otherwise.
+ * The Pi pin for the package at `pinRoot`. Two layouts:
+ *
+ * - **checkout** (`<pinRoot>/package-lock.json` exists): that lock is authoritative (it is what
+ *   `npm ci` installs); npm's hidden lockfile `node_modules/.package-lock.json`, when present,
+ *   must agree on version and integrity; the installed package.json must name the pinned
+ *   package and version. Pi is `<pinRoot>/node_modules/@earendil-works/pi-coding-agent`.
+ * - **installed** (no lock: the package as npm installs it, in a project or a global prefix):
+ *   Pi is where Node resolves it from `pinRoot`; its package.json must name the pinned
+ *   package and version, its files must digest to PI_FILES_DIGEST, and every npm hidden
+ *   lockfile above it that lists it must agree on version and integrity.
+ *
+ * Refuses `engine-pin-mismatch` otherwise, saying what differs and how to reinstall.
  */
 export function readPin(pinRoot: string = PACKAGE_ROOT): Pin {
+  try {
+    return existsSync(join(pinRoot, "package-lock.json"))
+      ? readCheckoutPin(pinRoot)
+      : readInstalledPin(pinRoot);
+  } catch (e) {
+    if (e instanceof ControlRefusal && e.code === "engine-pin-mismatch") {
+      throw pinRefusal(`${e.message}; ${REINSTALL}`);
+    }
+    throw e;
+  }
+}
+
+function readCheckoutPin(pinRoot: string): Pin {
   const pin = lockEntry(join(pinRoot, "package-lock.json"), "package-lock.json");
   const hidden = join(pinRoot, "node_modules", ".package-lock.json");
   if (existsSync(hidden)) {
@@ -88,12 +131,72 @@ export function readPin(pinRoot: string = PACKAGE_ROOT): Pin {
       );
     }
   }
-  const manifest = readJson(join(pinRoot, LOCK_KEY, "package.json"), `${LOCK_KEY}/package.json`);
+  const location = join(pinRoot, LOCK_KEY);
+  checkManifest(location, `${LOCK_KEY}/package.json`);
+  return { ...pin, layout: "checkout", location };
+}
+
+function readInstalledPin(pinRoot: string): Pin {
+  const location = resolvePackageDir(pinRoot, PI_PACKAGE);
+  if (location === null) {
+    throw pinRefusal(
+      `no package-lock.json at ${pinRoot}, and ${PI_PACKAGE} is not installed where Node looks from there`,
+    );
+  }
+  checkManifest(location, `${location}/package.json`);
+  let listing: ReturnType<typeof digestPackageFiles>;
+  try {
+    listing = digestPackageFiles(location);
+  } catch (e) {
+    throw pinRefusal(`the files of ${location} are unreadable: ${errnoOf(e)}`);
+  }
+  if (listing.digest !== PI_FILES_DIGEST) {
+    throw pinRefusal(
+      `the files of ${PI_PACKAGE} at ${location} differ from the pinned ${PI_VERSION} ` +
+        `(a file was changed, added or removed: digest ${listing.digest}, pinned ${PI_FILES_DIGEST})`,
+    );
+  }
+  let integrity: string | undefined;
+  for (const { file, key } of hiddenLockfilesAbove(location)) {
+    if (!existsSync(file)) continue;
+    const lock = readJson(file, file);
+    const packages = isRecord(lock) ? lock.packages : undefined;
+    // A hidden lockfile that doesn't list this directory describes another tree.
+    if (!isRecord(packages) || !isRecord(packages[key])) continue;
+    integrity = lockEntry(file, file, key).integrity;
+  }
+  return {
+    name: PI_PACKAGE,
+    version: PI_VERSION,
+    integrity: integrity ?? PI_INTEGRITY,
+    layout: "installed",
+    location,
+  };
+}
+
+/** npm's hidden lockfile of each node_modules tree that `location` is inside, with its key. */
+function hiddenLockfilesAbove(location: string): { file: string; key: string }[] {
+  const found: { file: string; key: string }[] = [];
+  const parts = location.split(sep);
+  for (let i = parts.length - 1; i > 0; i--) {
+    if (parts[i] !== "node_modules") continue;
+    const owner = parts.slice(0, i).join(sep) || sep;
+    const key = relative(owner, location).split(sep).join("/");
+    found.push({ file: join(owner, "node_modules", ".package-lock.json"), key });
+  }
+  return found;
+}
+
+function checkManifest(location: string, what: string): void {
+  const manifest = readJson(join(location, "package.json"), what);
   if (!isRecord(manifest) || manifest.name !== PI_PACKAGE || manifest.version !== PI_VERSION) {
     const found = isRecord(manifest) ? `${String(manifest.name)}@${String(manifest.version)}` : "?";
-    throw pinRefusal(`installed ${LOCK_KEY} is ${found}, not ${PI_PACKAGE}@${PI_VERSION}`);
+    throw pinRefusal(`installed ${what} is ${found}, not ${PI_PACKAGE}@${PI_VERSION}`);
   }
-  return pin;
+}
+
+function errnoOf(e: unknown): string {
+  return (e as NodeJS.ErrnoException).code ?? String(e);
 }
 
 export const SEALED_ARGS = [
@@ -275,7 +378,7 @@ export type EngineOptions = {
   pinRoot?: string | undefined;
   /** Test hook (the fake engine). Default: this Node, `process.execPath`. */
   command?: string | undefined;
-  /** Test hook. Default: `[<pinRoot>/node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js]`. */
+  /** Test hook. Default: `[<Pi's directory (readPin)>/dist/bundle/cli.js]`. */
   preArgs?: readonly string[] | undefined;
 };
 
@@ -291,9 +394,14 @@ export type EngineCommand = {
   testHook: boolean;
 };
 
-/** The pinned Pi's CLI under a pin root. */
+/**
+ * The pinned Pi's CLI for a pin root: under its node_modules in a checkout, else where Node
+ * resolves Pi from it (readPin checks that directory).
+ */
 export function piCliPath(pinRoot: string = PACKAGE_ROOT): string {
-  return join(pinRoot, ...CLI_PATH);
+  const checkout = existsSync(join(pinRoot, "package-lock.json"));
+  const location = checkout ? null : resolvePackageDir(pinRoot, PI_PACKAGE);
+  return join(location ?? join(pinRoot, LOCK_KEY), ...CLI_IN_PACKAGE);
 }
 
 function checkPreArgs(preArgs: readonly string[], cli: string): void {
@@ -318,7 +426,7 @@ export function engineCommand(options: EngineOptions): EngineCommand {
   const pin = readPin(pinRoot);
   const argv = [...options.argv];
   const sealed = checkSeal(argv);
-  const cli = piCliPath(pinRoot);
+  const cli = join(pin.location, ...CLI_IN_PACKAGE);
   const command = options.command ?? process.execPath;
   const preArgs = [...(options.preArgs ?? [cli])];
   checkPreArgs(preArgs, cli);

@@ -1,0 +1,321 @@
+// Every command line the project prints or documents runs as printed, from the checkout
+// (issue 11 §3): the README's shell blocks (placeholders such as DIR and <id> filled in with a
+// scratch fixture), each --help's commands, the hints of usage errors and of
+// unknown-conversation, `npm start`'s hints and the controller's Attach: line. Each line runs
+// in a shell as a contributor types it (npm finds Node 24 itself), with a deadline.
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it, type TestContext } from "node:test";
+import { conversationId } from "../../src/index.ts";
+import { encodeCwd } from "../../src/reader/pi-store.ts";
+import { startFakeModel } from "../helpers/fake-model.ts";
+import {
+  checkoutEnv,
+  interrupt,
+  isCleanInterrupt,
+  type Proc,
+  ROOT,
+  runLine,
+  startLine,
+} from "../helpers/packed.ts";
+import { assistant, header, project, user, writeSession } from "../helpers/reader.ts";
+import { settledSession, writeAgentFiles, writeLines } from "../helpers/real-pi.ts";
+
+const version = (
+  JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }
+).version;
+
+type Documented = { section: string; line: string };
+
+/**
+ * The commands in the README's ```sh blocks: `\`-continued lines joined, a heredoc kept whole,
+ * comments dropped, each with the `## ` section it is in.
+ */
+function readmeCommands(): Documented[] {
+  const out: Documented[] = [];
+  let section = "";
+  let inBlock = false;
+  let pending = "";
+  let heredoc: string | null = null;
+  for (const raw of readFileSync(join(ROOT, "README.md"), "utf8").split("\n")) {
+    if (!inBlock && raw.startsWith("## ")) section = raw.slice(3);
+    if (raw.startsWith("```")) {
+      inBlock = !inBlock && raw === "```sh";
+      continue;
+    }
+    if (!inBlock) continue;
+    if (heredoc !== null) {
+      pending += `\n${raw}`;
+      if (raw === heredoc) {
+        out.push({ section, line: pending });
+        pending = "";
+        heredoc = null;
+      }
+      continue;
+    }
+    const line = raw.replace(/\s+#\s.*$/, "").trimEnd();
+    if (line.trim() === "" || line.trim().startsWith("#")) continue;
+    if (line.endsWith("\\")) {
+      pending += `${line.slice(0, -1).trim()} `;
+      continue;
+    }
+    const whole = `${pending}${line.trim()}`;
+    pending = "";
+    const marker = /<<'(\w+)'$/.exec(whole);
+    if (marker) {
+      heredoc = marker[1] ?? null;
+      pending = whole;
+      continue;
+    }
+    out.push({ section, line: whole });
+  }
+  return out;
+}
+
+/** A line of the README with its placeholders filled: optional [groups] left out. */
+function fill(line: string, values: Record<string, string>): string {
+  let s = line.replace(/ \[--[^\]]+\]/g, "");
+  for (const [k, v] of Object.entries(values)) s = s.replaceAll(k, v);
+  return s;
+}
+
+/** Pi's store for lines with no source (it would be the machine's ~/.pi/agent otherwise). */
+const AGENT = mkdtempSync(join(tmpdir(), "pc-agent-"));
+const shell = { cwd: ROOT, env: { ...checkoutEnv(), PI_CODING_AGENT_DIR: AGENT } };
+
+async function ok(t: TestContext, line: string, what = line): Promise<string> {
+  const r = await runLine(t, line, { ...shell, ms: 90_000 });
+  assert.equal(r.code, 0, `${what}\n${r.stderr}`);
+  return r.stdout;
+}
+
+/** A long-running line: started, waited for, then interrupted as Ctrl-C does. */
+async function runUntil(
+  t: TestContext,
+  line: string,
+  what: string,
+  test: (p: Proc) => boolean,
+  ms = 60_000,
+): Promise<Proc> {
+  const p = startLine(t, line, shell);
+  await p.waitFor(what, test, ms);
+  return p;
+}
+
+/** Runs an `attach` line as printed: a first screen, then Ctrl-C quits with status 0. */
+async function attachAsPrinted(t: TestContext, line: string): Promise<void> {
+  const attach = startLine(t, line, { ...shell, stdin: true });
+  await attach.waitFor("a first screen", (p) => p.stdout().includes("=== frame"), 60_000);
+  attach.proc.stdin?.end("\x03");
+  await attach.waitFor("attach to quit", (p) => p.proc.exitCode !== null, 20_000);
+  assert.equal(attach.proc.exitCode, 0, attach.stderr());
+}
+
+describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }, () => {
+  let base = "";
+  let app = "";
+  let mainId = "";
+  let reviewId = "";
+  before(async () => {
+    // Short: the README's control line puts a socket under it (sun_path is 108 bytes).
+    base = mkdtempSync("/tmp/pc-");
+    const main = project(join(base, "data"), "app", "main");
+    const review = project(join(base, "data"), "app", "review");
+    app = main.projectRoot;
+    writeSession(main.sessionsDir, "s.jsonl", [
+      header(app),
+      user("u1", null, "printed main"),
+      assistant("a1", "u1", "ok"),
+    ]);
+    writeSession(review.sessionsDir, "r.jsonl", [
+      header(app),
+      user("u1", null, "printed review"),
+      assistant("a1", "u1", "ok"),
+    ]);
+    mainId = conversationId(app, "main", "s.jsonl");
+    reviewId = conversationId(app, "review", "r.jsonl");
+    const store = join(AGENT, "sessions", encodeCwd(app));
+    mkdirSync(store, { recursive: true });
+    writeSession(store, "2026-01-01T00-00-00-000Z_x.jsonl", [
+      header(app),
+      user("u1", null, "printed store"),
+      assistant("a1", "u1", "ok"),
+    ]);
+    const { createReader, rootsFromSpecs } = await import("../../src/index.ts");
+    const reader = createReader({
+      roots: () => rootsFromSpecs([{ kind: "pi-agent", sessionsDir: join(AGENT, "sessions") }], []),
+    });
+    storeId = reader.catalogue().conversations[0]?.conversation ?? "";
+    assert.ok(storeId !== "", "the store's conversation");
+  });
+  let storeId = "";
+  after(() => {
+    rmSync(base, { recursive: true, force: true });
+    rmSync(AGENT, { recursive: true, force: true });
+  });
+
+  it("documents the contributor's three commands first, then runs them elsewhere", () => {
+    const work = readmeCommands().filter((c) => c.section === "Work on it");
+    assert.deepEqual(
+      work.slice(0, 3).map((c) => c.line),
+      ["npm install", "npm start", "npm test"],
+    );
+  });
+
+  it("documents in Install the lines the package test runs, for this version", () => {
+    const install = readmeCommands().filter((c) => c.section === "Install");
+    assert.deepEqual(
+      install.map((c) => c.line),
+      [
+        "npm pack",
+        `npm install ./mosaic-conversation-${version}.tgz`,
+        "npx conversation --help",
+        "npx conversation catalogue --project ~/code/app --seat '*'",
+      ],
+      "test/package.test.ts packs, installs this tarball by name and runs these lines",
+    );
+  });
+
+  it("runs the README's commands for your own projects", async (t) => {
+    const values = { "~/code/app": app };
+    // Not run here: `npm install` would change the tree this suite runs in, `npm test` is this
+    // suite, and bare `npm start` has its own test below; control and attach too.
+    const elsewhere = new Set(["npm install", "npm test", "npm start"]);
+    const lines = readmeCommands().filter(
+      (c) =>
+        c.section !== "Install" &&
+        !elsewhere.has(c.line) &&
+        !/ (control|attach) /.test(c.line) &&
+        !c.line.startsWith("cat >"),
+    );
+    assert.ok(lines.length >= 4, lines.map((l) => l.line).join("\n"));
+    for (const { line } of lines) {
+      // <id>: the project's conversation where the line names the project, else the store's.
+      const id = line.includes("--project") ? mainId : storeId;
+      const filled = fill(line, { ...values, "<id>": id });
+      if (line.startsWith("npm start")) {
+        const p = await runUntil(t, filled, "the board", (x) =>
+          x.stdout().includes("The board is serving on"),
+        );
+        assert.ok(isCleanInterrupt(await interrupt(p)), p.stderr());
+      } else if (line.includes(" follow ")) {
+        const p = await runUntil(t, filled, "following", (x) => x.stderr().includes("following "));
+        assert.ok(isCleanInterrupt(await interrupt(p)), p.stderr());
+      } else {
+        const out = await ok(t, filled, line);
+        if (line.includes(" catalogue")) assert.match(out, /printed (main|review|store)/);
+      }
+    }
+  });
+
+  it("runs the README's control line, and the Attach: line it prints is the README's", async (t) => {
+    const dir = join(base, "fx");
+    const proj = join(dir, "proj");
+    const session = join(proj, ".pi", "state", "main", "sessions", "s.jsonl");
+    mkdirSync(join(session, ".."), { recursive: true });
+    writeLines(session, settledSession(proj));
+    const model = await startFakeModel({ replies: [{ kind: "text", text: "hello" }] });
+    t.after(() => model.close());
+    writeAgentFiles(join(dir, "agent"), model.baseUrl);
+    const values = { DIR: dir, AGENT: join(dir, "agent"), "grants.json": join(dir, "grants.json") };
+    const docs = readmeCommands();
+    const grants = docs.find((c) => c.line.startsWith("cat > grants.json"));
+    assert.ok(grants, "the README writes a grants file");
+    await ok(t, fill(grants.line, values));
+    const controls = new Set(docs.filter((c) => c.line.includes(" control ")).map((c) => c.line));
+    assert.equal(controls.size, 1, "one control line, however often shown");
+    const [control = ""] = controls;
+    const ctl = await runUntil(
+      t,
+      fill(control, values),
+      "the Attach: line",
+      (p) => /\nAttach: .*\n/.test(p.stdout()),
+      120_000,
+    );
+    const printed = /\nAttach: (.*)\n/.exec(ctl.stdout())?.[1] ?? "";
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const said = /# it prints: Attach: (.*)/.exec(readme)?.[1] ?? "";
+    assert.equal(printed, fill(said, values), "the README shows what the controller prints");
+    const attach = docs.find((c) => c.line.includes(" attach "));
+    assert.ok(attach);
+    await attachAsPrinted(t, fill(attach.line, values));
+    assert.ok(isCleanInterrupt(await interrupt(ctl, 30_000)), ctl.stderr());
+  });
+
+  it("runs each command every --help names, as it names it", async (t) => {
+    const helps = ["", "catalogue", "read", "follow", "serve", "control", "attach"];
+    const named = new Set<string>();
+    for (const cmd of helps) {
+      const out = await ok(t, `npm run --silent conversation -- ${cmd} --help`);
+      for (const m of out.matchAll(
+        /npm run conversation -- (catalogue|read|follow|serve|control|attach)\b/g,
+      )) {
+        named.add(m[1] ?? "");
+      }
+      assert.doesNotMatch(
+        out,
+        /(^|[\s`"(])conversation (catalogue|read|follow|serve|control|attach|<command>)/m,
+        `${cmd} --help names the bare bin`,
+      );
+    }
+    assert.ok(named.size >= 5, [...named].join(" "));
+    for (const cmd of named) await ok(t, `npm run conversation -- ${cmd} --help`);
+  });
+
+  it("runs the line a usage error points at, and npm start's", async (t) => {
+    const bad = await runLine(t, "npm run conversation -- read", { ...shell, ms: 60_000 });
+    assert.equal(bad.code, 2);
+    const hint = /Run "(.+)" for usage\./.exec(bad.stderr)?.[1] ?? "";
+    assert.equal(hint, "npm run conversation -- read --help");
+    await ok(t, hint);
+    const start = await runLine(t, "npm start -- --bogus", { ...shell, ms: 60_000 });
+    const startHint = /Run "(.+)" for usage\./.exec(start.stderr)?.[1] ?? "";
+    assert.equal(startHint, "npm start -- --help");
+    await ok(t, startHint);
+  });
+
+  it("runs the lines unknown-conversation suggests, and they find the other seat's conversation", async (t) => {
+    const r = await runLine(t, `npm run conversation -- read ${reviewId} --project ${app}`, {
+      ...shell,
+      ms: 60_000,
+    });
+    assert.equal(r.code, 1);
+    const search = /\nSearch every seat: (.*)\n/.exec(r.stderr)?.[1] ?? "";
+    const list = /\nList them: (.*)\n/.exec(r.stderr)?.[1] ?? "";
+    assert.ok(search && list, r.stderr);
+    assert.match(await ok(t, search), /printed review/);
+    assert.match(await ok(t, list), /printed main[\s\S]*|printed review/);
+  });
+
+  it("runs npm start's hints and its demo controller's Attach: line", async (t) => {
+    const start = await runUntil(
+      t,
+      "npm start",
+      "the hints and the Attach: line",
+      (p) =>
+        (p.stdout().includes("In a terminal") && /\nAttach: .*\n/.test(p.stdout())) ||
+        p.stderr().includes("not started"),
+      180_000,
+    );
+    assert.doesNotMatch(start.stderr(), /not started/);
+    const hints = start
+      .stdout()
+      .split("\n")
+      .filter((l) => l.startsWith("  npm run conversation -- "))
+      .map((l) => l.trim());
+    assert.equal(hints.length, 2, start.stdout());
+    for (const hint of hints) {
+      if (hint.includes(" follow ")) {
+        const p = await runUntil(t, hint, "following", (x) => x.stderr().includes("following "));
+        assert.ok(isCleanInterrupt(await interrupt(p)), p.stderr());
+      } else assert.match(await ok(t, hint), /conversations/);
+    }
+    const attach = /\nAttach: (.*)\n/.exec(start.stdout())?.[1] ?? "";
+    assert.match(attach, /^npm run conversation -- attach --socket \S+ --grant demo-op$/);
+    await attachAsPrinted(t, attach);
+    assert.ok(isCleanInterrupt(await interrupt(start, 60_000)), start.stderr());
+    assert.match(start.stdout(), /\nStopped\.\n/);
+  });
+});
