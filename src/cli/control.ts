@@ -9,6 +9,7 @@ import { lstatSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { Controller } from "../control/controller/controller.ts";
+import { isPiVersion, PI_VERSIONS } from "../control/engine/pi-pin.ts";
 import { type Grant, OPERATIONS, type Operation } from "../control/protocol.ts";
 import { isControlRefusal } from "../control/refusal.ts";
 import { ID_PATTERN } from "../protocol/chat-01.ts";
@@ -30,6 +31,8 @@ export type ControlCommand = {
   /** Pi's `--model`, `--provider`, `--thinking`, in that order; the seal checks them. */
   engineArgs: string[];
   agentDir?: string;
+  /** Which pinned Pi runs (`--pi-version`); absent: the default, 0.85.1. */
+  piVersion?: string;
 };
 
 export type ControlParsed =
@@ -40,6 +43,7 @@ export const CONTROL_HELP = `Usage: conversation control --fixture-root DIR --cl
                             --socket-dir DIR --session FILE --seat NAME
                             --grants FILE [--model M] [--provider P]
                             [--thinking LEVEL] [--agent-dir DIR]
+                            [--pi-version 0.85.1|1.6.0]
 
 Starts a controller on one session: takes the writer claim, launches the
 pinned Pi sealed (RPC mode, no extensions, offline), checks that Pi loaded
@@ -63,6 +67,8 @@ the engine and exits 0.
   --thinking LEVEL    off, minimal, low, medium, high, xhigh or max
   --agent-dir DIR     Pi's agent directory (models.json, settings.json,
                       credentials), outside ~/.pi; without it Pi has none
+  --pi-version V      which pinned Pi runs: 0.85.1 (the default) or 1.6.0,
+                      each checked against its integrity (docs/seal-and-pin.md)
   -h, --help          this help
 
 Exit status: 0 stopped by a signal; 1 refused or failed (stderr: "refused:
@@ -99,6 +105,7 @@ export function parseControl(args: string[]): ControlParsed {
       provider: { type: "string" },
       thinking: { type: "string" },
       "agent-dir": { type: "string" },
+      "pi-version": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     allowPositionals: true,
@@ -110,7 +117,14 @@ export function parseControl(args: string[]): ControlParsed {
   if (missing.length > 0) {
     return bad(`missing ${missing.map(([flag, arg]) => `--${flag} ${arg}`).join(", ")}`);
   }
-  for (const flag of [...REQUIRED.map(([f]) => f), "model", "provider", "thinking", "agent-dir"]) {
+  for (const flag of [
+    ...REQUIRED.map(([f]) => f),
+    "model",
+    "provider",
+    "thinking",
+    "agent-dir",
+    "pi-version",
+  ]) {
     if (values[flag as keyof typeof values] === "") return bad(`--${flag} needs a value`);
   }
   const path = (flag: (typeof REQUIRED)[number][0]) => resolve(values[flag] as string);
@@ -120,6 +134,12 @@ export function parseControl(args: string[]): ControlParsed {
     if (v !== undefined) engineArgs.push(`--${flag}`, v);
   }
   const agentDir = values["agent-dir"];
+  const piVersion = values["pi-version"];
+  if (piVersion !== undefined && !isPiVersion(piVersion)) {
+    return bad(
+      `--pi-version is one of ${PI_VERSIONS.join(", ")}, not ${JSON.stringify(piVersion)}`,
+    );
+  }
   return {
     ok: true,
     command: {
@@ -132,6 +152,7 @@ export function parseControl(args: string[]): ControlParsed {
       grants: values.grants as string,
       engineArgs,
       ...(agentDir === undefined ? {} : { agentDir: resolve(agentDir) }),
+      ...(piVersion === undefined ? {} : { piVersion }),
     },
   };
 }
@@ -226,6 +247,7 @@ export async function runControl(
       launcherReason: choice.reason,
       engine: { extraArgs: cmd.engineArgs },
       ...(cmd.agentDir === undefined ? {} : { agentDir: cmd.agentDir }),
+      ...(cmd.piVersion === undefined ? {} : { piVersion: cmd.piVersion }),
     });
     // `start` stops whatever it started before it rethrows.
     await ctl.start();
@@ -283,6 +305,7 @@ export function describeStarted(ctl: Controller, grants: readonly Grant[]): stri
   const lines = [
     `Controlling ${ctl.conversation}`,
     `  session ${makeVisible(ctl.sessionFile, { showNewlines: true })}`,
+    ...(binding?.engine ? [`Engine: Pi ${binding.engine.version}`] : []),
     ...(binding
       ? [
           `Launcher: ${binding.launcher}` +

@@ -65,6 +65,11 @@ export type ControllerOptions = {
   };
   agentDir?: string;
   pinRoot?: string;
+  /**
+   * Which pinned Pi runs: a version from PI_VERSIONS (pi-pin.ts), default "0.85.1". Refuses
+   * `configuration` for any other; the pin and the seal are that version's.
+   */
+  piVersion?: string;
   /** Where records go besides the in-memory evidence; a throw breaks audit (`audit`). */
   audit?: (record: ControlRecord) => void;
   /** Extra homes whose live roots the guard protects (the scratch HOME case). */
@@ -361,6 +366,7 @@ export class Controller {
       incarnation,
       generation: this.#generation,
       launcher: launched.launcher,
+      engine: { name: bound.pin.name, version: bound.pin.version, integrity: bound.pin.integrity },
       ...(this.#options.launcherReason === undefined
         ? {}
         : { launcherReason: this.#options.launcherReason }),
@@ -536,8 +542,13 @@ export class Controller {
   #engineOptions() {
     const e = this.#options.engine ?? {};
     return {
-      argv: sealedArgv({ sessionFile: this.#options.sessionFile, extraArgs: e.extraArgs }),
+      argv: sealedArgv({
+        sessionFile: this.#options.sessionFile,
+        extraArgs: e.extraArgs,
+        piVersion: this.#options.piVersion,
+      }),
       pinRoot: this.#options.pinRoot,
+      piVersion: this.#options.piVersion,
       command: e.command,
       preArgs: e.preArgs,
     };
