@@ -21,7 +21,7 @@ import { Operations } from "./operations.ts";
 export type { Execution } from "./execution.ts";
 
 import { bindEngine, type EngineCommand, engineCommand, sealedArgv } from "../engine/pi-pin.ts";
-import { BLOCKING_UI_METHODS } from "../engine/rpc.ts";
+import { BLOCKING_UI_METHODS, promptDisposition } from "../engine/rpc.ts";
 import { readSessionHead } from "../engine/session-head.ts";
 import {
   type ControllerState,
@@ -332,7 +332,8 @@ export class Controller {
     link.onRecord((r) => {
       if (this.#exec !== exec) return;
       if (r.kind === "response" && r.matched && r.response.command === "prompt") {
-        this.#ops.promptAcked(r.response.success);
+        const data = r.response.success ? r.response.data : undefined;
+        this.#ops.promptAcked(r.response.success, promptDisposition(data));
         return;
       }
       if (r.kind !== "event") return;

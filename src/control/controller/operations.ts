@@ -5,10 +5,12 @@
 // `conflicting-request`. Every
 // reply is a value: refusals are `{ outcome: "refused:<code>", refusal }`, a lost prompt is
 // `unknown`, never resent.
+
 import { randomUUID } from "node:crypto";
 import { CURSOR_CAP } from "../../reader/cursors.ts";
 import type { Reader } from "../../reader/reader.ts";
 import type { Claim, ClaimStore, SeatKey } from "../claim/claim.ts";
+import type { PromptDisposition } from "../engine/rpc.ts";
 import { readSessionHead } from "../engine/session-head.ts";
 import {
   type ControllerMessage,
@@ -113,11 +115,11 @@ export class Operations {
   }
 
   /** The prompt's response record, at its place in the engine's stream. */
-  promptAcked(success: boolean): void {
+  promptAcked(success: boolean, disposition: PromptDisposition | null = null): void {
     const p = this.#pending;
     if (!p) return;
     this.#pending = null;
-    this.#host.exec()?.tracker.ack(p.receipt.id, success);
+    this.#host.exec()?.tracker.ack(p.receipt.id, success, disposition);
     p.acked(success ? "ok" : "failed");
   }
 

@@ -4,7 +4,7 @@
 // docs/controller.md defines each signal. An `aborted` with no stop that wrote an abort in its
 // chain is an overlap (O6), never a stop link.
 
-import type { RpcEvent, RpcMessage } from "../engine/rpc.ts";
+import type { PromptDisposition, RpcEvent, RpcMessage } from "../engine/rpc.ts";
 import type { ReceiptReason } from "../protocol.ts";
 
 export type OverlapCode = "O1" | "O2" | "O3" | "O4" | "O5" | "O6";
@@ -57,10 +57,12 @@ export class Tracker {
   }
 
   /** The prompt's response. A failure means Pi handled it without a run (preflight). */
-  ack(receipt: string, success: boolean): void {
+  ack(receipt: string, success: boolean, disposition: PromptDisposition | null = null): void {
     const slot = this.#slot;
     if (slot?.receipt !== receipt || slot.phase !== "dispatched") return;
-    if (!success) {
+    // 1.6.0 says so outright when no run will start (a command ran): settle now rather than
+    // hold the slot until the engine goes (`ack-without-start`, 0.85.1's only signal).
+    if (!success || disposition === "handled") {
       this.#settle("handled-without-run");
       return;
     }
