@@ -1,6 +1,13 @@
 // The board (SPEC §5): the two GET routes over a reader, the Console, and the refusal → HTTP
 // status table. `startBoard` is the one entry point the `conversation` command calls.
-export { type Board, type BoardOptions, loopbackAddress, startBoard } from "./server.ts";
+export {
+  type Board,
+  type BoardOptions,
+  type BoardReading,
+  loopbackAddress,
+  type ReaderSources,
+  startBoard,
+} from "./server.ts";
 export {
   BOARD_REFUSAL_STATUS,
   type BoardRefusalCode,

@@ -1,9 +1,16 @@
 // What the board sends back: a status, headers and a body, built in one place so every
 // response carries the same security headers and no response ever carries a CORS header.
+import { STATUS_CODES } from "node:http";
 import type { ReadResult } from "../reader/reader.ts";
 import { type BoardRefusalCode, statusOf } from "./status.ts";
 
-export type Reply = { status: number; headers: Record<string, string>; body: Buffer };
+export type Reply = {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+  /** Set when the body is a view of shared memory (body-slab.ts): call once it is sent. */
+  release?: () => void;
+};
 
 /** The Console page: its own scripts and styles only, images only as `data:` URLs. */
 export const PAGE_CSP = [
@@ -81,4 +88,16 @@ export function boardRefusal(
 export function readReply(result: ReadResult): Reply {
   if (result.ok) return jsonReply(200, result);
   return jsonReply(statusOf(result.refusal.code), result);
+}
+
+/**
+ * A reply as the bytes of a whole HTTP/1.1 response, for a socket node:http has handed over
+ * (CONNECT, a request line it could not parse). The connection is closed after it: the bytes
+ * that follow on such a socket are not a request we can frame.
+ */
+export function rawResponse(out: Reply): Buffer {
+  const lines = [`HTTP/1.1 ${out.status} ${STATUS_CODES[out.status] ?? ""}`];
+  for (const [name, value] of Object.entries(out.headers)) lines.push(`${name}: ${value}`);
+  lines.push("Connection: close", "", "");
+  return Buffer.concat([Buffer.from(lines.join("\r\n"), "latin1"), out.body]);
 }

@@ -1,15 +1,35 @@
 // The board's HTTP server (SPEC §5): node:http on a loopback address only, serving the Console
-// and the reader's two GET routes through routes.ts. Any other bind address is refused before
-// a socket opens; the Host header must name the bound address (DNS rebinding).
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+// and the reader's GET routes through routes.ts. Any other bind address is refused before a
+// socket opens; the Host header must name the bound address (DNS rebinding). Given sources
+// rather than a reader, it reads in worker threads (read-pool.ts), off the request loop.
+
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
+import { availableParallelism } from "node:os";
 import type { Reader } from "../reader/reader.ts";
 import { loadAssets } from "./assets.ts";
-import { SECURITY_HEADERS } from "./reply.ts";
-import { createHandler, type Handler } from "./routes.ts";
+import type { ReaderSources } from "./read-messages.ts";
+import { MAX_LANES, startReadPool } from "./read-pool.ts";
+import { boardRefusal, type Reply, rawResponse, SECURITY_HEADERS } from "./reply.ts";
+import { type BoardRequest, createHandler } from "./routes.ts";
 
-export type BoardOptions = {
-  reader: Reader;
+export type { ReaderSources } from "./read-messages.ts";
+
+/**
+ * Where pages come from: `sources`, read in worker threads so a page that costs seconds holds
+ * no other request (the `conversation` command and `npm start`); or one `reader`, called on
+ * the request loop (tests and embedders that wrap a reader of their own).
+ */
+export type BoardReading =
+  | { reader: Reader; sources?: never; lanes?: never }
+  | {
+      sources: ReaderSources;
+      /** Worker threads for conversations, beside the catalogue's one; default 2 to 4 by cores. */
+      lanes?: number;
+      reader?: never;
+    };
+
+export type BoardOptions = BoardReading & {
   /** `127.0.0.1` (default), `::1` or `localhost` (binds 127.0.0.1). Nothing else. */
   host?: string;
   /** 0 (default) picks a free port. */
@@ -22,9 +42,17 @@ export type Board = {
   /** `http://127.0.0.1:<port>/` or `http://[::1]:<port>/`. */
   url: string;
   port: number;
-  /** Stops listening and closes every open connection. */
+  /** Stops listening, closes every open connection and stops the read workers. */
   close(): Promise<void>;
+  /**
+   * The read workers now: threads running, and shared-memory chunks held by responses still
+   * being sent (0 once every answer is over). Both 0 for a board reading on its loop.
+   */
+  readers(): { running: number; slabChunksInUse: number };
 };
+
+/** Answers one request that passed the HTTP-level checks; never rejects. */
+type Dispatch = (request: BoardRequest) => Promise<Reply>;
 
 /** The address a loopback host name binds, and how that address is written in a URL. */
 export function loopbackAddress(host: string): { address: string; urlHost: string } {
@@ -62,16 +90,36 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
     throw new Error(`The board's port must be an integer from 0 to 65535, not ${requested}.`);
   }
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const assets = loadAssets();
   const hosts = new Set<string>();
-  const handle = createHandler({ reader: options.reader, assets, hosts, log });
+  // Until the workers run (they need the port for the Host check), nothing is answered.
+  let dispatch: Dispatch = () =>
+    Promise.resolve(boardRefusal("internal-error", "The board is starting."));
+  let stopReading = async () => {};
+  let readers = () => ({ running: 0, slabChunksInUse: 0 });
 
   // requireHostHeader is off so a request without Host gets the board's refusal and headers.
   const server = createServer({ requireHostHeader: false }, (req, res) => {
-    respond(req, res, handle);
+    respond(req, res, dispatch).catch((e: unknown) => {
+      // Dispatch never rejects and a write to a closed socket does not throw: a bug, so the
+      // socket goes (its client sees a reset) and the board keeps serving.
+      log(`board: internal error answering a request: ${e instanceof Error ? e.stack : e}`);
+      res.destroy();
+    });
   });
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) => {
     rejectMalformed(error, socket);
+  });
+  // CONNECT is answered like any other method the board does not serve; node:http hands the
+  // socket over for it, so the answer is written by hand and the socket closed.
+  const handedOver = new Set<Socket>();
+  server.on("connect", (req: IncomingMessage, socket: Socket) => {
+    handedOver.add(socket);
+    socket.on("close", () => handedOver.delete(socket));
+    socket.on("error", () => socket.destroy());
+    answerConnect(req, socket, dispatch).catch((e: unknown) => {
+      log(`board: internal error answering CONNECT: ${e instanceof Error ? e.stack : e}`);
+      socket.destroy();
+    });
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -85,32 +133,122 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
   for (const h of allowedHosts(urlHost, bound.port)) hosts.add(h);
   server.on("error", (e) => log(`board: server error: ${e.stack ?? e}`));
 
+  try {
+    if (options.reader !== undefined) {
+      const handle = createHandler({ reader: options.reader, assets: loadAssets(), hosts, log });
+      dispatch = (request) => Promise.resolve(handle(request));
+    } else {
+      const pool = await startReadPool({
+        sources: options.sources,
+        hosts: [...hosts],
+        lanes: options.lanes ?? defaultLanes(),
+        log,
+      });
+      dispatch = (request) => pool.handle(request);
+      stopReading = () => pool.close();
+      readers = () => ({ running: pool.running, slabChunksInUse: pool.slabInUse });
+    }
+  } catch (e) {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    throw e;
+  }
+
+  let closing: Promise<void> | undefined;
   return {
     url: `http://${urlHost}:${bound.port}/`,
     port: bound.port,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.close((e) => (e ? reject(e) : resolve()));
-        // Keep-alive sockets (a browser's) would hold close() open until they time out.
-        server.closeAllConnections();
-      }),
+    close: () => {
+      // Once: a second call gets the first one's outcome rather than "not running".
+      closing ??= stopServing(server, handedOver, stopReading);
+      return closing;
+    },
+    readers: () => readers(),
   };
 }
 
-function respond(req: IncomingMessage, res: ServerResponse, handle: Handler): void {
-  const method = req.method ?? "";
-  const out = handle({ method, target: req.url ?? "", host: req.headers.host });
-  res.writeHead(out.status, out.headers);
-  // HEAD: the same headers as GET, Content-Length included, and no body.
-  res.end(method === "HEAD" ? undefined : out.body);
+async function stopServing(
+  server: Server,
+  handedOver: Set<Socket>,
+  stopReading: () => Promise<void>,
+): Promise<void> {
+  const closed = new Promise<void>((resolve, reject) => {
+    server.close((e) => (e ? reject(e) : resolve()));
+  });
+  // Keep-alive sockets (a browser's) would hold close() open until they time out.
+  server.closeAllConnections();
+  for (const socket of handedOver) socket.destroy();
+  try {
+    await closed;
+  } finally {
+    await stopReading();
+  }
+}
+
+/** One conversation lane per core, at least 2 (so two conversations rarely wait on each other). */
+function defaultLanes(): number {
+  return Math.min(MAX_LANES, Math.max(2, Math.min(4, availableParallelism())));
+}
+
+/**
+ * What the board refuses before a request is routed: a version other than HTTP/1.0 or 1.1
+ * (llhttp parses `HTTP/2.0` and `HTTP/0.9`), and a repeated `Host`, which node:http would
+ * reduce to its first value — a second one could be what a proxy in between acted on.
+ */
+function refuseAtHttpLevel(req: IncomingMessage): Reply | null {
+  if (req.httpVersionMajor !== 1 || (req.httpVersionMinor !== 0 && req.httpVersionMinor !== 1)) {
+    return boardRefusal(
+      "http-version-not-supported",
+      `The board speaks HTTP/1.0 and HTTP/1.1 only, not HTTP/${req.httpVersionMajor}.${req.httpVersionMinor}.`,
+    );
+  }
+  if ((req.headersDistinct.host?.length ?? 0) > 1) {
+    return boardRefusal("bad-request", "The request has more than one Host header.");
+  }
+  return null;
+}
+
+function requestOf(req: IncomingMessage): BoardRequest {
+  return { method: req.method ?? "", target: req.url ?? "", host: req.headers.host };
+}
+
+async function answerConnect(req: IncomingMessage, socket: Socket, dispatch: Dispatch) {
+  const out = refuseAtHttpLevel(req) ?? (await dispatch(requestOf(req)));
+  const bytes = rawResponse(out); // a copy: the body's memory can go back at once
+  out.release?.();
+  if (!socket.destroyed) socket.end(bytes);
+}
+
+async function respond(req: IncomingMessage, res: ServerResponse, dispatch: Dispatch) {
   // The board never reads a request body; one that is sent is drained and discarded.
   req.resume();
+  const out = refuseAtHttpLevel(req) ?? (await dispatch(requestOf(req)));
+  // The client may have gone while a worker read; there is no one left to answer.
+  if (res.destroyed || res.writableEnded) {
+    out.release?.();
+    return;
+  }
+  // Shared memory goes back once the response is over: sent whole (the socket's write of it
+  // has completed by then) or cut off. 'close' is emitted in both cases.
+  if (out.release) res.once("close", out.release);
+  res.writeHead(out.status, out.headers);
+  // HEAD: the same headers as GET, Content-Length included, and no body.
+  res.end(req.method === "HEAD" ? undefined : out.body);
 }
 
 /** A request Node could not parse (oversize headers, bad syntax): answered with our headers. */
 function rejectMalformed(error: NodeJS.ErrnoException, socket: Socket): void {
   if (!socket.writable) {
     socket.destroy();
+    return;
+  }
+  if (error.code === "HPE_INVALID_VERSION") {
+    // `HTTP/1.2`, `HTTP/3.0`: llhttp stops at the version, so nothing else is known.
+    socket.end(
+      rawResponse(
+        boardRefusal("http-version-not-supported", "The board speaks HTTP/1.0 and HTTP/1.1 only."),
+      ),
+    );
     return;
   }
   const tooLarge = error.code === "HPE_HEADER_OVERFLOW";

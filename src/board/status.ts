@@ -46,10 +46,13 @@ export const REFUSAL_STATUS: Record<ReaderRefusalCode, number> = {
  * a reader refusal (`{ ok: false, refusal: { code, reconcile: false, message } }`).
  *
  * - `bad-request` 400: a cursor without its branch, an empty, repeated or unknown query
- *   parameter, a bad percent-encoding, a request target that is not a path, a missing `Host`.
+ *   parameter, a bad percent-encoding, a request target that is not a path, a missing or
+ *   repeated `Host`.
  * - `not-found` 404: no such route. `method-not-allowed` 405: only GET and HEAD are served.
  * - `uri-too-long` 414. `misdirected-request` 421: the `Host` header does not name the bound
  *   loopback address and port (DNS rebinding). `internal-error` 500: a bug, logged to stderr.
+ * - `http-version-not-supported` 505: a request line that is not HTTP/1.0 or HTTP/1.1. A 5xx
+ *   because HTTP says so (RFC 9110 §15.6.6), not because anything failed.
  */
 export const BOARD_REFUSAL_STATUS = {
   "bad-request": 400,
@@ -58,6 +61,7 @@ export const BOARD_REFUSAL_STATUS = {
   "uri-too-long": 414,
   "misdirected-request": 421,
   "internal-error": 500,
+  "http-version-not-supported": 505,
 } as const satisfies Record<string, number>;
 
 export type BoardRefusalCode = keyof typeof BOARD_REFUSAL_STATUS;

@@ -6,7 +6,7 @@
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { conversationId, createReader, rootsFromSpecs } from "../index.ts";
+import { conversationId } from "../index.ts";
 import { DEFAULT_HOST, DEFAULT_PORT, parsePort, sourcesOf } from "./args.ts";
 import { type Sources, sourcesFromFlags } from "./config.ts";
 import { type DemoControl, tryDemoControl } from "./demo-control.ts";
@@ -86,10 +86,12 @@ async function start(argv: string[], signal: AbortSignal): Promise<number> {
         ),
     });
   }
-  const reader = createReader({
-    roots: () => rootsFromSpecs(sources.specs, sources.registrations),
+  const started = await startServing({
+    reading: { sources: { specs: sources.specs, registrations: sources.registrations } },
+    host,
+    port,
+    portGiven: values.port !== undefined,
   });
-  const started = await startServing({ reader, host, port, portGiven: values.port !== undefined });
   if (!started.ok) {
     stopWriter();
     process.stderr.write(`npm start: cannot serve: ${started.error}\n`);

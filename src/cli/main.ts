@@ -131,7 +131,7 @@ async function run(
     case "follow":
       return follow(reader, cmd, io, signal, sources);
     case "serve":
-      return serve(reader, cmd, io, signal);
+      return serve(sources, cmd, io, signal);
     default:
       return unreachable(cmd);
   }
@@ -256,14 +256,17 @@ async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
 }
 
 async function serve(
-  reader: Reader,
+  sources: Sources,
   cmd: Extract<Command, { name: "serve" }>,
   io: Io,
   signal: AbortSignal,
 ): Promise<number> {
   const badHost = await checkHost(cmd.host);
   if (badHost !== null) return usageError(io, badHost, HELP.serve);
-  const started = await startServing({ reader, ...cmd });
+  const started = await startServing({
+    reading: { sources: { specs: sources.specs, registrations: sources.registrations } },
+    ...cmd,
+  });
   if (!started.ok) {
     io.err(`conversation: cannot serve: ${started.error}\n`);
     return EXIT.refused;

@@ -92,7 +92,9 @@ export function renderHeader(
   const isDefault = branch === view.defaultBranch ? " (default)" : "";
   if (view.branches.length <= 1) out.push(...headerLines(`branch ${branch}${isDefault}`, width));
   else {
-    out.push(`${view.branches.length} branches (* the one shown):`);
+    const listed =
+      view.branchCount > view.branches.length ? `, ${view.branches.length} listed` : "";
+    out.push(`${view.branchCount} branches (* the one shown${listed}):`);
     const pad = Math.min(24, Math.max(...view.branches.map((b) => b.name.length)));
     for (const b of view.branches) {
       const facts = [b.name === view.defaultBranch ? "default" : ""];

@@ -1,10 +1,16 @@
 // Starts the board for the command and for `npm start`: a loopback address only, and the
 // default port falls back to a free one when it is taken (a port the user named never does).
 // The board module is loaded only here, so the other commands never load it.
-import type { Reader } from "../index.ts";
+import type { BoardReading } from "../board/index.ts";
 
 export type Serving = { url: string; port: number; close(): Promise<void> };
-export type ServeRequest = { reader: Reader; host: string; port: number; portGiven: boolean };
+/** `reading`: the sources, so the board reads in worker threads off its request loop. */
+export type ServeRequest = {
+  reading: BoardReading;
+  host: string;
+  port: number;
+  portGiven: boolean;
+};
 
 /** Why `host` cannot be served on, or null when it is a loopback name the board accepts. */
 export async function checkHost(host: string): Promise<string | null> {
@@ -22,7 +28,7 @@ export async function startServing(
   req: ServeRequest,
 ): Promise<{ ok: true; board: Serving } | { ok: false; error: string }> {
   const { startBoard } = await import("../board/index.ts");
-  const attempt = async (port: number) => startBoard({ reader: req.reader, host: req.host, port });
+  const attempt = async (port: number) => startBoard({ ...req.reading, host: req.host, port });
   try {
     return { ok: true, board: await attempt(req.port) };
   } catch (e) {

@@ -7,15 +7,26 @@ import { createHash } from "node:crypto";
 export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 /** Native ids longer than this, or outside ID_PATTERN, are hashed (see toChatId). */
 export const NATIVE_ID_MAX = 128;
+/** The prefix of every hashed id; a native id that starts with it is hashed too. */
+export const HASHED_ID_PREFIX = "h-";
 
 /**
  * Maps a native id (a Pi entry id, a tool call id) to a CHAT-01 id: unchanged when it fits,
  * else `h-` + the first 40 hex of its SHA-256. OpenAI tool call ids (`call_x|fc_y`) are the
- * real case; the mapping is deterministic so the same call id always meets its result.
+ * real case; the mapping is deterministic so the same call id always meets its result. A native
+ * id that itself starts with `h-` is hashed as well, so a kept id can never equal a hashed one
+ * (`a|b` and a native `h-<hash of a|b>` would otherwise both become the same id); two ids map to
+ * the same CHAT-01 id only through a 160-bit SHA-256 prefix collision.
  */
 export function toChatId(native: string): string {
-  if (native.length <= NATIVE_ID_MAX && ID_PATTERN.test(native)) return native;
-  return `h-${createHash("sha256").update(native, "utf8").digest("hex").slice(0, 40)}`;
+  if (
+    native.length <= NATIVE_ID_MAX &&
+    ID_PATTERN.test(native) &&
+    !native.startsWith(HASHED_ID_PREFIX)
+  ) {
+    return native;
+  }
+  return `${HASHED_ID_PREFIX}${createHash("sha256").update(native, "utf8").digest("hex").slice(0, 40)}`;
 }
 
 export const LIMITS = {
@@ -26,6 +37,8 @@ export const LIMITS = {
   fragmentJsonBytes: 1024 * 1024,
   partBytes: 4 * 1024 * 1024,
   fileBytes: 256 * 1024 * 1024,
+  /** Branches a view lists; `branchCount` says how many the file has. */
+  branchesPerView: 100,
 } as const;
 
 /** A piece of one long string: fragments with the same block position rejoin in index order. */
@@ -176,7 +189,14 @@ export type View = {
   defaultBranch: string;
   /** Pi's default leaf (`n.<id>`): the last valid entry in file order; null when none. */
   defaultLeaf: string | null;
+  /**
+   * At most LIMITS.branchesPerView branches, in file order: the page's branch, the default
+   * branch, those forking from the page's branch (up to half the room), the ones it forks from
+   * (nearest first), then the first others. Every branch opens by name, listed or not.
+   */
   branches: BranchInfo[];
+  /** How many branches the conversation has (listed or not). */
+  branchCount: number;
   /** The snapshot left out a trailing partial line. */
   incomplete: boolean;
   forkedFromEarlierSession: boolean;

@@ -3,6 +3,7 @@
 // unexpected shape becomes a notice, never an exception. Limits are applied later (parts.ts).
 import type { Block, NoticeCode, PartKind, PartMeta, Role } from "../protocol/chat-01.ts";
 import { toChatId } from "../protocol/chat-01.ts";
+import { jsonText } from "./json-text.ts";
 
 export type DraftPart = {
   kind: PartKind;
@@ -47,6 +48,29 @@ function small(value: unknown, label: string, out: Block[]): string {
   return "";
 }
 
+/**
+ * A number copied into `meta` must be a safe integer (and at least `min` when it is a number):
+ * CHAT-01's integer rule. Anything else that is a number (1.5, -1 tokens, 1e400, which is
+ * Infinity once parsed) is left out with an `unknown-content` notice saying what it was; a
+ * value that is not a number at all is simply absent, as before.
+ */
+function wholeNumber(
+  v: unknown,
+  label: string,
+  min: number | null,
+  out: Block[],
+): number | undefined {
+  if (typeof v !== "number") return undefined;
+  if (Number.isSafeInteger(v) && (min === null || v >= min)) return v;
+  out.push(
+    notice(
+      "unknown-content",
+      `The ${label} (${String(v)}) is not ${min === null ? "a whole number" : `a whole number from ${min} up`}; it is left out.`,
+    ),
+  );
+  return undefined;
+}
+
 function timestampOf(entry: Obj): string | undefined {
   const t = entry.timestamp;
   return typeof t === "string" && t.length <= 256 ? t : undefined;
@@ -69,11 +93,13 @@ export function renderEntry(entry: Obj): DraftPart | null {
           };
     case "compaction": {
       const meta: PartMeta = {};
-      if (typeof entry.tokensBefore === "number") meta.tokensBefore = entry.tokensBefore;
+      const blocks = textBlocks(entry.summary);
+      const tokens = wholeNumber(entry.tokensBefore, "compaction's tokensBefore", 0, blocks);
+      if (tokens !== undefined) meta.tokensBefore = tokens;
       const kept = str(entry.firstKeptEntryId);
       if (kept !== undefined) meta.firstKeptEntry = `n.${toChatId(kept)}`;
       // retainedTail entries are already on the path: they are not rendered twice.
-      return { kind: "compaction", ...at, meta, blocks: textBlocks(entry.summary) };
+      return { kind: "compaction", ...at, meta, blocks };
     }
     case "branch_summary": {
       const from = str(entry.fromId);
@@ -134,15 +160,15 @@ function renderMessage(m: Obj, at: { timestamp?: string }): DraftPart | null {
       return { kind: "message", role, ...at, blocks };
     }
     case "bashExecution": {
-      const meta: PartMeta = {
-        exitCode: typeof m.exitCode === "number" ? m.exitCode : null,
-        cancelled: m.cancelled === true,
-        truncated: m.truncated === true,
-      };
       const blocks: Block[] = [
         { type: "bash-command", text: str(m.command) ?? "" },
         { type: "bash-output", text: str(m.output) ?? "" },
       ];
+      const meta: PartMeta = {
+        exitCode: wholeNumber(m.exitCode, "command's exit code", null, blocks) ?? null,
+        cancelled: m.cancelled === true,
+        truncated: m.truncated === true,
+      };
       return { kind: "bash-execution", ...at, meta, blocks };
     }
     case "custom":
@@ -216,8 +242,19 @@ function assistantBlocks(content: unknown): Block[] {
     } else if (c.type === "toolCall") {
       const extra: Block[] = [];
       const name = small(c.name, "tool name", extra);
-      const args = c.arguments === undefined ? "{}" : JSON.stringify(c.arguments);
-      out.push(...extra, { type: "tool-call", id: toChatId(str(c.id) ?? ""), name, text: args });
+      // Arguments may nest deeper than JSON.stringify can recurse: jsonText never throws.
+      const args = c.arguments === undefined ? "{}" : jsonText(c.arguments);
+      const id = toChatId(str(c.id) ?? "");
+      if (args === null) {
+        out.push(
+          ...extra,
+          notice(
+            "unknown-content",
+            "This tool call's arguments are too long to show: their JSON text would be longer than the longest string this reader can make.",
+          ),
+          { type: "tool-call", id, name, text: "" },
+        );
+      } else out.push(...extra, { type: "tool-call", id, name, text: args });
     } else if (c.type === "image" && typeof c.data === "string") {
       out.push(imageBlock(c, out));
     } else {

@@ -4,7 +4,6 @@
 // its first and last 64 KiB (header, title), never the whole file.
 
 import type { BigIntStats } from "node:fs";
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type {
   Catalogue,
@@ -17,12 +16,15 @@ import { parseHeader } from "./pi.ts";
 import { expandRoots } from "./pi-store.ts";
 import { isRefusal, Refusal } from "./refusal.ts";
 import {
-  checkRootChain,
+  closeDirectory,
+  closeFile,
+  type DirHandle,
   isSessionFileName,
+  listDirectory,
+  lstatIn,
+  openFileIn,
+  openSessionsDirectory,
   readRange,
-  recheckRootChain,
-  refusalFromErrno,
-  type Stamp,
 } from "./safe-fs.ts";
 import {
   conversationIdOf,
@@ -39,19 +41,20 @@ const HEADER_MAX = 1024 * 1024;
 const TITLE_CHARS = 120;
 
 /**
- * Lists a Pi root's session file names, checking its directory chain before and after, so a
- * listing taken through a directory swapped for a link is refused (`unsafe-path`).
+ * Lists a Pi root's session file names through the descriptor of its sessions directory, reached
+ * by a walk that follows no link below the project root (safe-fs.ts).
  */
-export function listRoot(root: PiRoot): { names: string[]; stamps: Stamp[] } {
-  const stamps = checkRootChain(root.projectRoot, root.sessionsDir);
-  let names: string[];
+export function listRoot(root: PiRoot): { names: string[] } {
+  const dir = openSessionsDirectory(root.projectRoot, root.sessionsDir);
   try {
-    names = readdirSync(root.sessionsDir).filter(isSessionFileName).sort();
-  } catch (e) {
-    throw refusalFromErrno(e, "The session root", "unavailable");
+    return { names: namesIn(dir) };
+  } finally {
+    closeDirectory(dir);
   }
-  recheckRootChain(root.projectRoot, root.sessionsDir, stamps);
-  return { names, stamps };
+}
+
+function namesIn(dir: DirHandle): string[] {
+  return listDirectory(dir).filter(isSessionFileName).sort();
 }
 
 type Cached = { stamp: string; row: CatalogueRow };
@@ -83,11 +86,13 @@ export function readCatalogue(roots: Root[], cache: Map<string, Cached>, now: Da
       });
       continue;
     }
+    let dir: DirHandle | undefined;
     try {
-      const { names, stamps } = listRoot(root);
-      const rows = names.map((name) => rowFor(root, name, cache));
-      // The heads were read through the same chain: a swap while reading them drops the root.
-      recheckRootChain(root.projectRoot, root.sessionsDir, stamps);
+      dir = openSessionsDirectory(root.projectRoot, root.sessionsDir);
+      const names = namesIn(dir);
+      // Every row is read through the same directory descriptor as the listing.
+      const at = dir;
+      const rows = names.map((name) => rowFor(root, at, name, cache));
       for (const name of names) seen.add(join(root.sessionsDir, name));
       conversations.push(...rows);
     } catch (e) {
@@ -98,6 +103,8 @@ export function readCatalogue(roots: Root[], cache: Map<string, Cached>, now: Da
         code: e.code as ReaderRefusalCode,
         message: e.message,
       });
+    } finally {
+      if (dir) closeDirectory(dir);
     }
   }
   for (const key of cache.keys()) if (!seen.has(key)) cache.delete(key);
@@ -125,14 +132,20 @@ function emptyRow(
   };
 }
 
-function rowFor(root: PiRoot, name: string, cache: Map<string, Cached>): CatalogueRow {
+function rowFor(
+  root: PiRoot,
+  dir: DirHandle,
+  name: string,
+  cache: Map<string, Cached>,
+): CatalogueRow {
   const path = join(root.sessionsDir, name);
   const row = emptyRow(root, conversationIdOf(root, name), name);
   let st: BigIntStats;
   try {
-    st = lstatSync(path, { bigint: true });
+    st = lstatIn(dir, name, "The session file");
   } catch (e) {
-    return refusedRow(row, refusalFromErrno(e, "The session file", "unknown-conversation"));
+    if (!isRefusal(e)) throw e;
+    return refusedRow(row, e);
   }
   if (!st.isFile()) {
     return refusedRow(
@@ -145,7 +158,7 @@ function rowFor(root: PiRoot, name: string, cache: Map<string, Cached>): Catalog
   const stamp = `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
   const hit = cache.get(path);
   if (hit && hit.stamp === stamp) return hit.row;
-  const fresh = readHead(root, path, st, row);
+  const fresh = readHead(root, dir, name, st, row);
   cache.set(path, { stamp, row: fresh });
   return fresh;
 }
@@ -155,27 +168,31 @@ function refusedRow(row: CatalogueRow, r: Refusal): CatalogueRow {
 }
 
 /** Header and title from the first and last 64 KiB; the file must still be the lstat'ed one. */
-function readHead(root: PiRoot, path: string, st: BigIntStats, row: CatalogueRow): CatalogueRow {
+function readHead(
+  root: PiRoot,
+  dir: DirHandle,
+  fileName: string,
+  st: BigIntStats,
+  row: CatalogueRow,
+): CatalogueRow {
   if (row.size !== null && row.size > 256 * 1024 * 1024) {
     return refusedRow(row, new Refusal("too-large", "over 256 MiB"));
   }
-  let fd: number;
+  let file: ReturnType<typeof openFileIn>;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    file = openFileIn(dir, fileName, false);
   } catch (e) {
-    try {
-      return refusedRow(row, refusalFromErrno(e, "The session file", "unknown-conversation"));
-    } catch {
-      // An unexpected errno: the row says unreadable rather than failing the whole catalogue.
-      return refusedRow(row, new Refusal("unreadable", "unexpected error"));
-    }
+    if (isRefusal(e)) return refusedRow(row, e);
+    // An unexpected errno: the row says unreadable rather than failing the whole catalogue.
+    return refusedRow(row, new Refusal("unreadable", "unexpected error"));
   }
+  const fd = file.fd;
   try {
-    const fst = fstatSync(fd, { bigint: true });
-    if (!fst.isFile() || fst.dev !== st.dev || fst.ino !== st.ino) {
+    const fst = file.identity;
+    if (fst.dev !== st.dev || fst.ino !== st.ino) {
       return refusedRow(row, new Refusal("unsafe-path", "swapped"));
     }
-    const size = Number(fst.size);
+    const size = fst.size;
     let head = readRange(fd, 0, Math.min(size, HEAD_BYTES));
     // A header may carry a long cwd or metadata: Pi scans up to 1 MiB for it (SM:258).
     if (head.indexOf(0x0a) < 0 && size > head.length)
@@ -201,15 +218,23 @@ function readHead(root: PiRoot, path: string, st: BigIntStats, row: CatalogueRow
       ...(root.store ? { project: resolve(header.cwd) } : {}),
       sessionId: toChatId(header.id),
       createdAt,
-      engineStartedAt: engineStartedAtFor(root, createdAt),
+      engineStartedAt: recordedTime(engineStartedAtFor(root, createdAt)),
       title: name ?? findFirstUserText(whole),
     };
   } catch (e) {
     if (isRefusal(e)) return refusedRow(row, e);
     throw e;
   } finally {
-    closeSync(fd);
+    closeFile(file);
   }
+}
+
+/**
+ * A time copied from a registration, when CHAT-01 may carry it (at most 256 characters):
+ * `Date.parse` accepts much longer text ("Jan 1 2026 (…comment…)").
+ */
+function recordedTime(t: string | null): string | null {
+  return t !== null && t.length <= 256 ? t : null;
 }
 
 function* lines(buf: Buffer, needle: string): Generator<Record<string, unknown>> {

@@ -2,18 +2,16 @@
 // (the one being paged and the one a follow just took) and at most 512 MiB of snapshot bytes in
 // all, least recently used first out. A follow extends its file's cached parse with only the
 // appended lines instead of parsing the whole file again.
-import type { View } from "../protocol/chat-01.ts";
-import type { Item, ParsedSession } from "./pi.ts";
+import type { BranchItems } from "./items.ts";
 import type { SnapshotData } from "./snapshot.ts";
+import type { ParsedSession } from "./tree.ts";
 
 /** A parsed snapshot and what is derived from it. */
 export type Parsed = {
   data: SnapshotData;
   session: ParsedSession;
-  /** The view without `incomplete`, which belongs to each read, not to the parse. */
-  view: Omit<View, "incomplete">;
   /** Each branch's items, computed on first use (the branch-entries cache). */
-  items: Map<string, Item[]>;
+  items: Map<number, BranchItems>;
 };
 
 export const SNAPSHOTS_PER_FILE = 2;

@@ -20,29 +20,58 @@ function isHigh(code: number): boolean {
   return code >= 0xd800 && code <= 0xdbff;
 }
 
-/** Cuts `s` into pieces within both string limits; one piece when it already fits. */
+/**
+ * The UTF-8 bytes JSON.stringify writes for the UTF-16 unit at `i` of `s` (with the unit after
+ * it when they form a surrogate pair: then `PAIR`, 4 bytes for two units, is returned).
+ * Well-formed JSON.stringify escapes a lone surrogate as `\uXXXX`.
+ */
+const PAIR = -4;
+function unitJsonBytes(s: string, i: number): number {
+  const c = s.charCodeAt(i);
+  if (c < 0x80) {
+    if (c === 0x22 || c === 0x5c) return 2;
+    if (c >= 0x20) return 1;
+    // \b \t \n \f \r have short escapes; other controls are \u00XX.
+    return c === 0x08 || c === 0x09 || c === 0x0a || c === 0x0c || c === 0x0d ? 2 : 6;
+  }
+  if (c < 0x800) return 2;
+  if (c >= 0xd800 && c <= 0xdfff) {
+    if (isHigh(c) && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) return PAIR;
+    }
+    return 6;
+  }
+  return 3;
+}
+
+/**
+ * Cuts `s` into pieces within both string limits; one piece when it already fits. One pass:
+ * each piece is the longest run of whole characters (a surrogate pair is never cut) whose JSON
+ * fits, so the work is linear in `s` whatever its characters escape to.
+ */
 export function splitString(s: string): string[] {
   if (s.length <= LIMITS.stringChars && s.length * 6 + 2 <= FRAGMENT_STRING_JSON_MAX) return [s];
   const pieces: string[] = [];
   let pos = 0;
-  while (pos < s.length) {
-    let end = Math.min(s.length, pos + LIMITS.stringChars);
-    if (end < s.length && isHigh(s.charCodeAt(end - 1))) end--;
-    if (jsonBytes(s.slice(pos, end)) > FRAGMENT_STRING_JSON_MAX) {
-      // Largest end that fits: binary search, then step back off a high surrogate.
-      let lo = pos + 1;
-      let hi = end;
-      while (lo < hi) {
-        const mid = Math.ceil((lo + hi) / 2);
-        if (jsonBytes(s.slice(pos, mid)) <= FRAGMENT_STRING_JSON_MAX) lo = mid;
-        else hi = mid - 1;
-      }
-      end = lo;
-      if (end < s.length && end - 1 > pos && isHigh(s.charCodeAt(end - 1))) end--;
+  let i = 0;
+  let bytes = 2; // the quotes
+  while (i < s.length) {
+    const b = unitJsonBytes(s, i);
+    const units = b === PAIR ? 2 : 1;
+    const size = b === PAIR ? 4 : b;
+    if (
+      i > pos &&
+      (i + units - pos > LIMITS.stringChars || bytes + size > FRAGMENT_STRING_JSON_MAX)
+    ) {
+      pieces.push(s.slice(pos, i));
+      pos = i;
+      bytes = 2;
     }
-    pieces.push(s.slice(pos, end));
-    pos = end;
+    bytes += size;
+    i += units;
   }
+  pieces.push(s.slice(pos));
   return pieces;
 }
 

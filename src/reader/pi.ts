@@ -1,8 +1,8 @@
 // The Pi session parser, pinned against @earendil-works/pi-coding-agent 0.85.1
-// (docs/session-format.md, dist/core/session-manager.js, cited as SM:<line>). It indexes a
-// snapshot's lines into the id/parentId tree, names branches, and lists each branch's items
-// (entries and notices) in order. Entry content is parsed again only when a page renders it,
-// so the index holds byte ranges, not objects.
+// (docs/session-format.md, dist/core/session-manager.js, cited as SM:<line>): the header, and a
+// scan of the snapshot's lines into entry records (tree.ts builds the tree and branches from
+// them). Entry content is parsed again only when a page renders it, so a record holds a byte
+// range and the three keys the tree needs, not the object: memory per entry stays small.
 import { toChatId } from "../protocol/chat-01.ts";
 import { scanLine } from "./line-scan.ts";
 import { checkStoreCwd } from "./pi-store.ts";
@@ -10,18 +10,123 @@ import { Refusal } from "./refusal.ts";
 import { isCwdInsideProject } from "./safe-fs.ts";
 import type { PiRoot } from "./sources.ts";
 
-/** A valid entry line: a JSON object with a string id. */
+/**
+ * A valid entry line: a JSON object with a string id. Made on demand from the entry table
+ * (entryAt); the parse itself keeps only the table's columns.
+ */
 export type EntryRec = {
   /** The native id (or `line-<n>` for v1 files, which have none). */
   id: string;
-  /** `n.` + the CHAT-01 form of the id. */
-  key: string;
   parentId: string | null;
   type: string;
   line: number;
   start: number;
   end: number;
+  /** Position among the file's entry lines (duplicates included), stable while it grows. */
+  index: number;
 };
+
+/**
+ * Every entry line of a snapshot in file order, duplicates included, as columns: a few words
+ * per entry (an id string, shared parent id and type strings, three 32-bit numbers) instead of
+ * an object each. Columns may be longer than `count`; only the first `count` rows are entries.
+ */
+export type EntryTable = {
+  count: number;
+  ids: string[];
+  /** Parent ids; a resolved one is the parent's own id string (tree.ts shares it). */
+  parentIds: (string | null)[];
+  types: string[];
+  lines: Uint32Array;
+  starts: Uint32Array;
+  ends: Uint32Array;
+};
+
+/** The entry at row `i` (0 <= i < count). */
+export function entryAt(t: EntryTable, i: number): EntryRec {
+  return {
+    id: t.ids[i]!,
+    parentId: t.parentIds[i]!,
+    type: t.types[i]!,
+    line: t.lines[i]!,
+    start: t.starts[i]!,
+    end: t.ends[i]!,
+    index: i,
+  };
+}
+
+/** `n.` + the CHAT-01 form of an id: a part's entry and, after `b.`, a branch name. */
+export function keyOfId(id: string): string {
+  return `n.${toChatId(id)}`;
+}
+
+/** `n.` + the CHAT-01 form of the entry's id. */
+export function keyOf(rec: EntryRec): string {
+  return keyOfId(rec.id);
+}
+
+function emptyTable(): EntryTable {
+  const cap = 64;
+  return {
+    count: 0,
+    ids: [],
+    parentIds: [],
+    types: [],
+    lines: new Uint32Array(cap),
+    starts: new Uint32Array(cap),
+    ends: new Uint32Array(cap),
+  };
+}
+
+/** A copy to append to: the parse that owns `t` must not see rows added for a longer one. */
+function copyTable(t: EntryTable): EntryTable {
+  return {
+    count: t.count,
+    ids: t.ids.slice(0, t.count),
+    parentIds: t.parentIds.slice(0, t.count),
+    types: t.types.slice(0, t.count),
+    lines: t.lines.slice(),
+    starts: t.starts.slice(),
+    ends: t.ends.slice(),
+  };
+}
+
+function grow(a: Uint32Array): Uint32Array {
+  const b = new Uint32Array(Math.max(64, a.length * 2));
+  b.set(a);
+  return b;
+}
+
+/** Lets go of the columns' spare room once a scan is done (a copy grows them again). */
+function trimTable(t: EntryTable): void {
+  if (t.lines.length === t.count) return;
+  t.lines = t.lines.slice(0, t.count);
+  t.starts = t.starts.slice(0, t.count);
+  t.ends = t.ends.slice(0, t.count);
+}
+
+function pushEntry(
+  t: EntryTable,
+  id: string,
+  parentId: string | null,
+  type: string,
+  line: number,
+  start: number,
+  end: number,
+): void {
+  const i = t.count++;
+  if (i >= t.lines.length) {
+    t.lines = grow(t.lines);
+    t.starts = grow(t.starts);
+    t.ends = grow(t.ends);
+  }
+  t.ids.push(id);
+  t.parentIds.push(parentId);
+  t.types.push(type);
+  t.lines[i] = line;
+  t.starts[i] = start;
+  t.ends[i] = end;
+}
 
 /** A line that is not an entry: malformed JSON, not an object, no string id, or a 2nd header. */
 export type LineNotice = {
@@ -31,8 +136,6 @@ export type LineNotice = {
   kind: "malformed-line" | "ignored-header";
 };
 
-export type RootKind = "root" | "missing-parent" | "loop";
-
 export type Header = {
   id: string;
   cwd: string;
@@ -41,41 +144,9 @@ export type Header = {
   parentSession: boolean;
 };
 
-export type BranchRec = {
-  name: string;
-  start: EntryRec | null;
-  leaf: EntryRec | null;
-  forksFrom: EntryRec | null;
-  depth: number;
-};
-
-/** What a branch's pages list, in order. */
-export type Item =
-  | { kind: "entry"; rec: EntryRec }
-  | { kind: "notice"; id: string; code: NoticeItemCode; text: string; line?: number };
-export type NoticeItemCode =
-  | "malformed-line"
-  | "ignored-header"
-  | "missing-parent"
-  | "loop"
-  | "forked-from-earlier-session";
-
-export type ParsedSession = {
-  header: Header;
-  scan: ScanState;
-  /** Winning entries (a later duplicate id replaces the earlier, SM:694), in file order. */
-  entries: EntryRec[];
-  byId: Map<string, EntryRec>;
-  lineNotices: LineNotice[];
-  defaultLeaf: EntryRec | null;
-  branches: BranchRec[];
-  branchByName: Map<string, BranchRec>;
-  branchOf: Map<EntryRec, string>;
-  parentOf: Map<EntryRec, EntryRec>;
-  rootKind: Map<EntryRec, RootKind>;
-};
-
 const NL = 0x0a;
+/** The longest recorded time CHAT-01 copies (`recordedTime`). */
+const RECORDED_TIME_MAX = 256;
 
 /** Parses one line as JSON; undefined when it is not JSON. */
 function parseLine(buf: Buffer, start: number, end: number): unknown {
@@ -141,7 +212,11 @@ export function parseHeader(
   return {
     id: obj.id,
     cwd,
-    timestamp: typeof obj.timestamp === "string" ? obj.timestamp : null,
+    // CHAT-01 copies recorded times of at most 256 characters (catalogue `createdAt`).
+    timestamp:
+      typeof obj.timestamp === "string" && obj.timestamp.length <= RECORDED_TIME_MAX
+        ? obj.timestamp
+        : null,
     version,
     parentSession: typeof obj.parentSession === "string" && obj.parentSession.length > 0,
   };
@@ -150,7 +225,7 @@ export function parseHeader(
 /** Where a scan of the file's lines stopped, so a longer snapshot can continue from there. */
 export type ScanState = {
   /** Every entry line in file order, duplicates included. */
-  all: EntryRec[];
+  entries: EntryTable;
   lineNotices: LineNotice[];
   /** Bytes scanned (always the end of a whole line) and the last line number seen. */
   scanned: number;
@@ -158,32 +233,37 @@ export type ScanState = {
   lastV1: string | null;
 };
 
-/** Indexes a snapshot that starts with a valid header (see parseHeader). */
-export function parseSession(buf: Buffer, header: Header): ParsedSession {
-  const scan: ScanState = {
-    all: [],
+/** A scan that starts after the header line of `buf`. */
+export function firstScan(buf: Buffer): ScanState {
+  return {
+    entries: emptyTable(),
     lineNotices: [],
     scanned: buf.indexOf(NL) + 1,
     line: 1,
     lastV1: null,
   };
-  return indexEntries(header, scanLines(buf, header, scan));
 }
 
-/**
- * Indexes a longer snapshot of the same file whose first `prev.scan.scanned` bytes are verified
- * unchanged: only the appended lines are parsed. `prev` is not modified (other cursors use it).
- */
-export function extendSession(prev: ParsedSession, buf: Buffer): ParsedSession {
-  const scan: ScanState = {
-    ...prev.scan,
-    all: [...prev.scan.all],
-    lineNotices: [...prev.scan.lineNotices],
-  };
-  return indexEntries(prev.header, scanLines(buf, prev.header, scan));
+/** A copy of `prev` to continue (`prev` stays as it was: other cursors use its parse). */
+export function continuedScan(prev: ScanState): ScanState {
+  return { ...prev, entries: copyTable(prev.entries), lineNotices: [...prev.lineNotices] };
 }
 
-function scanLines(buf: Buffer, header: Header, scan: ScanState): ScanState {
+/** Entry types seen, so millions of entries share a few type strings (bounded: types are few). */
+const TYPES = new Map<string, string>();
+const TYPES_MAX = 256;
+
+function internType(type: string): string {
+  const known = TYPES.get(type);
+  if (known !== undefined) return known;
+  if (TYPES.size < TYPES_MAX && type.length <= 64) TYPES.set(type, type);
+  return type;
+}
+
+/** Scans the whole lines of `buf` from `scan.scanned` on, adding to `scan`. */
+export function scanLines(buf: Buffer, header: Header, scan: ScanState): ScanState {
+  // Byte offsets are kept in 32 bits: snapshots are at most 256 MiB (LIMITS.fileBytes).
+  if (buf.length > 0xffffffff) throw new Error("a snapshot over 4 GiB cannot be indexed");
   const v1 = header.version < 2;
   let start = scan.scanned;
   while (start < buf.length) {
@@ -202,15 +282,8 @@ function scanLines(buf: Buffer, header: Header, scan: ScanState): ScanState {
         const id = v1 || typeof f.id !== "string" ? `line-${line}` : f.id;
         const parentId = v1 ? scan.lastV1 : typeof f.parentId === "string" ? f.parentId : null;
         if (v1) scan.lastV1 = id;
-        scan.all.push({
-          id,
-          key: `n.${toChatId(id)}`,
-          parentId: parentId === "" ? null : parentId,
-          type: typeof f.type === "string" ? f.type : "",
-          line,
-          start,
-          end,
-        });
+        const type = typeof f.type === "string" ? internType(f.type) : "";
+        pushEntry(scan.entries, id, parentId === "" ? null : parentId, type, line, start, end);
       } else {
         scan.lineNotices.push({ line, start, end, kind: "malformed-line" });
       }
@@ -218,220 +291,8 @@ function scanLines(buf: Buffer, header: Header, scan: ScanState): ScanState {
     start = end + 1;
   }
   scan.scanned = Math.max(scan.scanned, buf.length);
+  trimTable(scan.entries);
   return scan;
-}
-
-function indexEntries(header: Header, scan: ScanState): ParsedSession {
-  const { all, lineNotices } = scan;
-  // The later copy of a duplicate id wins (SM:694); the default leaf is the last entry in file
-  // order (SM:695), whatever its type.
-  const byId = new Map<string, EntryRec>();
-  for (const e of all) byId.set(e.id, e);
-  const entries = all.length === byId.size ? all : all.filter((e) => byId.get(e.id) === e);
-  const defaultLeaf = all.length > 0 ? (all[all.length - 1] ?? null) : null;
-
-  const parentOf = new Map<EntryRec, EntryRec>();
-  const rootKind = new Map<EntryRec, RootKind>();
-  for (const e of entries) {
-    if (e.parentId === null) rootKind.set(e, "root");
-    else {
-      const p = byId.get(e.parentId);
-      if (p === undefined) rootKind.set(e, "missing-parent");
-      else parentOf.set(e, p);
-    }
-  }
-  cutLoops(entries, parentOf, rootKind);
-
-  const children = new Map<EntryRec, EntryRec[]>();
-  for (const e of entries) {
-    const p = parentOf.get(e);
-    if (p === undefined) continue;
-    const list = children.get(p);
-    if (list) list.push(e);
-    else children.set(p, [e]);
-  }
-
-  // Branch names (seed: Parser): the first root is `main`; each later root and each later child
-  // at a fork starts `b.<entry id>`; the earliest child in file order continues its parent's.
-  const branches: BranchRec[] = [];
-  const branchOf = new Map<EntryRec, string>();
-  const roots = entries.filter((e) => !parentOf.has(e));
-  const startBranch = (start: EntryRec, forksFrom: EntryRec | null, name: string) => {
-    let depth = forksFrom ? depthOf(forksFrom, parentOf) : 0;
-    let leaf = start;
-    for (let cur: EntryRec | undefined = start; cur; cur = children.get(cur)?.[0]) {
-      branchOf.set(cur, name);
-      leaf = cur;
-      depth++;
-    }
-    branches.push({ name, start, leaf, forksFrom, depth });
-  };
-  if (roots.length === 0)
-    branches.push({ name: "main", start: null, leaf: null, forksFrom: null, depth: 0 });
-  // Iterative: one pass per branch start, in an order where each fork's parent is named first.
-  const queue: { start: EntryRec; forksFrom: EntryRec | null; name: string }[] = roots.map(
-    (r, i) => ({
-      start: r,
-      forksFrom: null,
-      name: i === 0 ? "main" : `b.${r.key.slice(2)}`,
-    }),
-  );
-  for (let qi = 0; qi < queue.length; qi++) {
-    const job = queue[qi]!;
-    startBranch(job.start, job.forksFrom, job.name);
-    for (let cur: EntryRec | undefined = job.start; cur; cur = children.get(cur)?.[0]) {
-      const kids = children.get(cur);
-      if (!kids) continue;
-      for (let k = 1; k < kids.length; k++) {
-        const kid = kids[k]!;
-        queue.push({ start: kid, forksFrom: cur, name: `b.${kid.key.slice(2)}` });
-      }
-    }
-  }
-  branches.sort((a, b) => (a.start?.line ?? 0) - (b.start?.line ?? 0));
-  const branchByName = new Map(branches.map((b) => [b.name, b]));
-  return {
-    header,
-    scan,
-    entries,
-    byId,
-    lineNotices,
-    defaultLeaf,
-    branches,
-    branchByName,
-    branchOf,
-    parentOf,
-    rootKind,
-  };
-}
-
-function depthOf(e: EntryRec, parentOf: Map<EntryRec, EntryRec>): number {
-  let d = 0;
-  for (let cur: EntryRec | undefined = e; cur; cur = parentOf.get(cur)) d++;
-  return d;
-}
-
-/**
- * Breaks parent cycles: in each cycle, the entry earliest in the file loses its parent link and
- * becomes a root with a `loop` notice. Pi has no such guard (SM:124-145 spins on a cycle).
- */
-function cutLoops(
-  entries: EntryRec[],
-  parentOf: Map<EntryRec, EntryRec>,
-  rootKind: Map<EntryRec, RootKind>,
-): void {
-  const state = new Map<EntryRec, 1 | 2>(); // 1: on the current walk, 2: done
-  for (const e of entries) {
-    if (state.has(e)) continue;
-    const chain: EntryRec[] = [];
-    let cur: EntryRec | undefined = e;
-    while (cur && !state.has(cur)) {
-      state.set(cur, 1);
-      chain.push(cur);
-      cur = parentOf.get(cur);
-    }
-    if (cur && state.get(cur) === 1) {
-      const cycle = chain.slice(chain.indexOf(cur));
-      let first = cycle[0]!;
-      for (const c of cycle) if (c.line < first.line) first = c;
-      parentOf.delete(first);
-      rootKind.set(first, "loop");
-    }
-    for (const c of chain) state.set(c, 2);
-  }
-}
-
-/** The entries from the root to `leaf`, in order (Pi's getBranch, SM:958-968, loop-safe). */
-export function pathTo(parsed: ParsedSession, leaf: EntryRec): EntryRec[] {
-  const path: EntryRec[] = [];
-  for (let cur: EntryRec | undefined = leaf; cur; cur = parsed.parentOf.get(cur)) path.push(cur);
-  return path.reverse();
-}
-
-/**
- * The items of a branch: its whole path from the root, each line notice at its file position
- * (every branch gets every line notice, after the leaf too, so earlier items never move while
- * the file grows), the root's missing-parent or loop notice, and the forked-session notice.
- */
-export function branchItems(parsed: ParsedSession, branch: BranchRec): Item[] {
-  const items: Item[] = [];
-  if (parsed.header.parentSession) {
-    items.push({
-      kind: "notice",
-      id: "forked",
-      code: "forked-from-earlier-session",
-      text: "This conversation was forked from an earlier session, which is not opened here.",
-    });
-  }
-  const path = branch.leaf ? pathTo(parsed, branch.leaf) : [];
-  const notices = parsed.lineNotices;
-  let ni = 0;
-  const flushBefore = (line: number) => {
-    while (ni < notices.length && notices[ni]!.line < line)
-      items.push(lineNoticeItem(notices[ni++]!));
-  };
-  for (const [i, rec] of path.entries()) {
-    flushBefore(rec.line);
-    if (i === 0) {
-      const kind = parsed.rootKind.get(rec);
-      if (kind === "missing-parent") items.push(missingParentItem(parsed, rec));
-      else if (kind === "loop") {
-        items.push({
-          kind: "notice",
-          id: `loop-${rec.key.slice(2)}`,
-          code: "loop",
-          text: `The history stops here: entry ${rec.id} is its own ancestor, so its parent link is not followed.`,
-          line: rec.line,
-        });
-      }
-    }
-    items.push({ kind: "entry", rec });
-  }
-  flushBefore(Number.POSITIVE_INFINITY);
-  return items;
-}
-
-function lineNoticeItem(n: LineNotice): Item {
-  return n.kind === "ignored-header"
-    ? {
-        kind: "notice",
-        id: `header-${n.line}`,
-        code: "ignored-header",
-        text: `Line ${n.line} is a second session header; Pi ignores it.`,
-        line: n.line,
-      }
-    : {
-        kind: "notice",
-        id: `line-${n.line}`,
-        code: "malformed-line",
-        text: `Line ${n.line} could not be read as a session entry; it is skipped.`,
-        line: n.line,
-      };
-}
-
-function missingParentItem(parsed: ParsedSession, rec: EntryRec): Item {
-  // Unreadable lines right before the entry are the likely place of its parent.
-  const near: number[] = [];
-  for (let i = parsed.lineNotices.length - 1; i >= 0; i--) {
-    const n = parsed.lineNotices[i]!;
-    if (n.line >= rec.line) continue;
-    if (n.kind !== "malformed-line" || n.line !== rec.line - 1 - near.length) break;
-    near.push(n.line);
-  }
-  const parent = String(rec.parentId).slice(0, 200);
-  const where =
-    near.length === 0
-      ? ""
-      : near.length === 1
-        ? ` It was probably on unreadable line ${near[0]}.`
-        : ` It was probably on one of the unreadable lines ${near[near.length - 1]}–${near[0]}.`;
-  return {
-    kind: "notice",
-    id: `missing-parent-${rec.key.slice(2)}`,
-    code: "missing-parent",
-    text: `The history before this point is missing: the parent entry ${parent} is not in the file.${where}`,
-    line: rec.line,
-  };
 }
 
 /** The JSON object of an entry, parsed again from the snapshot. */
@@ -439,9 +300,4 @@ export function entryObject(buf: Buffer, rec: EntryRec): Record<string, unknown>
   const obj = parseLine(buf, rec.start, rec.end);
   if (!isObject(obj)) throw new Error(`entry at line ${rec.line} no longer parses`);
   return obj;
-}
-
-/** The stable key of an item, for comparing a branch's earlier items across snapshots. */
-export function itemKey(item: Item): string {
-  return item.kind === "entry" ? `${item.rec.key}@${item.rec.start}` : `x.${item.id}`;
 }

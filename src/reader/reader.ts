@@ -2,7 +2,6 @@
 // controls anything, and takes no path from a caller: a conversation id is resolved by listing
 // the current roots. Refusals are values: every Refusal thrown below is returned here as
 // `{ ok: false, refusal }`, and anything else is a bug and propagates.
-import { isUtf8 } from "node:buffer";
 import { createHash } from "node:crypto";
 import type {
   Catalogue,
@@ -12,41 +11,27 @@ import type {
   RefusalRecord,
   View,
 } from "../protocol/chat-01.ts";
-import { renderEntry } from "./blocks.ts";
 import { listRoot, readCatalogue } from "./catalogue.ts";
-import { isUnchangedSince, type PrefixCheck, trustsChangeTime } from "./change-time.ts";
+import type { PrefixCheck, ProofPolicy } from "./change-time.ts";
 import { type Binding, type CursorState, CursorStore } from "./cursors.ts";
+import { type BranchItems, branchItems, itemKey } from "./items.ts";
 import { ParseCache, type Parsed } from "./parse-cache.ts";
-import {
-  fillPage,
-  type Position,
-  type SizedPart,
-  SMALL_LINE_BYTES,
-  sourceBound,
-  toParts,
-} from "./parts.ts";
-import {
-  branchItems,
-  type EntryRec,
-  entryObject,
-  extendSession,
-  type Item,
-  itemKey,
-  type ParsedSession,
-  parseHeader,
-  parseSession,
-} from "./pi.ts";
+import { fillPage, type Position, type SizedPart } from "./parts.ts";
+import { parseHeader } from "./pi.ts";
 import { approvalKey, expandRoots } from "./pi-store.ts";
 import { isRefusal, Refusal } from "./refusal.ts";
+import { createItemRenderer } from "./render.ts";
 import { closeFile, openSessionFile } from "./safe-fs.ts";
 import {
   epochOf,
+  openSnapshot,
   type SnapshotData,
-  takeSnapshot,
   verifyAndExtend,
   verifyPinned,
 } from "./snapshot.ts";
 import { conversationIdOf, type PiRoot, type Root, unsupportedRowId } from "./sources.ts";
+import { branchName, defaultBranch, extendSession, findBranch, parseSession } from "./tree.ts";
+import { viewFor } from "./view.ts";
 
 export const ACTOR = "local-operator";
 export const PURPOSE = "history";
@@ -54,10 +39,16 @@ export const PURPOSE = "history";
 export type ReaderOptions = {
   roots: Root[] | (() => Root[]);
   /**
-   * How `next` checks the pinned bytes: `auto` trusts the change time where it proves a file
-   * untouched (change-time.ts) and re-reads and hashes otherwise; `bytes` always re-reads.
+   * How `next` checks the pinned bytes: `auto` trusts the change time where a settled read
+   * proves a file untouched (change-time.ts) and compares the bytes otherwise; `bytes` always
+   * compares.
    */
   prefixCheck?: PrefixCheck;
+  /**
+   * Tests only: the racy window in ms instead of the one derived from the kernel's writeback
+   * settings. A shorter window than writeback needs lets writes through a mapping go unseen.
+   */
+  racyWindowMs?: number;
   now?: () => number;
   cursorCap?: number;
   cursorTtlMs?: number;
@@ -89,7 +80,12 @@ export type Reader = {
 
 export function createReader(options: ReaderOptions): Reader {
   const now = options.now ?? Date.now;
-  const prefixCheck = options.prefixCheck ?? "auto";
+  const policy: ProofPolicy = {
+    prefixCheck: options.prefixCheck ?? "auto",
+    ...(options.racyWindowMs === undefined
+      ? {}
+      : { racyWindowNs: BigInt(Math.round(options.racyWindowMs * 1e6)) }),
+  };
   const cursors = new CursorStore({
     now,
     ...(options.cursorCap === undefined ? {} : { cap: options.cursorCap }),
@@ -98,6 +94,7 @@ export function createReader(options: ReaderOptions): Reader {
   const rowCache = new Map<string, { stamp: string; row: CatalogueRow }>();
   const located = new Map<string, { key: string; root: PiRoot; name: string }>();
   const parses = new ParseCache();
+  const renderItem = createItemRenderer();
   const currentRoots = (): Root[] =>
     typeof options.roots === "function" ? options.roots() : options.roots;
 
@@ -172,18 +169,18 @@ export function createReader(options: ReaderOptions): Reader {
     if (prev) prev.data.buf = data.buf.subarray(0, prev.data.buf.length);
     const header = prev ? prev.session.header : parseHeader(data.buf, data.incomplete, root);
     const session = prev ? extendSession(prev.session, data.buf) : parseSession(data.buf, header);
-    const parsed: Parsed = { data, session, view: viewOf(session), items: new Map() };
+    const parsed: Parsed = { data, session, items: new Map() };
     parses.put(cacheKey(root), parsed);
     return parsed;
   }
 
-  function itemsOf(parsed: Parsed, branch: string): Item[] | null {
-    const cached = parsed.items.get(branch);
+  function itemsOf(parsed: Parsed, branch: string): BranchItems | null {
+    const b = findBranch(parsed.session, branch);
+    if (b < 0) return null;
+    const cached = parsed.items.get(b);
     if (cached) return cached;
-    const rec = parsed.session.branchByName.get(branch);
-    if (!rec) return null;
-    const items = branchItems(parsed.session, rec);
-    parsed.items.set(branch, items);
+    const items = branchItems(parsed.session, b);
+    parsed.items.set(b, items);
     return items;
   }
 
@@ -191,11 +188,11 @@ export function createReader(options: ReaderOptions): Reader {
     parsed: Parsed,
     binding: Binding,
     sourceEpoch: string,
-    items: Item[],
+    items: BranchItems,
     start: Position,
     incomplete: boolean,
   ): ReadResult {
-    const partsOf = (i: number): SizedPart[] => renderItem(parsed.data.buf, items[i]!);
+    const partsOf = (i: number): SizedPart[] => renderItem(parsed.data.buf, items.at(i));
     const { parts, next } = fillPage(items.length, start, partsOf);
     const pinned = {
       snapshot: parsed.data.snapshot,
@@ -228,7 +225,8 @@ export function createReader(options: ReaderOptions): Reader {
       snapshot: parsed.data.snapshot,
       sourceEpoch,
     };
-    return { ok: true, page, cursor, follow, view: { ...parsed.view, incomplete } };
+    const shown = findBranch(parsed.session, binding.branch);
+    return { ok: true, page, cursor, follow, view: viewFor(parsed.session, shown, incomplete) };
   }
 
   function open(req: OpenRequest): ReadResult {
@@ -238,20 +236,18 @@ export function createReader(options: ReaderOptions): Reader {
     const file = openSessionFile(root.projectRoot, root.sessionsDir, name);
     let data: SnapshotData;
     try {
-      // Opening again an untouched file reuses its latest snapshot (the fstat of the open is
-      // the proof; see change-time.ts), else reads the file whole.
+      // Opening again a file a settled read proved untouched reuses its latest snapshot (the
+      // fstat of the open is the proof; see change-time.ts), else reads the file whole.
       const { identity } = file;
       const latest = parses.latest(cacheKey(root), identity.dev, identity.ino)?.data;
-      const trust = prefixCheck === "auto" && trustsChangeTime(root.sessionsDir, identity.dev);
-      data =
-        latest && trust && isUnchangedSince(latest.stamp, identity) ? latest : takeSnapshot(file);
+      data = openSnapshot(file, latest, policy);
     } finally {
       closeFile(file);
     }
     const parsed = parse(data, root);
     const branch =
       req.branch === undefined
-        ? parsed.view.defaultBranch
+        ? branchName(parsed.session, defaultBranch(parsed.session))
         : checkString(req.branch, "unknown-branch", "branch");
     const items = itemsOf(parsed, branch);
     if (!items)
@@ -285,14 +281,13 @@ export function createReader(options: ReaderOptions): Reader {
   function resume(state: CursorState, root: PiRoot, name: string, binding: Binding): ReadResult {
     const pinned = { dev: state.dev, ino: state.ino, snapshot: state.record.snapshot };
     const known = parses.get(cacheKey(root), pinned)?.data;
-    const trust = prefixCheck === "auto" && trustsChangeTime(root.sessionsDir, state.dev);
     const file = openSessionFile(root.projectRoot, root.sessionsDir, name);
     let data: SnapshotData;
     try {
       data =
         state.record.kind === "page"
-          ? verifyPinned(file, pinned, known, trust)
-          : verifyAndExtend(file, pinned, known, trust);
+          ? verifyPinned(file, pinned, known, policy)
+          : verifyAndExtend(file, pinned, known, policy);
     } finally {
       closeFile(file);
     }
@@ -377,46 +372,8 @@ function checkString(
   return v;
 }
 
-function digestKeys(items: Item[], count: number): string {
+function digestKeys(items: BranchItems, count: number): string {
   const h = createHash("sha256");
-  for (let i = 0; i < count; i++) h.update(`${itemKey(items[i]!)}\n`);
+  for (let i = 0; i < count; i++) h.update(`${itemKey(items.at(i))}\n`);
   return h.digest("hex");
-}
-
-function renderItem(buf: Buffer, item: Item): SizedPart[] {
-  if (item.kind === "notice") {
-    const meta = item.line === undefined ? undefined : { line: item.line };
-    return toParts(`x.${item.id}`, {
-      kind: "notice",
-      ...(meta ? { meta } : {}),
-      blocks: [{ type: "notice", code: item.code, text: item.text }],
-    });
-  }
-  const { rec } = item;
-  const draft = renderEntry(entryObject(buf, rec));
-  if (!draft) return [];
-  const small = rec.end - rec.start <= SMALL_LINE_BYTES && isUtf8(buf.subarray(rec.start, rec.end));
-  return toParts(rec.key, draft, small ? sourceBound(rec.end - rec.start, draft) : null);
-}
-
-function viewOf(session: ParsedSession): Omit<View, "incomplete"> {
-  const leaf = session.defaultLeaf;
-  const key = (e: EntryRec | null) => (e ? e.key : null);
-  return {
-    defaultBranch: leaf
-      ? (session.branchOf.get(session.byId.get(leaf.id) ?? leaf) ?? "main")
-      : "main",
-    defaultLeaf: key(leaf),
-    branches: session.branches.map((b) => ({
-      name: b.name,
-      leaf: key(b.leaf),
-      start: key(b.start),
-      forksFrom: b.forksFrom
-        ? { branch: session.branchOf.get(b.forksFrom) ?? "main", entry: b.forksFrom.key }
-        : null,
-      depth: b.depth,
-    })),
-    forkedFromEarlierSession: session.header.parentSession,
-    unreadableLines: session.lineNotices.filter((n) => n.kind === "malformed-line").length,
-  };
 }

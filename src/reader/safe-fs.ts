@@ -1,29 +1,47 @@
 // Opening approved session files without following a link or being fooled by a swap. Never
 // writes. Every errno becomes a reader refusal here, in one place (refusalFromErrno).
-// Node has no openat, so a directory swapped between the checks and the open is detected by
-// checking the chain again after the open, not prevented (seed: Opening a file).
+//
+// No path is resolved twice. Node has no openat, but Linux's /proc/self/fd/<fd> is a magic link
+// to the open file itself (not to its name): opening `/proc/self/fd/<dir fd>/<name>` looks
+// `name` up in the directory the descriptor holds, as openat(dirfd, name) would, however that
+// directory has been renamed or exchanged since. So a walk opens the root once, then each
+// component relative to the previous descriptor with O_NOFOLLOW, and the session file relative
+// to the sessions directory's descriptor. A directory exchanged for a link mid-walk makes the
+// walk fail (the link is not followed); it can never lead the walk outside.
 
 import type { BigIntStats } from "node:fs";
 import {
   closeSync,
   constants,
+  existsSync,
   fstatSync,
   lstatSync,
   openSync,
+  readdirSync,
   readSync,
   realpathSync,
 } from "node:fs";
-import { isAbsolute, join, relative, resolve, sep } from "node:path";
+import { isAbsolute, relative, resolve, sep } from "node:path";
 import { LIMITS, type ReaderRefusalCode } from "../protocol/chat-01.ts";
 import { Refusal } from "./refusal.ts";
 
-const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+/**
+ * O_PATH (Linux, every architecture Node runs on): a descriptor that names an inode without
+ * opening it for I/O. Directories are held this way (search permission is all a walk needs), and
+ * a session file is first reached this way, so a FIFO or device swapped in is never opened.
+ */
+const O_PATH = 0o10000000;
+const DIR_FLAGS = O_PATH | constants.O_DIRECTORY;
+const STEP_FLAGS = DIR_FLAGS | constants.O_NOFOLLOW;
+const FILE_PATH_FLAGS = O_PATH | constants.O_NOFOLLOW;
+const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
 const SESSION_NAME = /^[^/\\\0]{1,249}\.jsonl$/;
-
-export type Stamp = { path: string; dev: bigint; ino: bigint };
 
 /** The identity of an opened file as the descriptor saw it. */
 export type FileIdentity = { dev: bigint; ino: bigint; size: number; ctimeNs: bigint };
+
+/** A directory held open (O_PATH) at the end of a walk. Close it with closeDirectory. */
+export type DirHandle = { fd: number; dev: bigint; ino: bigint };
 
 function errnoOf(e: unknown): string | undefined {
   return e instanceof Error && "code" in e && typeof e.code === "string" ? e.code : undefined;
@@ -56,64 +74,124 @@ export function refusalFromErrno(e: unknown, what: string, missing: ReaderRefusa
   }
 }
 
-function lstat(path: string, what: string, missing: ReaderRefusalCode): BigIntStats {
-  try {
-    return lstatSync(path, { bigint: true });
-  } catch (e) {
-    throw refusalFromErrno(e, what, missing);
+let procChecked = false;
+
+/** Refuses `unavailable` where /proc/self/fd cannot stand in for openat (not Linux, no /proc). */
+function requireProcFd(): void {
+  if (procChecked) return;
+  if (process.platform !== "linux" || !existsSync("/proc/self/fd")) {
+    throw new Refusal(
+      "unavailable",
+      "Session files are opened through /proc/self/fd, which this system does not have; the reader needs Linux with /proc mounted.",
+    );
   }
+  procChecked = true;
+}
+
+/** The path that names `name` inside the directory open as `fd` (or the file `fd` itself). */
+export function pathIn(fd: number, name?: string): string {
+  return name === undefined ? `/proc/self/fd/${fd}` : `/proc/self/fd/${fd}/${name}`;
+}
+
+function isComponent(part: string): boolean {
+  return (
+    part !== "" && part !== "." && part !== ".." && !part.includes("/") && !part.includes("\0")
+  );
+}
+
+/** The components of `dir` below `root`; refuses unsafe-path when `dir` is not strictly inside. */
+export function componentsBelow(root: string, dir: string): string[] {
+  const rel = relative(root, dir);
+  const parts = rel.split(sep);
+  if (rel === "" || isAbsolute(rel) || !parts.every(isComponent)) {
+    throw new Refusal("unsafe-path", "The sessions directory is not inside its project root.");
+  }
+  return parts;
 }
 
 /**
- * Checks that every component from the project root down to the sessions directory is a real
- * directory. The project root itself may be a symlink (followed once, by stat); nothing below it
- * may be. Returns the (dev, ino) of each component so the chain can be checked again later.
+ * Opens `root` (which may itself be a symbolic link: it is the configured place, followed once)
+ * and walks `components` below it one at a time, each opened relative to the directory before
+ * it with O_NOFOLLOW|O_DIRECTORY. Refuses unsafe-path when a component is a link or not a
+ * directory, `unavailable` when one is missing, `unreadable` when one cannot be searched.
  */
-export function checkRootChain(projectRoot: string, sessionsDir: string): Stamp[] {
-  const rel = relative(projectRoot, sessionsDir);
-  if (rel === "" || rel.startsWith("..") || isAbsolute(rel)) {
-    throw new Refusal("unsafe-path", "The sessions directory is not inside its project root.");
-  }
-  let top: BigIntStats;
+export function openDirectory(root: string, components: readonly string[]): DirHandle {
+  requireProcFd();
+  let fd: number;
   try {
-    top = lstatSync(projectRoot, { bigint: true });
-    if (top.isSymbolicLink()) top = statFollow(projectRoot);
+    fd = openSync(root, DIR_FLAGS);
   } catch (e) {
+    if (errnoOf(e) === "ENOTDIR") {
+      throw new Refusal("unsafe-path", "The project root is not a directory.");
+    }
     throw refusalFromErrno(e, "The project root", "unavailable");
   }
-  if (!top.isDirectory()) {
-    throw new Refusal("unsafe-path", "The project root is not a directory.");
-  }
-  const stamps: Stamp[] = [{ path: projectRoot, dev: top.dev, ino: top.ino }];
-  let path = projectRoot;
-  for (const part of rel.split(sep)) {
-    path = join(path, part);
-    const st = lstat(path, "The session root", "unavailable");
-    if (!st.isDirectory()) {
-      const what = st.isSymbolicLink() ? "a symbolic link" : "not a directory";
-      throw new Refusal("unsafe-path", `${relative(projectRoot, path)} is ${what}.`);
+  try {
+    for (let i = 0; i < components.length; i++) {
+      const part = components[i] ?? "";
+      if (!isComponent(part)) {
+        throw new Refusal("unsafe-path", "A directory name in the session root is not valid.");
+      }
+      let next: number;
+      try {
+        next = openSync(pathIn(fd, part), STEP_FLAGS);
+      } catch (e) {
+        throw stepRefusal(e, fd, part, components.slice(0, i + 1).join("/"));
+      }
+      closeSync(fd);
+      fd = next;
     }
-    stamps.push({ path, dev: st.dev, ino: st.ino });
+    const st = fstatSync(fd, { bigint: true });
+    return { fd, dev: st.dev, ino: st.ino };
+  } catch (e) {
+    closeSync(fd);
+    throw e;
   }
-  return stamps;
 }
 
-function statFollow(path: string): BigIntStats {
-  // realpath + lstat rather than stat, so a chain of links still ends at a directory we lstat.
-  return lstatSync(realpathSync(path), { bigint: true });
-}
-
-/** Refuses `unsafe-path` when any directory of the chain changed since `stamps` were taken. */
-export function recheckRootChain(projectRoot: string, sessionsDir: string, stamps: Stamp[]): void {
-  const again = checkRootChain(projectRoot, sessionsDir);
-  const same =
-    again.length === stamps.length &&
-    again.every((s, i) => s.dev === stamps[i]?.dev && s.ino === stamps[i]?.ino);
-  if (!same) {
-    throw new Refusal(
+/** Why a step of the walk failed, naming the component by its path below the root. */
+function stepRefusal(e: unknown, parent: number, part: string, shown: string): Refusal {
+  const code = errnoOf(e);
+  if (code === "ENOTDIR" || code === "ELOOP") {
+    // Only to word the message: whatever this lstat finds, the walk has stopped.
+    let link = code === "ELOOP";
+    try {
+      link ||= lstatSync(pathIn(parent, part)).isSymbolicLink();
+    } catch {
+      // Gone again: the message says "not a directory", the code is the same.
+    }
+    return new Refusal(
       "unsafe-path",
-      "A directory above the session file was swapped while it was opened.",
+      `${shown} is ${link ? "a symbolic link" : "not a directory"}.`,
     );
+  }
+  return refusalFromErrno(e, "The session root", "unavailable");
+}
+
+/** The sessions directory of a project, walked from the project root. */
+export function openSessionsDirectory(projectRoot: string, sessionsDir: string): DirHandle {
+  return openDirectory(projectRoot, componentsBelow(projectRoot, sessionsDir));
+}
+
+export function closeDirectory(dir: DirHandle): void {
+  closeSync(dir.fd);
+}
+
+/** The names in an open directory (readdir through its descriptor, never by path). */
+export function listDirectory(dir: DirHandle): string[] {
+  try {
+    return readdirSync(pathIn(dir.fd));
+  } catch (e) {
+    throw refusalFromErrno(e, "The session root", "unavailable");
+  }
+}
+
+/** lstat of `name` inside an open directory: a link there is described, never followed. */
+export function lstatIn(dir: DirHandle, name: string, what: string): BigIntStats {
+  try {
+    return lstatSync(pathIn(dir.fd, name), { bigint: true });
+  } catch (e) {
+    throw refusalFromErrno(e, what, "unknown-conversation");
   }
 }
 
@@ -125,42 +203,66 @@ export function isSessionFileName(name: string): boolean {
 export type OpenFile = { fd: number; identity: FileIdentity };
 
 /**
- * Opens `<sessionsDir>/<name>` read-only: a regular `*.jsonl` directly in the root, opened
- * O_RDONLY|O_NOFOLLOW|O_NONBLOCK, the descriptor's (dev, ino) equal to the lstat before the open,
- * and the directory chain unchanged after it. Refuses unsafe-path, unreadable, unavailable,
- * unknown-conversation (the file left the root) and too-large.
+ * Opens the regular file `name` directly in `dir` for reading: reached with O_PATH|O_NOFOLLOW
+ * relative to the directory's descriptor (a link is refused, not followed), checked to be a
+ * regular file, then reopened for reading through its own descriptor (the same inode, no name
+ * looked up again). Refuses unsafe-path, unreadable, unknown-conversation (no such file) and,
+ * with `limit`, too-large.
+ */
+export function openFileIn(dir: DirHandle, name: string, limit = true): OpenFile {
+  if (!isSessionFileName(name)) {
+    throw new Refusal("unsafe-path", "A session file must be a *.jsonl file directly in its root.");
+  }
+  let handle: number;
+  try {
+    handle = openSync(pathIn(dir.fd, name), FILE_PATH_FLAGS);
+  } catch (e) {
+    throw refusalFromErrno(e, "The session file", "unknown-conversation");
+  }
+  let fd: number;
+  try {
+    const seen = fstatSync(handle, { bigint: true });
+    if (!seen.isFile()) {
+      const what = seen.isSymbolicLink() ? "a symbolic link" : "not a regular file";
+      throw new Refusal("unsafe-path", `The session file is ${what}.`);
+    }
+    try {
+      fd = openSync(pathIn(handle), READ_FLAGS);
+    } catch (e) {
+      throw refusalFromErrno(e, "The session file", "unknown-conversation");
+    }
+    try {
+      const st = fstatSync(fd, { bigint: true });
+      if (!st.isFile() || st.dev !== seen.dev || st.ino !== seen.ino) {
+        throw new Refusal("unsafe-path", "The session file was swapped while it was opened.");
+      }
+      const size = Number(st.size);
+      if (limit && size > LIMITS.fileBytes) {
+        throw new Refusal("too-large", `The session file is ${size} bytes; the limit is 256 MiB.`);
+      }
+      return { fd, identity: identityOf(st) };
+    } catch (e) {
+      closeSync(fd);
+      throw e;
+    }
+  } finally {
+    closeSync(handle);
+  }
+}
+
+/**
+ * Opens `<sessionsDir>/<name>` read-only by a walk from the project root (openDirectory), then
+ * the file relative to the sessions directory's descriptor (openFileIn).
  */
 export function openSessionFile(projectRoot: string, sessionsDir: string, name: string): OpenFile {
   if (!isSessionFileName(name)) {
     throw new Refusal("unsafe-path", "A session file must be a *.jsonl file directly in its root.");
   }
-  const stamps = checkRootChain(projectRoot, sessionsDir);
-  const path = join(sessionsDir, name);
-  const before = lstat(path, "The session file", "unknown-conversation");
-  if (!before.isFile()) {
-    const what = before.isSymbolicLink() ? "a symbolic link" : "not a regular file";
-    throw new Refusal("unsafe-path", `The session file is ${what}.`);
-  }
-  let fd: number;
+  const dir = openSessionsDirectory(projectRoot, sessionsDir);
   try {
-    fd = openSync(path, OPEN_FLAGS);
-  } catch (e) {
-    throw refusalFromErrno(e, "The session file", "unknown-conversation");
-  }
-  try {
-    const st = fstatSync(fd, { bigint: true });
-    if (!st.isFile() || st.dev !== before.dev || st.ino !== before.ino) {
-      throw new Refusal("unsafe-path", "The session file was swapped while it was opened.");
-    }
-    recheckRootChain(projectRoot, sessionsDir, stamps);
-    const size = Number(st.size);
-    if (size > LIMITS.fileBytes) {
-      throw new Refusal("too-large", `The session file is ${size} bytes; the limit is 256 MiB.`);
-    }
-    return { fd, identity: identityOf(st) };
-  } catch (e) {
-    closeSync(fd);
-    throw e;
+    return openFileIn(dir, name);
+  } finally {
+    closeDirectory(dir);
   }
 }
 
@@ -185,13 +287,19 @@ function identityOf(st: BigIntStats): FileIdentity {
 export function readRange(fd: number, position: number, length: number): Buffer {
   const n = Math.max(0, Math.min(length, LIMITS.fileBytes - position));
   const buf = Buffer.allocUnsafe(n);
+  const got = readInto(fd, buf, position);
+  return got === n ? buf : buf.subarray(0, got);
+}
+
+/** Fills `buf` from `position`; returns how many bytes were read (fewer at the end of file). */
+export function readInto(fd: number, buf: Buffer, position: number): number {
   let got = 0;
-  while (got < n) {
-    const r = readSync(fd, buf, got, n - got, position + got);
+  while (got < buf.length) {
+    const r = readSync(fd, buf, got, buf.length - got, position + got);
     if (r === 0) break;
     got += r;
   }
-  return got === n ? buf : buf.subarray(0, got);
+  return got;
 }
 
 /**

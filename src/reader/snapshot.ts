@@ -1,23 +1,39 @@
 // Snapshots and their verification (seed: Snapshots, epochs, cursors). A snapshot is the file
 // up to its last newline when the descriptor was read; its digest is the SHA-256 of those bytes.
-// Every later read checks the (dev, ino), the length and the pinned bytes, and refuses
-// source-replaced on any difference. The bytes are re-read and hashed unless the change time
-// proves the file untouched since they were last verified (change-time.ts says when it can).
-import { createHash } from "node:crypto";
+//
+// Two promises, against every writer (write, pwrite, truncate and rewrite, rename over, a
+// shared mapping):
+// - A snapshot is a state the file held. A read counts only when the fstat before it and the
+//   fstat after it agree; a racy read (change-time.ts) is also read a second time and must come
+//   back equal. A write in flight copies forward and never undoes itself, so a read that mixed
+//   two versions is followed by one that shows more of the newer: two equal reads inside one
+//   unchanged ctime are a state. A file that never holds still for a read is refused (open) or
+//   not extended (follow).
+// - `next` serves a pinned snapshot only while the file still holds its bytes: they are
+//   compared with the bytes in memory (no hashing, no allocation), unless a settled read proves
+//   them unchanged by the change time alone (change-time.ts).
+import { createHash, type Hash } from "node:crypto";
 import { readSync } from "node:fs";
-import type { Snapshot } from "../protocol/chat-01.ts";
-import { isUnchangedSince } from "./change-time.ts";
+import { LIMITS, type Snapshot } from "../protocol/chat-01.ts";
+import {
+  isSettled,
+  isUnchangedSince,
+  type ProofPolicy,
+  racyWindowNs,
+  trustsChangeTime,
+} from "./change-time.ts";
 import { Refusal } from "./refusal.ts";
-import { type OpenFile, readRange, statOpenFile } from "./safe-fs.ts";
+import { type FileIdentity, type OpenFile, readRange, statOpenFile } from "./safe-fs.ts";
 
-/**
- * The (ctime, size) an fstat saw right before the whole file was read: the file was then the
- * snapshot plus, past it, at most a partial line. Equal values later prove it still is.
- */
-export type FileStamp = { ctimeNs: bigint; size: number };
-
-/** A stamp that proves nothing (a ctime with no nanoseconds is never trusted). */
-const UNPROVEN: FileStamp = { ctimeNs: 0n, size: -1 };
+/** The (ctime, size) an fstat saw right before the bytes were read, and what that read proves. */
+export type FileStamp = {
+  ctimeNs: bigint;
+  size: number;
+  /** The read was settled: an equal (ctime, size) later proves the bytes it covered unchanged. */
+  settled: boolean;
+  /** It covered the whole file (the snapshot and any partial line), not only a pinned prefix. */
+  whole: boolean;
+};
 
 export type SnapshotData = {
   /** The whole lines of the snapshot (ends with a newline, or is empty). */
@@ -29,33 +45,21 @@ export type SnapshotData = {
   ino: bigint;
   /** Updated each time the bytes are verified again. */
   stamp: FileStamp;
+  /** SHA-256 state after `buf`: a follow extends the digest without hashing `buf` again. */
+  hash: Hash;
 };
 
 export type Pinned = { dev: bigint; ino: bigint; snapshot: Snapshot };
 
-function sha256(buf: Buffer): string {
-  return createHash("sha256").update(buf).digest("hex");
-}
+/** How many reads a file that keeps changing gets before the reader gives up on this call. */
+const ATTEMPTS = 4;
+
+/** Scratch for comparing the file with bytes in memory: one buffer for the process. */
+const CHUNK = Buffer.allocUnsafe(1024 * 1024);
 
 /** The epoch a new open starts: (dev, ino) and the digest at open. */
 export function epochOf(dev: bigint, ino: bigint, digest: string): string {
   return `e-${createHash("sha256").update(`${dev}:${ino}:${digest}`).digest("hex").slice(0, 40)}`;
-}
-
-/** Reads a fresh snapshot through an open descriptor (the fstat first: see change-time.ts). */
-export function takeSnapshot(file: OpenFile): SnapshotData {
-  const now = statOpenFile(file);
-  const raw = readRange(file.fd, 0, now.size);
-  const end = raw.lastIndexOf(0x0a) + 1;
-  const buf = raw.subarray(0, end);
-  return {
-    buf,
-    snapshot: { bytes: end, digest: sha256(buf) },
-    incomplete: end < raw.length,
-    dev: now.dev,
-    ino: now.ino,
-    stamp: { ctimeNs: now.ctimeNs, size: now.size },
-  };
 }
 
 function replaced(why: string): Refusal {
@@ -65,77 +69,223 @@ function replaced(why: string): Refusal {
   );
 }
 
-function statPinned(file: OpenFile, pinned: Pinned): FileStamp {
+/** Wall-clock now in ns, rounded down: taken before an fstat, it is never after it. */
+function wallNs(): bigint {
+  return BigInt(Date.now()) * 1_000_000n;
+}
+
+type Proof = { trust: boolean; windowNs: bigint | null };
+
+function proofFor(file: OpenFile, policy: ProofPolicy): Proof {
+  const trust = policy.prefixCheck === "auto" && trustsChangeTime(file.fd, file.identity.dev);
+  return { trust, windowNs: trust ? (policy.racyWindowNs ?? racyWindowNs()) : null };
+}
+
+function settledRead(proof: Proof, pre: FileIdentity, startedNs: bigint): boolean {
+  return proof.trust && isSettled(pre.ctimeNs, startedNs, proof.windowNs);
+}
+
+/**
+ * Whether the file holds `held`'s first `n` bytes at `position`, read through CHUNK
+ * (allocates nothing).
+ */
+function isFileEqualTo(fd: number, held: Buffer, n: number, position = 0): boolean {
+  for (let pos = 0; pos < n; ) {
+    const got = readSync(fd, CHUNK, 0, Math.min(CHUNK.length, n - pos), position + pos);
+    if (got === 0) return false;
+    if (CHUNK.compare(held, pos, pos + got, 0, got) !== 0) return false;
+    pos += got;
+  }
+  return true;
+}
+
+function tooLarge(size: number): Refusal {
+  return new Refusal("too-large", `The session file is ${size} bytes; the limit is 256 MiB.`);
+}
+
+/**
+ * What the file holds past `held` (a snapshot's bytes), read as one state with them: the held
+ * bytes are compared in place, only the rest is read into memory. "differs" when the file no
+ * longer starts with `held`; null when it changed during every attempt.
+ */
+function readPast(
+  file: OpenFile,
+  proof: Proof,
+  held: Buffer,
+): { tail: Buffer; stamp: FileStamp } | "differs" | null {
+  const n = held.length;
+  for (let i = 0; i < ATTEMPTS; i++) {
+    const startedNs = wallNs();
+    const pre = statOpenFile(file);
+    if (pre.size > LIMITS.fileBytes) throw tooLarge(pre.size);
+    if (pre.size < n || !isFileEqualTo(file.fd, held, n)) return "differs";
+    const tail = readRange(file.fd, n, pre.size - n);
+    if (tail.length !== pre.size - n) continue;
+    const settled = settledRead(proof, pre, startedNs);
+    const again =
+      settled || (isFileEqualTo(file.fd, held, n) && isFileEqualTo(file.fd, tail, tail.length, n));
+    if (!again) continue;
+    const post = statOpenFile(file);
+    if (post.ctimeNs !== pre.ctimeNs || post.size !== pre.size) continue;
+    return { tail, stamp: { ctimeNs: pre.ctimeNs, size: pre.size, settled, whole: true } };
+  }
+  return null;
+}
+
+/**
+ * The whole file as one state it held (see the header), with its stamp; null when it changed
+ * during every attempt.
+ */
+function readWhole(file: OpenFile, proof: Proof): { raw: Buffer; stamp: FileStamp } | null {
+  for (let i = 0; i < ATTEMPTS; i++) {
+    const startedNs = wallNs();
+    const pre = statOpenFile(file);
+    if (pre.size > LIMITS.fileBytes) {
+      throw new Refusal(
+        "too-large",
+        `The session file is ${pre.size} bytes; the limit is 256 MiB.`,
+      );
+    }
+    const raw = readRange(file.fd, 0, pre.size);
+    if (raw.length !== pre.size) continue;
+    const settled = settledRead(proof, pre, startedNs);
+    if (!settled && !isFileEqualTo(file.fd, raw, raw.length)) continue;
+    const post = statOpenFile(file);
+    if (post.ctimeNs !== pre.ctimeNs || post.size !== pre.size) continue;
+    return { raw, stamp: { ctimeNs: pre.ctimeNs, size: pre.size, settled, whole: true } };
+  }
+  return null;
+}
+
+/** A snapshot of a whole-file read. */
+function fromRead(read: { raw: Buffer; stamp: FileStamp }, file: OpenFile): SnapshotData {
+  const { raw, stamp } = read;
+  const end = raw.lastIndexOf(0x0a) + 1;
+  const buf = raw.subarray(0, end);
+  const hash = createHash("sha256").update(buf);
+  return {
+    buf,
+    snapshot: { bytes: end, digest: hash.copy().digest("hex") },
+    incomplete: end < raw.length,
+    dev: file.identity.dev,
+    ino: file.identity.ino,
+    stamp,
+    hash,
+  };
+}
+
+/**
+ * The snapshot `open` serves: `latest` (this file's newest cached snapshot) while a settled
+ * whole-file read proves the file unchanged since; else a fresh read. Refuses source-replaced
+ * when the file changed during every attempt.
+ */
+export function openSnapshot(
+  file: OpenFile,
+  latest: SnapshotData | undefined,
+  policy: ProofPolicy,
+): SnapshotData {
+  const proof = proofFor(file, policy);
+  const s = latest?.stamp;
+  if (latest && proof.trust && s?.settled && s.whole && isUnchangedSince(s, file.identity)) {
+    return latest;
+  }
+  // The file usually still starts with the latest snapshot: compare it in place, read the rest.
+  if (latest) {
+    const past = readPast(file, proof, latest.buf);
+    if (past === null) throw replaced("it kept changing while it was read");
+    if (past !== "differs") return extendWith(latest, past);
+  }
+  const read = readWhole(file, proof);
+  if (!read) throw replaced("it kept changing while it was read");
+  return fromRead(read, file);
+}
+
+function statPinned(file: OpenFile, pinned: Pinned): FileIdentity {
   const now = statOpenFile(file);
   if (now.dev !== pinned.dev || now.ino !== pinned.ino)
     throw replaced("it is a different file now");
   if (now.size < pinned.snapshot.bytes) throw replaced("it is shorter than before");
-  return { ctimeNs: now.ctimeNs, size: now.size };
+  return now;
 }
 
 /**
- * The pinned snapshot, verified: `known` as it is when `trustCtime` and the file is untouched
- * since `known` was verified; otherwise the pinned bytes re-read and hashed. Refuses
- * source-replaced for another inode, a shorter file, or any pinned byte that differs.
+ * The pinned snapshot, verified: `known` as it is while a settled read proves the file
+ * untouched; otherwise the file's pinned bytes compared with `known`'s (or, with no `known`,
+ * read and hashed). Refuses source-replaced for another inode, a shorter file, or any pinned
+ * byte that differs.
  */
 export function verifyPinned(
   file: OpenFile,
   pinned: Pinned,
   known: SnapshotData | undefined,
-  trustCtime: boolean,
+  policy: ProofPolicy,
 ): SnapshotData {
-  const now = statPinned(file, pinned);
-  if (known && trustCtime && isUnchangedSince(known.stamp, now)) return known;
-  if (known) {
-    // The bytes are in memory already: hash the file through one small buffer, allocate nothing.
-    if (hashPrefix(file.fd, pinned.snapshot.bytes) !== pinned.snapshot.digest) {
-      throw replaced("earlier bytes were rewritten");
-    }
+  const proof = proofFor(file, policy);
+  const startedNs = wallNs();
+  const pre = statPinned(file, pinned);
+  if (known && proof.trust && known.stamp.settled && isUnchangedSince(known.stamp, pre)) {
     return known;
   }
-  const buf = readRange(file.fd, 0, pinned.snapshot.bytes);
-  if (buf.length < pinned.snapshot.bytes) throw replaced("it was truncated while being read");
-  if (sha256(buf) !== pinned.snapshot.digest) throw replaced("earlier bytes were rewritten");
-  // Only the pinned bytes were read, not the whole file: this read proves nothing about the rest.
+  const n = pinned.snapshot.bytes;
+  if (known) {
+    if (!isFileEqualTo(file.fd, known.buf, n)) throw replaced("earlier bytes were rewritten");
+    known.stamp = stampAfter(file, pre, proof, startedNs);
+    return known;
+  }
+  const buf = readRange(file.fd, 0, n);
+  if (buf.length < n) throw replaced("it was truncated while being read");
+  const hash = createHash("sha256").update(buf);
+  if (hash.copy().digest("hex") !== pinned.snapshot.digest)
+    throw replaced("earlier bytes were rewritten");
   return {
     buf,
     snapshot: pinned.snapshot,
     incomplete: false,
     dev: pinned.dev,
     ino: pinned.ino,
-    stamp: UNPROVEN,
+    stamp: stampAfter(file, pre, proof, startedNs),
+    hash,
   };
 }
 
-const CHUNK = Buffer.allocUnsafe(1024 * 1024);
-
-/** SHA-256 of the first `n` bytes, read in 1 MiB chunks; a short file hashes short (no match). */
-function hashPrefix(fd: number, n: number): string {
-  const hash = createHash("sha256");
-  for (let pos = 0; pos < n; ) {
-    const got = readSync(fd, CHUNK, 0, Math.min(CHUNK.length, n - pos), pos);
-    if (got === 0) break;
-    hash.update(CHUNK.subarray(0, got));
-    pos += got;
-  }
-  return hash.digest("hex");
+/**
+ * The stamp of a prefix that was a state when pinned and equals the file now. It proves more
+ * later only when nothing moved during the comparison and the read was settled.
+ */
+function stampAfter(file: OpenFile, pre: FileIdentity, proof: Proof, startedNs: bigint): FileStamp {
+  const post = statOpenFile(file);
+  const still = post.ctimeNs === pre.ctimeNs && post.size === pre.size;
+  return {
+    ctimeNs: pre.ctimeNs,
+    size: pre.size,
+    settled: still && settledRead(proof, pre, startedNs),
+    whole: false,
+  };
 }
 
 /**
- * Verifies the pinned prefix and takes a fresh snapshot of the whole file, in one read; or
- * returns `known` (the pinned snapshot) when the change time proves nothing was written since.
+ * Verifies the pinned prefix and takes a fresh snapshot of the whole file (the prefix compared
+ * in place with `known`'s bytes, or read and hashed without them); or returns `known` when a
+ * settled whole-file read proves nothing was written since. When the file keeps changing during
+ * every read, the pinned snapshot is verified alone and returned: the follow finds nothing new
+ * this time rather than continue from a mix of versions.
  */
 export function verifyAndExtend(
   file: OpenFile,
   pinned: Pinned,
   known: SnapshotData | undefined,
-  trustCtime: boolean,
+  policy: ProofPolicy,
 ): SnapshotData {
+  const proof = proofFor(file, policy);
   const now = statPinned(file, pinned);
-  if (known && trustCtime && isUnchangedSince(known.stamp, now)) return known;
-  const raw = readRange(file.fd, 0, now.size);
+  const s = known?.stamp;
+  if (known && proof.trust && s?.settled && s.whole && isUnchangedSince(s, now)) return known;
+  if (known) return extendKnown(file, proof, known, policy, pinned);
+  const read = readWhole(file, proof);
+  if (!read) return verifyPinned(file, pinned, known, policy);
+  const { raw } = read;
   const n = pinned.snapshot.bytes;
-  if (raw.length < n) throw replaced("it was truncated while being read");
+  if (raw.length < n) throw replaced("it is shorter than before");
   const hash = createHash("sha256").update(raw.subarray(0, n));
   if (hash.copy().digest("hex") !== pinned.snapshot.digest)
     throw replaced("earlier bytes were rewritten");
@@ -143,10 +293,55 @@ export function verifyAndExtend(
   hash.update(raw.subarray(n, end));
   return {
     buf: raw.subarray(0, end),
-    snapshot: { bytes: end, digest: hash.digest("hex") },
+    snapshot: end === n ? pinned.snapshot : { bytes: end, digest: hash.copy().digest("hex") },
     incomplete: end < raw.length,
     dev: pinned.dev,
     ino: pinned.ino,
-    stamp: now,
+    stamp: read.stamp,
+    hash,
+  };
+}
+
+/**
+ * A follow from a snapshot in memory: the file is compared with its bytes in place and only
+ * what follows them is read; a new buffer is made only when whole new lines arrived.
+ */
+function extendKnown(
+  file: OpenFile,
+  proof: Proof,
+  known: SnapshotData,
+  policy: ProofPolicy,
+  pinned: Pinned,
+): SnapshotData {
+  const read = readPast(file, proof, known.buf);
+  if (read === "differs") {
+    const size = statOpenFile(file).size;
+    throw replaced(
+      size < known.buf.length ? "it is shorter than before" : "earlier bytes were rewritten",
+    );
+  }
+  if (!read) return verifyPinned(file, pinned, known, policy);
+  return extendWith(known, read);
+}
+
+/** `known` followed by the whole lines of `tail`; a new buffer only when there are some. */
+function extendWith(known: SnapshotData, read: { tail: Buffer; stamp: FileStamp }): SnapshotData {
+  const { tail, stamp } = read;
+  const nl = tail.lastIndexOf(0x0a) + 1;
+  const incomplete = nl < tail.length;
+  if (nl === 0) return { ...known, incomplete, stamp };
+  const n = known.buf.length;
+  const buf = Buffer.allocUnsafe(n + nl);
+  known.buf.copy(buf, 0);
+  tail.copy(buf, n, 0, nl);
+  const hash = known.hash.copy().update(tail.subarray(0, nl));
+  return {
+    buf,
+    snapshot: { bytes: n + nl, digest: hash.copy().digest("hex") },
+    incomplete,
+    dev: known.dev,
+    ino: known.ino,
+    stamp,
+    hash,
   };
 }

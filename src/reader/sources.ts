@@ -180,7 +180,11 @@ function isWellFormedRegistration(r: SeatRegistration): boolean {
     typeof r.sessionsDir === "string" &&
     typeof r.harness === "string" &&
     typeof r.startedAt === "string" &&
-    !Number.isNaN(Date.parse(r.startedAt))
+    !Number.isNaN(Date.parse(r.startedAt)) &&
+    // What a catalogue row copies must fit CHAT-01 (seat 1024, harness a string, a time 256).
+    r.seat.length <= 1024 &&
+    r.harness.length <= 1024 &&
+    r.startedAt.length <= 256
   );
 }
 

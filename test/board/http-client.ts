@@ -14,7 +14,13 @@ const DEADLINE_MS = 5000;
 export function send(
   port: number,
   path: string,
-  opts: { method?: string; host?: string | null; headers?: Record<string, string> } = {},
+  opts: {
+    method?: string;
+    host?: string | null;
+    headers?: Record<string, string>;
+    /** The deadline; 5 s unless a test expects a slow answer. */
+    timeoutMs?: number;
+  } = {},
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { ...opts.headers };
@@ -28,7 +34,7 @@ export function send(
         headers,
         setHost: opts.host !== null,
         agent: false,
-        signal: AbortSignal.timeout(DEADLINE_MS),
+        signal: AbortSignal.timeout(opts.timeoutMs ?? DEADLINE_MS),
       },
       (res) => {
         const chunks: Buffer[] = [];

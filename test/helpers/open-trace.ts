@@ -21,6 +21,8 @@ export interface OpenCall {
   readonly result: number | null;
   /** What a successful call opened, per `-y` (symlinks resolved by the kernel). */
   readonly target: string | null;
+  /** Opened with O_PATH: the inode was reached (a walk step), never opened for reading. */
+  readonly pathOnly: boolean;
 }
 
 export interface TraceOptions {
@@ -37,8 +39,13 @@ export interface TraceResult {
   readonly stdout: string;
   /** The script's stderr, with any diagnostics of strace itself. */
   readonly stderr: string;
-  /** Unique, in first-seen order: every `resolved` path, then each `target` not already listed. */
+  /**
+   * Unique, in first-seen order: every `resolved` path, then each `target` not already listed,
+   * of the opens that could read or list (O_PATH opens are in `reached` instead).
+   */
   readonly opened: string[];
+  /** The same for O_PATH opens: inodes named (a directory walk step, a file looked at) only. */
+  readonly reached: string[];
   readonly calls: OpenCall[];
 }
 
@@ -105,10 +112,13 @@ export async function traceOpens(
     ];
     const run = await runWithDeadline(argv, cwd, env, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, script);
     const calls = parseStrace(existsSync(out) ? readFileSync(out, "latin1") : "", cwd);
-    const opened = unique([
-      ...calls.map((c) => c.resolved),
-      ...calls.flatMap((c) => (c.target === null ? [] : [c.target])),
-    ]);
+    const pathsOf = (cs: OpenCall[]) =>
+      unique([
+        ...cs.map((c) => c.resolved),
+        ...cs.flatMap((c) => (c.target === null ? [] : [c.target])),
+      ]);
+    const opened = pathsOf(calls.filter((c) => !c.pathOnly));
+    const reached = pathsOf(calls.filter((c) => c.pathOnly));
     // Node loads a symlinked main module by its real path.
     const scriptForms = [...aliasesOf(scriptPath), realpathSync(scriptPath)];
     if (!scriptForms.some((s) => opened.includes(s))) {
@@ -117,7 +127,7 @@ export async function traceOpens(
           `(${calls.length} opens recorded; exit ${run.code ?? run.signal}); stderr:\n${run.stderr}`,
       );
     }
-    return { ...run, opened, calls };
+    return { ...run, opened, reached, calls };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -243,10 +253,26 @@ const BAD_POINTER_RE = /^(?:NULL|0x[0-9a-f]+)[,)]/;
 const RESULT_RE = new RegExp(String.raw`\) += (-?\d+|\?)(?:<${HEX}>)?(?: .*)?$`);
 const UNFINISHED = " <unfinished ...>";
 
-/** Parses `strace -f -xx -y` output; throws on an open line it cannot read rather than skip it. */
+const PROC_FD_RE = /^\/proc\/(?:self|thread-self|\d+)\/fd\/(\d+)(\/.*)?$/;
+
+/**
+ * Parses `strace -f -xx -y` output; throws on an open line it cannot read rather than skip it.
+ * A path through `/proc/self/fd/<n>` (the reader's stand-in for openat) resolves against what
+ * the traced process last opened as fd n.
+ */
 export function parseStrace(text: string, cwd: string): OpenCall[] {
   const calls: OpenCall[] = [];
   const pending = new Map<number, number>();
+  const fds = new Map<number, string>();
+  const throughFd = (raw: string): string => {
+    const m = PROC_FD_RE.exec(raw);
+    const dir = m ? fds.get(Number(m[1])) : undefined;
+    return m && dir !== undefined ? path.join(dir, m[2] ?? "") : raw;
+  };
+  const remember = (call: OpenCall | undefined): void => {
+    if (call?.result !== null && call?.result !== undefined && call.result >= 0 && call.target)
+      fds.set(call.result, call.target);
+  };
   for (const line of text.split("\n")) {
     const resumed = RESUMED_RE.exec(line);
     if (resumed !== null) {
@@ -256,6 +282,7 @@ export function parseStrace(text: string, cwd: string): OpenCall[] {
       const call = index === undefined ? undefined : calls[index];
       if (call !== undefined && index !== undefined) {
         calls[index] = { ...call, ...readResult(resumed[3] ?? "") };
+        remember(calls[index]);
       }
       continue;
     }
@@ -276,12 +303,15 @@ export function parseStrace(text: string, cwd: string): OpenCall[] {
     if (p === null) throw new Error(`parseStrace: unreadable path in: ${line}`);
     if (p[2] !== undefined) throw new Error(`parseStrace: path truncated by strace -s in: ${line}`);
     const raw = decodeHex(p[1] ?? "");
-    const resolved = path.isAbsolute(raw) || base === null ? raw : path.resolve(base, raw);
+    const resolved =
+      path.isAbsolute(raw) || base === null ? throughFd(raw) : path.resolve(base, raw);
+    const pathOnly = /\bO_PATH\b/.test(rest.slice(p[0].length));
     if (line.endsWith(UNFINISHED)) {
       pending.set(pid, calls.length);
-      calls.push({ pid, syscall, path: raw, resolved, result: null, target: null });
+      calls.push({ pid, syscall, path: raw, resolved, result: null, target: null, pathOnly });
     } else {
-      calls.push({ pid, syscall, path: raw, resolved, ...readResult(rest) });
+      calls.push({ pid, syscall, path: raw, resolved, ...readResult(rest), pathOnly });
+      remember(calls[calls.length - 1]);
     }
   }
   return calls;

@@ -257,6 +257,13 @@ function checkView(view: View, at = ""): string[] {
   const names = view.branches.map((b) => b.name);
   const problems: string[] = [];
   if (new Set(names).size !== names.length) problems.push(`${at}/branches repeat a name`);
+  // The list is bounded, and full up to its bound: the reader never lists fewer than it could.
+  const listed = Math.min(view.branchCount, LIMITS.branchesPerView);
+  if (names.length !== listed) {
+    problems.push(
+      `${at}/branches lists ${names.length} of ${view.branchCount} (expected ${listed})`,
+    );
+  }
   if (!names.includes(view.defaultBranch)) {
     problems.push(`${at}/defaultBranch ${view.defaultBranch} is not in branches`);
   }

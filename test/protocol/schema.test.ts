@@ -101,6 +101,7 @@ const view: View = {
       depth: 2,
     },
   ],
+  branchCount: 2,
   incomplete: false,
   forkedFromEarlierSession: false,
   unreadableLines: 0,

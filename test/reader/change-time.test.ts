@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { closeSync, lstatSync, openSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, constants, lstatSync, openSync, readFileSync, writeSync } from "node:fs";
 import { describe, it } from "node:test";
 import {
   hasMultigrainKernel,
@@ -46,36 +46,44 @@ describe("change time as proof of an untouched file", () => {
     assert.equal(isUnchangedSince(t, { ...t, size: 11 }), false);
   });
 
-  it("catches a same-length in-place rewrite made immediately after each page and each follow", (t) => {
-    const p = project(tempDir(t));
-    const lines: object[] = [header(p.projectRoot)];
-    for (let i = 0; i < 250; i++) lines.push(user(`u${i}`, i ? `u${i - 1}` : null, `m${i % 10}`));
-    const file = writeSession(p.sessionsDir, "s.jsonl", lines);
-    const trusted = trustsChangeTime(p.sessionsDir, lstatSync(p.sessionsDir, { bigint: true }).dev);
-    t.diagnostic(`change time trusted on this host: ${trusted}`);
-    const reader = readerFor(p).raw;
-    const id = idOf(reader, "s.jsonl");
-    const text = readFileSync(file, "utf8");
-    const target = text.indexOf('"m0"') + 2;
-    // Many rounds, so rewrites land within the same clock tick as the read before them.
-    for (let round = 0; round < 300; round++) {
-      const first = expectOk(reader.open({ conversation: id }));
-      poke(file, target, round % 2 ? "0" : "Z");
-      const cursor = first.cursor?.id ?? "";
-      expectRefusal(reader.next({ cursor, conversation: id, branch: "main" }), "source-replaced");
-    }
-    for (let round = 0; round < 300; round++) {
-      let r = expectOk(reader.open({ conversation: id }));
-      while (r.cursor)
-        r = expectOk(reader.next({ cursor: r.cursor.id, conversation: id, branch: "main" }));
-      const follow = r.follow?.id ?? "";
-      const quiet = expectOk(reader.next({ cursor: follow, conversation: id, branch: "main" }));
-      poke(file, target, round % 2 ? "0" : "Z");
-      const again = quiet.follow?.id ?? "";
-      expectRefusal(
-        reader.next({ cursor: again, conversation: id, branch: "main" }),
-        "source-replaced",
-      );
-    }
-  });
+  for (const racyWindowMs of [undefined, 0]) {
+    const how =
+      racyWindowMs === undefined
+        ? "while racy (compared by bytes)"
+        : "once settled (window 0: the change time alone)";
+    it(`catches a same-length in-place rewrite made immediately after each page and each follow, ${how}`, (t) => {
+      const p = project(tempDir(t));
+      const lines: object[] = [header(p.projectRoot)];
+      for (let i = 0; i < 250; i++) lines.push(user(`u${i}`, i ? `u${i - 1}` : null, `m${i % 10}`));
+      const file = writeSession(p.sessionsDir, "s.jsonl", lines);
+      const dirFd = openSync(p.sessionsDir, constants.O_RDONLY | constants.O_DIRECTORY);
+      const trusted = trustsChangeTime(dirFd, lstatSync(p.sessionsDir, { bigint: true }).dev);
+      closeSync(dirFd);
+      t.diagnostic(`change time trusted on this host: ${trusted}`);
+      const reader = readerFor(p, racyWindowMs === undefined ? {} : { racyWindowMs }).raw;
+      const id = idOf(reader, "s.jsonl");
+      const text = readFileSync(file, "utf8");
+      const target = text.indexOf('"m0"') + 2;
+      // Many rounds, so rewrites land within the same clock tick as the read before them.
+      for (let round = 0; round < 300; round++) {
+        const first = expectOk(reader.open({ conversation: id }));
+        poke(file, target, round % 2 ? "0" : "Z");
+        const cursor = first.cursor?.id ?? "";
+        expectRefusal(reader.next({ cursor, conversation: id, branch: "main" }), "source-replaced");
+      }
+      for (let round = 0; round < 300; round++) {
+        let r = expectOk(reader.open({ conversation: id }));
+        while (r.cursor)
+          r = expectOk(reader.next({ cursor: r.cursor.id, conversation: id, branch: "main" }));
+        const follow = r.follow?.id ?? "";
+        const quiet = expectOk(reader.next({ cursor: follow, conversation: id, branch: "main" }));
+        poke(file, target, round % 2 ? "0" : "Z");
+        const again = quiet.follow?.id ?? "";
+        expectRefusal(
+          reader.next({ cursor: again, conversation: id, branch: "main" }),
+          "source-replaced",
+        );
+      }
+    });
+  }
 });

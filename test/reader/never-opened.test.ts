@@ -246,7 +246,7 @@ async function run(
   t: TestContext,
   fx: Fixture,
   peek: { files: string[]; dirs: string[] } = { files: [], dirs: [] },
-): Promise<{ opened: string[]; report: Report }> {
+): Promise<{ opened: string[]; reached: string[]; report: Report }> {
   const dir = tempDir(t, "never-opened-run-");
   const script = join(dir, "reader-run.mjs");
   writeFileSync(script, SCRIPT);
@@ -264,15 +264,30 @@ async function run(
   });
   assertUnchanged(before, fingerprintTree(fx.base));
   assert.equal(result.code, 0, `the child failed: ${result.stderr}`);
-  return { opened: result.opened, report: JSON.parse(result.stdout) as Report };
+  return {
+    opened: result.opened,
+    reached: result.reached,
+    report: JSON.parse(result.stdout) as Report,
+  };
 }
 
 describe("the reader never opens what it must not (strace)", { skip: skipWithoutStrace() }, () => {
   it("opens only approved session files while it lists, opens, pages and follows everything", async (t) => {
     const fx = buildFixture(t);
-    const { opened, report } = await run(t, fx);
+    const { opened, reached, report } = await run(t, fx);
 
     assertNeverOpened(opened, fx.forbidden);
+    // O_PATH opens read and list nothing: they are the walk from the project root down to the
+    // approved directory, and the names directly in it (a link there is reached as the link).
+    const projectRoot = join(fx.approvedDir, "..", "..", "..", "..");
+    const walk = [".pi", ".pi/state", ".pi/state/main", ".pi/state/main/sessions"].map((p) =>
+      join(projectRoot, p),
+    );
+    const strays = reached.filter(
+      (p) => p !== projectRoot && !walk.includes(p) && join(p, "..") !== fx.approvedDir,
+    );
+    assert.deepEqual(strays, [], "O_PATH opens outside the walk and the approved directory");
+    assert.ok(reached.includes(fx.approvedDir), "the walk reached the approved directory");
     // The trace is real: the approved directory was listed and every good file opened.
     for (const file of [fx.approvedDir, ...fx.good]) {
       assert.ok(opened.includes(file), `the trace shows ${file} opened`);

@@ -1,13 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { toChatId } from "../../src/protocol/chat-01.ts";
-import {
-  branchItems,
-  extendSession,
-  itemKey,
-  parseHeader,
-  parseSession,
-} from "../../src/reader/pi.ts";
+import { branchItems, itemKey } from "../../src/reader/items.ts";
+import { entryAt, keyOf, parseHeader } from "../../src/reader/pi.ts";
+import { branchName, extendSession, parseSession } from "../../src/reader/tree.ts";
 import {
   assistant,
   entriesOf,
@@ -544,15 +540,21 @@ describe("incremental parse", () => {
 });
 
 function shape(s: ReturnType<typeof parseSession>) {
+  const key = (i: number) => (i >= 0 ? keyOf(entryAt(s.scan.entries, i)) : undefined);
+  const branches = Array.from({ length: s.branches.count }, (_, b) => b);
   return {
-    leaf: s.defaultLeaf?.key,
-    branches: s.branches.map((b) => ({
-      ...b,
-      start: b.start?.key,
-      leaf: b.leaf?.key,
-      forksFrom: b.forksFrom?.key,
+    leaf: s.defaultLeaf ? keyOf(s.defaultLeaf) : undefined,
+    branches: branches.map((b) => ({
+      name: branchName(s, b),
+      start: key(s.branches.start[b]!),
+      leaf: key(s.branches.leaf[b]!),
+      forksFrom: key(s.branches.forksFrom[b]!),
+      depth: s.branches.depth[b],
     })),
-    items: s.branches.map((b) => branchItems(s, b).map(itemKey)),
+    items: branches.map((b) => {
+      const items = branchItems(s, b);
+      return Array.from({ length: items.length }, (_, i) => itemKey(items.at(i)));
+    }),
   };
 }
 

@@ -219,6 +219,13 @@ function renderView(view) {
     li.append(el("span", "depth", b.depth === 1 ? "1 entry" : `${b.depth} entries`));
     ui.branches.append(li);
   }
+  // A view lists at most 100 branches (around the one shown); say how many more exist.
+  const unlisted = (view.branchCount ?? view.branches.length) - view.branches.length;
+  if (unlisted > 0) {
+    ui.branches.append(
+      el("li", "branch more", `${unlisted} more branch${unlisted === 1 ? "" : "es"} not listed`),
+    );
+  }
 }
 
 function showConvRefusal(refusal) {

@@ -1,0 +1,47 @@
+// `npm run bench`: the reader's benchmark, the controller's, then the board's under load, each
+// in its own process. Arguments go to the reader's bench as before, except
+// `--controller-<flag>` and `--board-<flag>`, which go to those benches as `--<flag>`;
+// `--quick` goes to all three. Exits with the first failure.
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+const args = { reader: [] as string[], controller: [] as string[], board: [] as string[] };
+const argv = process.argv.slice(2);
+for (let i = 0; i < argv.length; i++) {
+  const arg = argv[i] ?? "";
+  const routed = /^--(controller|board)-(.+)$/.exec(arg);
+  if (routed) {
+    const bench = routed[1] === "controller" ? "controller" : "board";
+    const name = routed[2] ?? "";
+    const value = argv[i + 1];
+    // A flag followed by another flag, or by nothing, stands alone (--board-quick).
+    if (name.includes("=") || value === undefined || value.startsWith("--")) {
+      args[bench].push(`--${name}`);
+    } else {
+      args[bench].push(`--${name}`, value);
+      i++;
+    }
+    continue;
+  }
+  args.reader.push(arg);
+  if (arg === "--quick") {
+    args.controller.push(arg);
+    args.board.push(arg);
+  }
+}
+
+function run(script: string, scriptArgs: string[]): number {
+  const path = fileURLToPath(new URL(script, import.meta.url));
+  const result = spawnSync(process.execPath, [path, ...scriptArgs], { stdio: "inherit" });
+  if (result.error) throw result.error;
+  return result.status ?? 1;
+}
+
+for (const [script, scriptArgs] of [
+  ["./reader.bench.ts", args.reader],
+  ["./controller.bench.ts", args.controller],
+  ["./board.bench.ts", args.board],
+] as const) {
+  const status = run(script, scriptArgs);
+  if (status !== 0) process.exit(status);
+}

@@ -1,0 +1,89 @@
+// A read worker (read-pool.ts): its own reader over the board's sources and the board's own
+// request handler (routes.ts), so a page that costs seconds to read holds this thread and
+// never the board's request loop. Requests are handled one at a time, in arrival order.
+import { getPriority, setPriority } from "node:os";
+import { isMainThread, parentPort, workerData } from "node:worker_threads";
+import { createReader } from "../reader/reader.ts";
+import { rootsFromSpecs } from "../reader/sources.ts";
+import { loadAssets } from "./assets.ts";
+import { SlabWriter } from "./body-slab.ts";
+import { type FromWorker, isToWorker, type WorkerSetup } from "./read-messages.ts";
+import { createHandler } from "./routes.ts";
+
+function isWorkerSetup(value: unknown): value is WorkerSetup {
+  if (typeof value !== "object" || value === null) return false;
+  if (!("sources" in value && "hosts" in value && "nice" in value)) return false;
+  const { sources, hosts, nice } = value;
+  return (
+    typeof nice === "number" &&
+    Array.isArray(hosts) &&
+    hosts.every((h) => typeof h === "string") &&
+    typeof sources === "object" &&
+    sources !== null &&
+    "specs" in sources &&
+    Array.isArray(sources.specs) &&
+    "registrations" in sources &&
+    Array.isArray(sources.registrations)
+  );
+}
+
+function run(): void {
+  const port = parentPort;
+  if (isMainThread || port === null) {
+    throw new Error("read-worker.ts runs only as a worker thread started by the board.");
+  }
+  const setup: unknown = workerData;
+  if (!isWorkerSetup(setup)) throw new Error("read worker: malformed workerData");
+  lowerPriority(setup.nice);
+  const { specs, registrations, ...tuning } = setup.sources;
+  const reader = createReader({ roots: () => rootsFromSpecs(specs, registrations), ...tuning });
+  const post = (message: FromWorker) => port.postMessage(message);
+  const slab = setup.slab === undefined ? null : new SlabWriter(setup.slab);
+  const handle = createHandler({
+    reader,
+    assets: loadAssets(),
+    hosts: new Set(setup.hosts),
+    log: (line) => post({ type: "log", line }),
+  });
+  port.on("message", (message: unknown) => {
+    if (!isToWorker(message)) {
+      post({ type: "log", line: "board: read worker: a malformed message was ignored" });
+      return;
+    }
+    // createHandler never throws: a reader bug is logged and answered 500 there.
+    const reply = handle(message.request);
+    const range = slab?.write(reply.body) ?? null;
+    if (range !== null) {
+      const empty = { ...reply, body: new Uint8Array(0) };
+      post({ type: "reply", id: message.id, reply: empty, slab: range });
+      return;
+    }
+    // The body is copied here into a buffer of its own and that buffer is transferred, so the
+    // request loop receives it without a copy. Never the reply's own buffer: it may be one
+    // that is served again (an asset) or a slice of Node's shared pool.
+    const body = new Uint8Array(reply.body.byteLength);
+    body.set(reply.body);
+    const out: FromWorker = { type: "reply", id: message.id, reply: { ...reply, body } };
+    port.postMessage(out, [body.buffer]);
+  });
+  post({ type: "ready" });
+}
+
+/**
+ * On Linux a nice value belongs to a thread, and setpriority(PRIO_PROCESS, 0) sets the calling
+ * thread's: a conversation lane then gives way to the request loop and the catalogue's lane
+ * when the CPU is short, and costs nothing when it is not. Elsewhere the call would lower the
+ * whole process, so it is not made.
+ */
+function lowerPriority(nice: number): void {
+  if (nice === 0 || process.platform !== "linux") return;
+  try {
+    // Relative to the thread's own (inherited from the loop's), never above the loop's.
+    setPriority(0, Math.min(19, getPriority(0) + nice));
+  } catch {
+    // Not permitted (a sandbox's seccomp, say): the lane runs at the board's priority, which
+    // only loses the tie-break above; the thread isolation does not depend on it.
+  }
+}
+
+run();

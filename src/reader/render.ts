@@ -1,0 +1,50 @@
+// Items of a branch to sized CHAT-01 parts. An entry too big for one page is rendered once and
+// kept (one slot per reader) while its pages are read: rendering parses the entry's line, so
+// rendering it again for each page made reading a 24 MB message quadratic in its size.
+import { isUtf8 } from "node:buffer";
+import { renderEntry } from "./blocks.ts";
+import type { Item } from "./items.ts";
+import { type SizedPart, SMALL_LINE_BYTES, sourceBound, toParts } from "./parts.ts";
+import { type EntryRec, entryObject, keyOf } from "./pi.ts";
+
+/** Renders one item of a snapshot `buf` into its parts (none for a hidden entry). */
+export type ItemRenderer = (buf: Buffer, item: Item) => SizedPart[];
+
+/** Entries whose parts are at least this big are kept for the next page. */
+const KEEP_BYTES = 1024 * 1024;
+
+export function createItemRenderer(): ItemRenderer {
+  // The snapshot is held weakly: the slot must not keep a snapshot the parse cache let go.
+  // Keyed by the snapshot and the entry's byte range: the same bytes render the same parts.
+  let kept: { buf: WeakRef<Buffer>; start: number; end: number; parts: SizedPart[] } | null = null;
+  return (buf, item) => {
+    if (item.kind === "notice") return renderNotice(item);
+    const { rec } = item;
+    if (kept && kept.start === rec.start && kept.end === rec.end && kept.buf.deref() === buf) {
+      return kept.parts;
+    }
+    const parts = renderEntryParts(buf, rec);
+    let bytes = 0;
+    for (const p of parts) bytes += p.bytes;
+    if (parts.length > 1 || bytes >= KEEP_BYTES) {
+      kept = { buf: new WeakRef(buf), start: rec.start, end: rec.end, parts };
+    }
+    return parts;
+  };
+}
+
+function renderNotice(item: Extract<Item, { kind: "notice" }>): SizedPart[] {
+  const meta = item.line === undefined ? undefined : { line: item.line };
+  return toParts(`x.${item.id}`, {
+    kind: "notice",
+    ...(meta ? { meta } : {}),
+    blocks: [{ type: "notice", code: item.code, text: item.text }],
+  });
+}
+
+function renderEntryParts(buf: Buffer, rec: EntryRec): SizedPart[] {
+  const draft = renderEntry(entryObject(buf, rec));
+  if (!draft) return [];
+  const small = rec.end - rec.start <= SMALL_LINE_BYTES && isUtf8(buf.subarray(rec.start, rec.end));
+  return toParts(keyOf(rec), draft, small ? sourceBound(rec.end - rec.start, draft) : null);
+}
