@@ -460,3 +460,36 @@ describe("automatic reconnect", () => {
     },
   );
 });
+
+describe("replay and the slow-client limit", () => {
+  it(
+    "caps the kept bytes at half of maxQueuedBytes, so a whole replay never trips it",
+    T,
+    async (t) => {
+      const maxQueuedBytes = 64 * 1024;
+      const { ctl } = await startController(t, { maxQueuedBytes, script: { tickMs: 1 } });
+      const a = watch(t, ctl.socketPath);
+      await a.client.connect();
+      await a.client.takeover();
+      assert.equal((await a.client.prompt("slow ticks")).outcome, "admitted");
+      const stream = ctl.execution?.stream;
+      assert.ok(stream);
+      await until(() => stream.firstKept > 1, "the buffer dropped its oldest events");
+      assert.equal((await a.client.interrupt()).outcome, "admitted");
+      await until(() => settled(a), "settled");
+      assert.ok(stream.kept.bytes <= maxQueuedBytes / 2, `${stream.kept.bytes} bytes kept`);
+      // The oldest kept event on: the whole buffer, written at once after the welcome.
+      const c = await rawClient(t, ctl.socketPath);
+      c.write({
+        type: "hello",
+        protocol: 2,
+        grant: "g-op",
+        resume: { streamEpoch: stream.epoch, afterSequence: stream.firstKept - 1 },
+      });
+      const owed = stream.kept.events;
+      await c.until(() => c.lines.length >= owed + 1, "the whole replay");
+      assert.ok(!c.lines.some((l) => l.includes('"refused:channel"')), "not cut as a slow client");
+      assert.equal(c.lines.filter((l) => l.startsWith('{"type":"event"')).length, owed);
+    },
+  );
+});

@@ -14,7 +14,7 @@ import { type Recovered, recoverDeadHolder } from "../claim/recovery.ts";
 import { type Launched, type Launcher, PgroupLauncher } from "../cohort/launcher.ts";
 import type { EngineLink } from "../engine/engine.ts";
 import { LiveSessionGuard, type PathStamp } from "../engine/guard.ts";
-import { EventStream, mapEvent } from "./events.ts";
+import { EventStream, mapEvent, REPLAY_MAX_BYTES } from "./events.ts";
 import { checkExtraEnv, checkLoad, type Execution, engineEnv } from "./execution.ts";
 import { Operations } from "./operations.ts";
 
@@ -41,7 +41,13 @@ import {
   isVerifier,
   type Verifier,
 } from "./records.ts";
-import { type Connection, ControlServer, type HelloAnswer, readySocketPath } from "./socket.ts";
+import {
+  type Connection,
+  ControlServer,
+  type HelloAnswer,
+  MAX_QUEUED_BYTES,
+  readySocketPath,
+} from "./socket.ts";
 import { type Closer, StopChain } from "./stops.ts";
 import { Tracker } from "./turns.ts";
 
@@ -313,7 +319,7 @@ export class Controller {
       link,
       tracker: null as unknown as Tracker,
       stops: null as unknown as StopChain,
-      stream: new EventStream(undefined, this.#options.replay),
+      stream: new EventStream(undefined, this.#replayBounds()),
       binding: null as unknown as BindingRecord,
       closers,
       dialogs: [],
@@ -538,6 +544,14 @@ export class Controller {
   async #dropLaunchRecord(execution: string): Promise<void> {
     if (!this.#launchRecords.delete(execution)) return;
     await removeLaunchRecord(this.#options.claimRoot, execution);
+  }
+
+  // A full replay is written at once: it must fit well inside the slow-client limit.
+  #replayBounds(): { maxEvents?: number; maxBytes: number } {
+    const queued = this.#options.maxQueuedBytes ?? MAX_QUEUED_BYTES;
+    const bytes = Math.min(this.#options.replay?.maxBytes ?? REPLAY_MAX_BYTES, queued / 2);
+    const events = this.#options.replay?.maxEvents;
+    return events === undefined ? { maxBytes: bytes } : { maxEvents: events, maxBytes: bytes };
   }
 
   #engineOptions() {

@@ -82,10 +82,12 @@ function stopReasonOf(m: RpcMessage): string | null {
  * Replay). A count bounds the bookkeeping, bytes bound the memory: the oldest events go first
  * once either is passed. A long answer streams a few thousand deltas of ~120 bytes each; a
  * `message-ended` carries the whole message, tool output included, so bytes are the bound that
- * usually binds. bench/replay-memory.ts measures the heap at both bounds.
+ * usually binds. The bytes stay at half the socket's MAX_QUEUED_BYTES (8 MiB): a whole replay
+ * is queued at once, and must never look like a client that stopped reading (the controller
+ * caps them below a lowered maxQueuedBytes too). bench/replay-memory.ts measures the heap.
  */
 export const REPLAY_MAX_EVENTS = 10_000;
-export const REPLAY_MAX_BYTES = 8 * 1024 * 1024;
+export const REPLAY_MAX_BYTES = 4 * 1024 * 1024;
 
 export type ReplayPlan =
   | {
