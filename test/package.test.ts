@@ -229,9 +229,11 @@ export { Controller, ConversationClient, n, wrong };
     const ctl = startLine(t, line, { cwd: app });
     await ctl.waitFor("the Attach: line", (p) => /\nAttach: .*\n/.test(p.stdout()), 90_000);
     const attachLine = /\nAttach: (.*)\n/.exec(ctl.stdout())?.[1] ?? "";
+    const id = /^Controlling (pi-[0-9a-f]+)$/m.exec(ctl.stdout())?.[1] ?? "";
+    // By conversation id, found in the registry under the state dir the controller was given.
     assert.equal(
       attachLine,
-      `npx conversation attach --socket ${join(root, "s", "control.sock")} --grant g-op`,
+      `npx conversation attach ${id} --state-dir ${join(root, "st")} --grant g-op`,
     );
     // The line as printed, typed into a shell in the project: a screen, then Ctrl-C quits.
     const attach = startLine(t, attachLine, { cwd: app, stdin: true });
@@ -325,9 +327,12 @@ export { Controller, ConversationClient, n, wrong };
   });
 });
 
-/** A session Pi appends nothing to, a grants file, and the control flags, as shell words. */
+/**
+ * A project with a session Pi appends nothing to, a grants file, and the control flags a user
+ * types (--project, --seat, --session; the state dir under `root`), as shell words.
+ */
 function controlFixture(root: string): { args: string } {
-  const projectRoot = join(root, "fx", "proj");
+  const projectRoot = join(root, "proj");
   const sessions = join(projectRoot, ".pi", "state", "main", "sessions");
   mkdirSync(sessions, { recursive: true });
   const session = join(sessions, "s.jsonl");
@@ -340,9 +345,8 @@ function controlFixture(root: string): { args: string } {
     ]),
   );
   const args = [
-    ...["--fixture-root", join(root, "fx"), "--claim-root", join(root, "claims")],
-    ...["--socket-dir", join(root, "s"), "--session", session, "--seat", "main"],
-    ...["--grants", grants],
+    ...["--project", projectRoot, "--seat", "main", "--session", session],
+    ...["--state-dir", join(root, "st"), "--grants", grants],
   ];
   return { args: args.map(q).join(" ") };
 }

@@ -15,6 +15,11 @@ export type ReaderSources = {
   prefixCheck?: PrefixCheck;
   cursorCap?: number;
   cursorTtlMs?: number;
+  /**
+   * The registry of running controllers (control/registry): when given, the catalogue marks
+   * each row `live` by it, read at each request (`conversation serve`, issue 13).
+   */
+  liveRegistry?: string;
 };
 
 /** `workerData` of a read worker. */

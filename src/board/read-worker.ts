@@ -3,6 +3,7 @@
 // never the board's request loop. Requests are handled one at a time, in arrival order.
 import { getPriority, setPriority } from "node:os";
 import { isMainThread, parentPort, workerData } from "node:worker_threads";
+import { withLiveCatalogue } from "../control/registry/live-catalogue.ts";
 import { createReader } from "../reader/reader.ts";
 import { rootsFromSpecs } from "../reader/sources.ts";
 import { loadAssets } from "./assets.ts";
@@ -23,7 +24,10 @@ function isWorkerSetup(value: unknown): value is WorkerSetup {
     "specs" in sources &&
     Array.isArray(sources.specs) &&
     "registrations" in sources &&
-    Array.isArray(sources.registrations)
+    Array.isArray(sources.registrations) &&
+    (!("liveRegistry" in sources) ||
+      sources.liveRegistry === undefined ||
+      typeof sources.liveRegistry === "string")
   );
 }
 
@@ -35,8 +39,9 @@ function run(): void {
   const setup: unknown = workerData;
   if (!isWorkerSetup(setup)) throw new Error("read worker: malformed workerData");
   lowerPriority(setup.nice);
-  const { specs, registrations, ...tuning } = setup.sources;
-  const reader = createReader({ roots: () => rootsFromSpecs(specs, registrations), ...tuning });
+  const { specs, registrations, liveRegistry, ...tuning } = setup.sources;
+  const base = createReader({ roots: () => rootsFromSpecs(specs, registrations), ...tuning });
+  const reader = liveRegistry === undefined ? base : withLiveCatalogue(base, liveRegistry);
   const post = (message: FromWorker) => port.postMessage(message);
   const slab = setup.slab === undefined ? null : new SlabWriter(setup.slab);
   const handle = createHandler({

@@ -1,17 +1,19 @@
 // The `conversation` command line: subcommands, their flags and their help texts. Parsing is
 // strict (node:util parseArgs): an unknown flag, a missing or extra argument is a usage error,
 // returned as a value with the help text to point at. Nothing here reads a file.
+import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { ATTACH_HELP, type AttachCommand, parseAttach } from "./attach.ts";
 import type { SourceFlags } from "./config.ts";
 import { CONTROL_HELP, type ControlCommand, parseControl } from "./control.ts";
+import type { ControllersCommand } from "./controllers.ts";
 
 export const DEFAULT_HOST = "127.0.0.1";
 export const DEFAULT_PORT = 4173;
 
 export type Command =
   | { name: "help"; text: string }
-  | { name: "catalogue"; sources: SourceFlags; json: boolean }
+  | { name: "catalogue"; sources: SourceFlags; json: boolean; stateDir?: string }
   | { name: "read"; sources: SourceFlags; id: string; branch?: string; json: boolean }
   | {
       name: "follow";
@@ -21,7 +23,15 @@ export type Command =
       json: boolean;
       fromStart: boolean;
     }
-  | { name: "serve"; sources: SourceFlags; host: string; port: number; portGiven: boolean }
+  | {
+      name: "serve";
+      sources: SourceFlags;
+      host: string;
+      port: number;
+      portGiven: boolean;
+      stateDir?: string;
+    }
+  | ControllersCommand
   | ControlCommand
   | AttachCommand;
 
@@ -51,7 +61,8 @@ Commands:
   follow <id>        print what is appended to a branch until Ctrl-C
   serve              serve the board and the Console on loopback
   control            run a controller on one session (see control --help)
-  attach             a terminal on a controller's socket (see attach --help)
+  controllers        list the running controllers
+  attach <id>        a terminal on a running controller (see attach --help)
 
 ${SOURCES_HELP}
 
@@ -71,7 +82,9 @@ status is 1; the other roots' rows are still listed.
 
 ${SOURCES_HELP}
 
-  --json             the CHAT-01 catalogue record, as the reader returns it
+  --json             the CHAT-01 catalogue record, as the reader returns it,
+                     each row with "live": true when a controller runs it
+  --state-dir DIR    where to look for running controllers (as control's)
   -h, --help         this help
 `,
   read: `Usage: conversation read <id> [SOURCES] [--branch NAME] [--json]
@@ -110,14 +123,32 @@ and the Console at / on loopback, and prints the URL. Ctrl-C stops it.
   --port N           the port (default ${DEFAULT_PORT}, or a free one if it is taken;
                      0 always picks a free one)
   --host ADDRESS     127.0.0.1 (default), ::1 or localhost; nothing else
+  --state-dir DIR    where to look for running controllers (as control's):
+                     the catalogue marks their conversations live
 
 ${SOURCES_HELP}
 
   -h, --help         this help
 `,
+  controllers: `Usage: conversation controllers [--json] [--state-dir DIR]
+
+Lists the controllers running on this host: conversation, project and seat,
+session file, socket, pid and grants, and how to attach to each. An entry
+left by a controller that died (killed, crashed) is recognised by its pid
+and start time, left out, and removed.
+
+  --json             one JSON document: { "controllers": [...] }, each the
+                     controller's registry entry
+  --state-dir DIR    the state directory the controllers were started with
+                     (default as control's: $XDG_RUNTIME_DIR or
+                     $XDG_STATE_HOME / ~/.local/state, mosaic-conversation)
+  -h, --help         this help
+`,
   control: CONTROL_HELP,
   attach: ATTACH_HELP,
 } as const;
+
+const STATE_DIR = { type: "string" } as const;
 
 /** The source flags, shared with `npm start` (demo.ts). */
 export const SOURCE_OPTIONS = {
@@ -153,10 +184,14 @@ export function parseCommand(argv: string[]): Parsed {
   }
 }
 
-type CommandName = "catalogue" | "read" | "follow" | "serve" | "control" | "attach";
+type CommandName = "catalogue" | "read" | "follow" | "serve" | "control" | "controllers" | "attach";
 
 function isCommandName(s: string): s is CommandName {
-  return ["catalogue", "read", "follow", "serve", "control", "attach"].includes(s);
+  return ["catalogue", "read", "follow", "serve", "control", "controllers", "attach"].includes(s);
+}
+
+function stateDirOf(v: { "state-dir"?: string }): { stateDir?: string } {
+  return v["state-dir"] === undefined ? {} : { stateDir: resolve(v["state-dir"]) };
 }
 
 function isParseArgsError(e: unknown): e is Error {
@@ -188,16 +223,22 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
     case "catalogue": {
       const { values, positionals } = parseArgs({
         args,
-        options: { ...SOURCE_OPTIONS, json: { type: "boolean" } },
+        options: { ...SOURCE_OPTIONS, json: { type: "boolean" }, "state-dir": STATE_DIR },
         allowPositionals: true,
         strict: true,
       });
       if (values.help) return { ok: true, command: { name: "help", text: usage } };
       if (positionals.length > 0)
         return bad(`unexpected argument ${JSON.stringify(positionals[0])}`);
+      if (values["state-dir"] === "") return bad("--state-dir needs a value");
       return {
         ok: true,
-        command: { name, sources: sourcesOf(values), json: values.json ?? false },
+        command: {
+          name,
+          sources: sourcesOf(values),
+          json: values.json ?? false,
+          ...stateDirOf(values),
+        },
       };
     }
     case "read":
@@ -231,7 +272,12 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
     case "serve": {
       const { values, positionals } = parseArgs({
         args,
-        options: { ...SOURCE_OPTIONS, port: { type: "string" }, host: { type: "string" } },
+        options: {
+          ...SOURCE_OPTIONS,
+          port: { type: "string" },
+          host: { type: "string" },
+          "state-dir": STATE_DIR,
+        },
         allowPositionals: true,
         strict: true,
       });
@@ -249,8 +295,26 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
           host: values.host ?? DEFAULT_HOST,
           port,
           portGiven: values.port !== undefined,
+          ...stateDirOf(values),
         },
       };
+    }
+    case "controllers": {
+      const { values, positionals } = parseArgs({
+        args,
+        options: {
+          json: { type: "boolean" },
+          "state-dir": STATE_DIR,
+          help: { type: "boolean", short: "h" },
+        },
+        allowPositionals: true,
+        strict: true,
+      });
+      if (values.help) return { ok: true, command: { name: "help", text: usage } };
+      if (positionals.length > 0)
+        return bad(`unexpected argument ${JSON.stringify(positionals[0])}`);
+      if (values["state-dir"] === "") return bad("--state-dir needs a value");
+      return { ok: true, command: { name, json: values.json ?? false, ...stateDirOf(values) } };
     }
     case "control":
       return parseControl(args);

@@ -6,10 +6,14 @@
 // controller passes visible.ts (through wrap.ts or makeVisible) before it is written, so the
 // only control sequences on the terminal are this file's own; a request is sent once and a
 // lost outcome is reported, never resent.
+import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { ConnectError, ConversationClient, RECONNECT_DELAYS_MS } from "../control/client/client.ts";
 import { Transcript, type TranscriptItem } from "../control/client/transcript.ts";
 import type { ControllerState } from "../control/protocol.ts";
+import { placesFor } from "../control/registry/places.ts";
+import { findController } from "../control/registry/registry.ts";
+import { commandLine } from "./invocation.ts";
 import { createPartPrinter } from "./render.ts";
 import { Composer, type ComposerEffect, InputDecoder, type KeyAction } from "./terminal-input.ts";
 import { makeVisible } from "./visible.ts";
@@ -17,7 +21,8 @@ import { textWidth, wrapText } from "./wrap.ts";
 
 export type AttachCommand = {
   name: "attach";
-  socket: string;
+  /** The controller's socket, or where to find it: the conversation in the registry. */
+  target: { socket: string } | { conversation: string; stateDir?: string };
   grant: string;
   /** Fixed size (required off a terminal for a useful layout; defaults 80 x 24). */
   columns?: number;
@@ -29,19 +34,24 @@ export type AttachParsed =
   | { ok: true; command: AttachCommand | { name: "help"; text: string } }
   | { ok: false; error: string; usage: string };
 
-export const ATTACH_HELP = `Usage: conversation attach --socket PATH --grant ID
+export const ATTACH_HELP = `Usage: conversation attach <conversation-id> [--grant ID] [--state-dir DIR]
+       conversation attach --socket PATH [--grant ID]
                            [--columns N] [--rows N] [--no-alt-screen]
 
-A terminal on a controller's socket (conversation control prints its path):
-the conversation live, and a composer to steer it. It starts as an observer.
+A terminal on a running controller (conversation control prints the line to
+run; conversation controllers lists them): the conversation live, and a
+composer to steer it. It starts as an observer.
 
 Keys: Enter sends the composer; Ctrl-J or Alt-Enter adds a newline; Ctrl-T
 takes control; Ctrl-G interrupts; Ctrl-O reconnects if needed and re-reads
 the page; PageUp and PageDown scroll; Ctrl-C or Ctrl-D quits.
 
-  --socket PATH      the controller's socket
-  --grant ID         the grant to connect with (an id from the grants file;
-                     there is no default: the grant decides what you may do)
+  <conversation-id>  the conversation a controller runs (found in the
+                     registry of running controllers)
+  --state-dir DIR    the state directory the controller was started with
+  --socket PATH      the controller's socket, instead of a conversation id
+  --grant ID         the grant to connect with (default: operator, the
+                     default grant of conversation control)
   --columns N        the width when not a terminal (default 80; 40 or more)
   --rows N           the height when not a terminal (default 24; 8 or more)
   --no-alt-screen    draw on the main screen instead of the alternate one
@@ -50,7 +60,7 @@ the page; PageUp and PageDown scroll; Ctrl-C or Ctrl-D quits.
 Off a terminal (pipes) it reads key bytes from stdin and writes each new
 screen as plain text after a line "=== frame N ===". Engine text is shown
 with control characters made visible (^[, <U+202E>). Exit status: 0 quit;
-1 could not connect; 2 usage error.
+1 no such controller, or could not connect; 2 usage error.
 `;
 
 export function parseAttach(args: string[]): AttachParsed {
@@ -59,6 +69,7 @@ export function parseAttach(args: string[]): AttachParsed {
     args,
     options: {
       socket: { type: "string" },
+      "state-dir": { type: "string" },
       grant: { type: "string" },
       columns: { type: "string" },
       rows: { type: "string" },
@@ -69,13 +80,27 @@ export function parseAttach(args: string[]): AttachParsed {
     strict: true,
   });
   if (values.help) return { ok: true, command: { name: "help", text: ATTACH_HELP } };
-  if (positionals.length > 0) return bad(`unexpected argument ${JSON.stringify(positionals[0])}`);
-  if (values.socket === undefined || values.socket === "") return bad("--socket PATH is required");
-  if (values.grant === undefined || values.grant === "") return bad("--grant ID is required");
+  const [conversation, extra] = positionals;
+  if (extra !== undefined) return bad(`unexpected argument ${JSON.stringify(extra)}`);
+  for (const flag of ["socket", "state-dir", "grant"] as const) {
+    if (values[flag] === "") return bad(`--${flag} needs a value`);
+  }
+  let target: AttachCommand["target"];
+  if (values.socket !== undefined) {
+    if (conversation !== undefined) {
+      return bad("name the conversation or --socket PATH, not both");
+    }
+    if (values["state-dir"] !== undefined) return bad("--state-dir goes with a conversation id");
+    target = { socket: values.socket };
+  } else {
+    if (conversation === undefined) return bad("name the <conversation-id> (or --socket PATH)");
+    const stateDir = values["state-dir"];
+    target = { conversation, ...(stateDir === undefined ? {} : { stateDir: resolve(stateDir) }) };
+  }
   const command: AttachCommand = {
     name: "attach",
-    socket: values.socket,
-    grant: values.grant,
+    target,
+    grant: values.grant ?? "operator",
     altScreen: values["no-alt-screen"] !== true,
   };
   for (const [key, min] of [
@@ -135,8 +160,18 @@ export async function runAttach(
   signal: AbortSignal,
   screen: Screen = processScreen(cmd),
 ): Promise<number> {
+  let socketPath: string;
+  if ("socket" in cmd.target) socketPath = cmd.target.socket;
+  else {
+    const found = findSocket(cmd.target.conversation, cmd.target.stateDir);
+    if (!found.ok) {
+      err(`conversation: cannot attach: ${makeVisible(found.error, { showNewlines: true })}\n`);
+      return 1;
+    }
+    socketPath = found.value;
+  }
   const client = new ConversationClient({
-    socketPath: cmd.socket,
+    socketPath,
     grant: cmd.grant,
     clientName: "conversation attach",
     // A short drop (a restarted controller socket, a suspended laptop) resumes by itself, and
@@ -154,6 +189,43 @@ export async function runAttach(
   }
   const app = new AttachApp(client, transcript, screen, cmd.altScreen);
   return app.run(signal);
+}
+
+/** The socket of the live controller of `conversation`, by the registry. */
+function findSocket(
+  conversation: string,
+  stateDir: string | undefined,
+): { ok: true; value: string } | { ok: false; error: string } {
+  const places = placesFor(stateDir);
+  let entry: ReturnType<typeof findController>;
+  try {
+    entry = findController(places.registry, conversation);
+  } catch (e) {
+    const why = e instanceof Error ? e.message : String(e);
+    return { ok: false, error: `the registry ${places.registry} can't be used: ${why}` };
+  }
+  if (entry !== null) return { ok: true, value: entry.socket };
+  const where = stateDir === undefined ? "" : ` under ${stateDir}`;
+  return {
+    ok: false,
+    error:
+      `no controller runs ${conversation}${where}. See the running ones with ` +
+      `"${commandLine(["controllers", ...(stateDir === undefined ? [] : ["--state-dir", stateDir])])}", ` +
+      `or start one (see "${commandLine(["control", "--help"])}")`,
+  };
+}
+
+/**
+ * What a `handled-without-run` receipt means, in words: Pi answered the prompt without running
+ * it, with Pi's own reason when it gave one (the prompt response's error), and what to check.
+ */
+export function withoutRun(detail: string | null): string {
+  const said =
+    detail === null || detail.trim() === "" ? "it gave no reason" : `it said: ${detail.trim()}`;
+  return (
+    `Pi did not run this prompt (${said}). This is usually the model: check --model and that ` +
+    "the agent directory has its credentials (--agent-from ~/.pi/agent), then send it again."
+  );
 }
 
 class AttachApp {
@@ -515,6 +587,8 @@ export function renderItems(items: readonly TranscriptItem[], width: number): st
         break;
       case "receipt":
         push(one(`[prompt settled: ${item.reason}]`, 2));
+        if (item.reason === "handled-without-run")
+          push(wrapText(withoutRun(item.detail), { width, indent: 2 }));
         break;
       case "event":
         push(one(`[event ${item.eventKind}]`, 2));

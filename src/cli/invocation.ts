@@ -47,6 +47,11 @@ export function commandPrefix(inv: Invocation = current()): string {
   return shellWord(script);
 }
 
+/** A command line that runs `conversation <args...>` as printed, from here. */
+export function commandLine(args: readonly string[], prefix: string = commandPrefix()): string {
+  return [prefix, ...args.map(shellWord)].join(" ");
+}
+
 /** `name` on PATH resolves to `real`. Entries ending in node_modules/.bin are npm's, for its scripts. */
 function isOnPath(name: string, real: string, path: string): boolean {
   for (const dir of path.split(delimiter)) {

@@ -7,6 +7,8 @@
 import { readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { liveConversations, markLive } from "../control/registry/live-catalogue.ts";
+import { placesFor } from "../control/registry/places.ts";
 import {
   createReader,
   type Page,
@@ -19,7 +21,8 @@ import {
 import { type Command, HELP, parseCommand } from "./args.ts";
 import { runAttach } from "./attach.ts";
 import { DEFAULT_SEAT, resolveSources, type SourceFlags, type Sources } from "./config.ts";
-import { readGrantsFile, runControl } from "./control.ts";
+import { DEFAULT_GRANTS, readGrantsFile, runControl } from "./control.ts";
+import { listRunning } from "./controllers.ts";
 import { asInvoked, commandPrefix, shellWord } from "./invocation.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
 import { checkHost, startServing, whenAborted } from "./serve.ts";
@@ -45,11 +48,13 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
     return EXIT.ok;
   }
   if (cmd.name === "control") {
+    if (cmd.grants === undefined) return runControl(cmd, DEFAULT_GRANTS, io, signal);
     const grants = readGrantsFile(cmd.grants);
     if (!grants.ok) return usageError(io, grants.error, HELP.control);
     return runControl(cmd, grants.value, io, signal);
   }
   if (cmd.name === "attach") return runAttach(cmd, io.err, signal);
+  if (cmd.name === "controllers") return listRunning(cmd, io);
   const flags = expandSeats(cmd.sources);
   if (!flags.ok) return usageError(io, flags.error, HELP[cmd.name]);
   const sources = resolveSources(flags.value);
@@ -91,7 +96,7 @@ function expandSeats(
 }
 
 async function run(
-  cmd: Exclude<Command, { name: "help" | "control" | "attach" }>,
+  cmd: Exclude<Command, { name: "help" | "control" | "attach" | "controllers" }>,
   sources: Sources,
   io: Io,
   signal: AbortSignal,
@@ -102,7 +107,8 @@ async function run(
   });
   switch (cmd.name) {
     case "catalogue": {
-      const catalogue = reader.catalogue();
+      const registry = placesFor(cmd.stateDir).registry;
+      const catalogue = markLive(reader.catalogue(), liveConversations(registry));
       if (cmd.json) io.out(`${JSON.stringify(catalogue)}\n`);
       else {
         // Refused roots go to stderr below, once, with the other refusals.
@@ -263,8 +269,13 @@ async function serve(
 ): Promise<number> {
   const badHost = await checkHost(cmd.host);
   if (badHost !== null) return usageError(io, badHost, HELP.serve);
+  // The catalogue route marks conversations a running controller serves (`live`): the read
+  // workers join their catalogue with this registry (registry/live-catalogue.ts).
+  const liveRegistry = placesFor(cmd.stateDir).registry;
   const started = await startServing({
-    reading: { sources: { specs: sources.specs, registrations: sources.registrations } },
+    reading: {
+      sources: { specs: sources.specs, registrations: sources.registrations, liveRegistry },
+    },
     ...cmd,
   });
   if (!started.ok) {
@@ -358,16 +369,19 @@ export function processIo(): Io {
 }
 
 /** Runs the process's command line (or `argv`): SIGINT and SIGTERM end follow, serve and
- * control (status 0). */
+ * control (status 0); a second signal exits at once (130). */
 export async function runProcess(argv: string[] = process.argv.slice(2)): Promise<void> {
   // `npm run conversation -- …` runs us in the package root; the paths a person typed are
   // relative to where they typed it, which npm keeps in INIT_CWD.
   const { npm_lifecycle_event: script, INIT_CWD: typedIn } = process.env;
   if (script === "conversation" && typedIn !== undefined && typedIn !== "") process.chdir(typedIn);
   const stop = new AbortController();
-  const abort = () => stop.abort();
-  process.once("SIGINT", abort);
-  process.once("SIGTERM", abort);
+  // Listeners that stay for the whole run: once Pi's package is imported (`control --new`
+  // writes with its SessionManager), its signal-exit dependency re-raises a signal no other
+  // listener is left for, which would kill the process before the engine's stop ran.
+  const abort = () => (stop.signal.aborted ? process.exit(130) : stop.abort());
+  process.on("SIGINT", abort);
+  process.on("SIGTERM", abort);
   // A reader of our stdout that went away (`| head`): stop quietly, as a pipe's writer should.
   process.stdout.on("error", (e: NodeJS.ErrnoException) => {
     if (e.code !== "EPIPE") throw e;

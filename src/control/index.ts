@@ -71,6 +71,7 @@ export {
   isVerifier,
   type LoadedSession,
   type ReceiptRecord,
+  RepositoryVerifier,
   type StopRecord,
   type StopResult,
   type StopTrigger,

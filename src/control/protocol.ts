@@ -94,6 +94,8 @@ export type Receipt = {
   generation: number;
   state: "admitted" | "settled";
   reason?: ReceiptReason;
+  /** Pi's own reason, when it gave one: the `prompt` response's error (handled-without-run). */
+  detail?: string;
 };
 
 export type Role = "observer" | "controller";

@@ -162,11 +162,11 @@ describe("conversation attach", { concurrency: 3 }, () => {
     assert.match(out, /title \^\[\]0;pwn\^G/);
   });
 
-  it("refuses to start without --grant, and when the socket is not there", async (t) => {
+  it("refuses to start without a conversation or --socket, and when the socket is not there", async (t) => {
     const noGrant = attach(t, "/nonexistent/control.sock", "g-op");
     assert.equal(await exitCode(noGrant), 1);
     assert.match(noGrant.err(), /cannot attach: channel/);
-    const proc = spawn(process.execPath, [MAIN, "attach", "--socket", "/x"], {
+    const proc = spawn(process.execPath, [MAIN, "attach", "--grant", "g-op"], {
       stdio: ["ignore", "pipe", "pipe"],
     });
     t.after(() => {
@@ -178,6 +178,6 @@ describe("conversation attach", { concurrency: 3 }, () => {
     });
     const code = await exitCode({ exited: new Promise((resolve) => proc.on("close", resolve)) });
     assert.equal(code, 2);
-    assert.match(err, /--grant ID is required/);
+    assert.match(err, /name the <conversation-id> \(or --socket PATH\)/);
   });
 });

@@ -59,7 +59,7 @@ function fixture(t: TestContext): Fixture {
     "control",
     ...["--fixture-root", fixtureRoot, "--claim-root", join(root, "claims")],
     ...["--socket-dir", join(root, "s"), "--session", session, "--seat", "main"],
-    ...["--grants", grants],
+    ...["--grants", grants, "--state-dir", join(root, "st")],
   ];
   return { root, fixtureRoot, projectRoot, session, grants, args };
 }
@@ -125,7 +125,7 @@ describe("conversation control", { concurrency: 4 }, () => {
     ]) {
       const r = await runCli(t, args);
       assert.equal(r.code, 0);
-      assert.match(r.stdout, /^Usage: npm run conversation -- control --fixture-root DIR/);
+      assert.match(r.stdout, /^Usage: npm run conversation -- control --project DIR --seat NAME/);
       assert.match(r.stdout, /--grants FILE/);
       assert.equal(r.stderr, "");
       for (const l of r.stdout.split("\n")) assert.ok([...l].length <= 80, `too wide: ${l}`);
@@ -137,8 +137,19 @@ describe("conversation control", { concurrency: 4 }, () => {
   it("exits 2 with a usage error when options are missing or wrong", async (t) => {
     const f = fixture(t);
     const cases: [string[], RegExp][] = [
-      [["control"], /missing --fixture-root DIR, --claim-root DIR, .*--grants FILE/],
-      [["control", "--session", f.session], /missing --fixture-root DIR/],
+      [["control"], /missing --project DIR, --seat NAME, --session FILE or --new/],
+      [["control", "--session", f.session], /missing --project DIR, --seat NAME$/m],
+      [[...f.args, "--new"], /--session and --new exclude each other/],
+      [[...f.args, "--title", "t"], /--title goes with --new/],
+      [
+        [...f.args, "--agent-dir", "a", "--agent-from", "b"],
+        /--agent-dir and --agent-from exclude/,
+      ],
+      [["control", "--seat", "main", "--new"], /missing --project DIR/],
+      [
+        ["control", "--project", f.root, "--seat", "../up", "--new"],
+        /"\.\.\/up" is not a seat name/,
+      ],
       [[...f.args, "--bogus"], /Unknown option '--bogus'/],
       [[...f.args, "extra"], /unexpected argument "extra"/],
       [[...f.args, "--seat"], /argument missing/],
@@ -155,7 +166,7 @@ describe("conversation control", { concurrency: 4 }, () => {
       assert.equal(r.code, 2, args.join(" "));
       assert.equal(r.stdout, "");
       assert.match(r.stderr, pattern);
-      assert.match(r.stderr, /Run "conversation control --help" for usage\./);
+      assert.match(r.stderr, /Run "npm run conversation -- control --help" for usage\./);
     }
   });
 
@@ -212,7 +223,7 @@ describe("conversation control", { concurrency: 4 }, () => {
       [[...f.args, "--thinking", "loud"], /^refused: unsealed-engine: "--thinking" must be/],
       [
         [...f.args, "--agent-dir", join(homedir(), ".pi", "agent")],
-        /^refused: live-session-refused: --agent-dir is inside the live root/,
+        /^refused: live-session-refused: --agent-dir is inside the live root.*\n {2}What to do: .*--agent-from ~\/\.pi\/agent/,
       ],
       // Checked before the claim: after a launch this refusal would leave the claim uncertain.
       [withFlag(f.args, "--socket-dir", loose), /^refused: configuration: socketDir .* mode 755/],
@@ -250,19 +261,19 @@ describe("conversation control", { concurrency: 4 }, () => {
         assert.match(out, /^Controlling pi-[0-9a-f]+$/m);
         assert.ok(out.includes(`\nEngine: Pi ${piVersion}\n`), out);
         // The launcher chooseLauncher() picked, and why: what the stop's outcome depends on.
-        const launcher = /^Launcher: (cgroup|pgroup) \((.+)\)$/m.exec(out);
+        const launcher = /^Launcher: (cgroup|pgroup): .+? \((scope: .+)\)$/m.exec(out);
         assert.ok(launcher, out);
         const kind = launcher[1];
         t.diagnostic(`launcher: ${kind}`);
         assert.match(launcher[2] ?? "", kind === "cgroup" ? /cgroup: cgroup2 at / : /pgroup: /);
         assert.match(out, /^ {2}g-op \(local-operator\): observe takeover prompt$/m);
         assert.match(out, /^ {2}g-ro \(watcher\): observe$/m);
-        assert.ok(
-          out.includes(
-            `Attach: npm run conversation -- attach --socket ${socketPath} --grant g-op\n`,
-          ),
-          out,
-        );
+        const conversation = /^Controlling (pi-[0-9a-f]+)$/m.exec(out)?.[1] ?? "";
+        // A line that runs as printed: from the checkout's sources, through npm, with the
+        // registry's state dir.
+        const attach = `attach ${conversation} --state-dir ${join(f.root, "st")} --grant g-op`;
+        assert.ok(out.includes(`\nAttach: npm run conversation -- ${attach}\n`), out);
+        assert.ok(out.includes("--grant g-ro\n"), "each grant has its attach line");
         assert.equal(cli.stderr(), "", "no load-check warning");
 
         const client = await rawClient(t, socketPath);
@@ -337,7 +348,7 @@ describe("npm start's demo controller", () => {
     t.after(() => demo.stop().then(() => undefined));
     assert.match(demo.text, /^Socket: .+control\.sock$/m);
     assert.match(demo.text, /--grant demo-op\n/);
-    assert.match(demo.text, /^Launcher: (cgroup|pgroup) \(.+\)$/m);
+    assert.match(demo.text, /^Launcher: (cgroup|pgroup): .+ \(scope: .+\)$/m);
     assert.doesNotMatch(demo.text, /warning/);
     assert.ok(existsSync(join(projectRoot, DEMO_FILE)));
 

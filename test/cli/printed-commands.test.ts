@@ -4,7 +4,7 @@
 // unknown-conversation, `npm start`'s hints and the controller's Attach: line. Each line runs
 // in a shell as a contributor types it (npm finds Node 24 itself), with a deadline.
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it, type TestContext } from "node:test";
@@ -21,7 +21,7 @@ import {
   startLine,
 } from "../helpers/packed.ts";
 import { assistant, header, project, user, writeSession } from "../helpers/reader.ts";
-import { settledSession, writeAgentFiles, writeLines } from "../helpers/real-pi.ts";
+import { writeAgentFiles } from "../helpers/real-pi.ts";
 
 const version = (
   JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }
@@ -187,7 +187,7 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
       (c) =>
         c.section !== "Install" &&
         !elsewhere.has(c.line) &&
-        !/ (control|attach) /.test(c.line) &&
+        !/ (control|attach|controllers)( |$)/.test(c.line) &&
         !c.line.startsWith("cat >"),
     );
     assert.ok(lines.length >= 4, lines.map((l) => l.line).join("\n"));
@@ -210,53 +210,107 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
     }
   });
 
-  it("runs the README's control line, and the Attach: line it prints is the README's", async (t) => {
-    const dir = join(base, "fx");
-    const proj = join(dir, "proj");
-    const session = join(proj, ".pi", "state", "main", "sessions", "s.jsonl");
-    mkdirSync(join(session, ".."), { recursive: true });
-    writeLines(session, settledSession(proj));
+  it("runs the README's control line on a project under ~, and every attach line it prints", async (t) => {
+    // A person's home of its own: the README's ~/code/app and ~/.pi/agent are read as typed,
+    // and the default state and runtime places (no XDG variables) fall under it.
+    const home = join(base, "h");
+    const app = join(home, "code", "app");
+    mkdirSync(app, { recursive: true });
     const model = await startFakeModel({ replies: [{ kind: "text", text: "hello" }] });
     t.after(() => model.close());
-    writeAgentFiles(join(dir, "agent"), model.baseUrl);
-    const values = { DIR: dir, AGENT: join(dir, "agent"), "grants.json": join(dir, "grants.json") };
-    const docs = readmeCommands();
-    const grants = docs.find((c) => c.line.startsWith("cat > grants.json"));
-    assert.ok(grants, "the README writes a grants file");
-    await ok(t, fill(grants.line, values));
-    const controls = new Set(docs.filter((c) => c.line.includes(" control ")).map((c) => c.line));
-    assert.equal(controls.size, 1, "one control line, however often shown");
-    const [control = ""] = controls;
-    const ctl = await runUntil(
-      t,
-      fill(control, values),
-      "the Attach: line",
-      (p) => /\nAttach: .*\n/.test(p.stdout()),
-      120_000,
+    const agent = join(home, ".pi", "agent");
+    writeAgentFiles(agent, model.baseUrl);
+    // The user's default model, which Pi uses when the line names none.
+    writeFileSync(
+      join(agent, "settings.json"),
+      JSON.stringify({ defaultProvider: "loopback", defaultModel: "fake-1" }),
     );
-    const printed = /\nAttach: (.*)\n/.exec(ctl.stdout())?.[1] ?? "";
+    const env: NodeJS.ProcessEnv = { ...checkoutEnv(), HOME: home };
+    for (const k of ["XDG_STATE_HOME", "XDG_RUNTIME_DIR", "PI_CODING_AGENT_DIR"]) delete env[k];
+    const here = { cwd: ROOT, env };
+
+    const docs = readmeCommands().filter((c) => c.section === "Steer a Pi from a terminal");
+    const controls = docs.filter((c) => c.line.includes(" control "));
+    assert.equal(controls.length, 1, "one control line");
+    const [control] = controls;
+    assert.match(control?.line ?? "", / --project ~\/code\/app --seat main --new /);
+    const ctl = startLine(t, control?.line ?? "", here);
+    await ctl.waitFor("the Attach: line", (p) => /\nAttach: .*\n/.test(p.stdout()), 120_000);
+    const out = ctl.stdout();
+    const id = /^Controlling (pi-[0-9a-f]+)$/m.exec(out)?.[1] ?? "";
+    assert.ok(id !== "", out);
+    const printed = /\nAttach: (.*)\n/.exec(out)?.[1] ?? "";
     const readme = readFileSync(join(ROOT, "README.md"), "utf8");
     const said = /# it prints: Attach: (.*)/.exec(readme)?.[1] ?? "";
-    assert.equal(printed, fill(said, values), "the README shows what the controller prints");
+    assert.equal(printed, fill(said, { "<conversation-id>": id }), "the README shows it");
+
+    // `controllers`, as the README has it, lists the controller with the same attach line.
+    const listing = docs.find((c) => c.line.endsWith(" controllers"));
+    assert.ok(listing, "the README lists the running controllers");
+    const listed = await runLine(t, listing.line, { ...here, ms: 60_000 });
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.ok(listed.stdout.includes(`\n  ${printed}\n`), listed.stdout);
+
+    // Every grant's line the controller printed, and the README's attach line, run as printed.
+    const grantLines = out
+      .split("\n")
+      .filter((l) => l.startsWith("    npm run conversation -- attach "))
+      .map((l) => l.trim());
+    assert.deepEqual(
+      grantLines.map((l) => l.replace(/.* --grant /, "")),
+      ["operator", "observer"],
+    );
     const attach = docs.find((c) => c.line.includes(" attach "));
     assert.ok(attach);
-    await attachAsPrinted(t, fill(attach.line, values));
+    const readmeAttach = fill(attach.line, { "<conversation-id>": id });
+    assert.ok(grantLines.includes(readmeAttach), readmeAttach);
+    for (const line of grantLines) {
+      const a = startLine(t, line, { ...here, stdin: true });
+      await a.waitFor("a first screen", (p) => p.stdout().includes("=== frame"), 60_000);
+      a.proc.stdin?.end("\x03");
+      await a.waitFor("attach to quit", (p) => p.proc.exitCode !== null, 20_000);
+      assert.equal(a.proc.exitCode, 0, a.stderr());
+    }
     assert.ok(isCleanInterrupt(await interrupt(ctl, 30_000)), ctl.stderr());
+    const none = await runLine(t, listing.line, { ...here, ms: 60_000 });
+    assert.match(none.stdout, /^No controller is running \(registry: /m);
+  });
+
+  it("resolves control's relative paths from where npm run was typed (INIT_CWD)", async (t) => {
+    const home = join(base, "rel");
+    mkdirSync(join(home, "code", "app"), { recursive: true });
+    mkdirSync(join(home, "empty"));
+    const npm = `npm --prefix ${ROOT} run conversation -- control --project code/app --seat main`;
+    const opts = { cwd: home, env: checkoutEnv(), ms: 60_000 };
+    const stray = await runLine(t, `${npm} --session s.jsonl --state-dir st`, opts);
+    assert.equal(stray.code, 1, stray.stderr);
+    const sessions = join(home, "code", "app", ".pi", "state", "main", "sessions");
+    assert.ok(
+      stray.stderr.includes(`${join(home, "s.jsonl")} is not in ${sessions}`),
+      stray.stderr,
+    );
+    const agent = await runLine(t, `${npm} --new --agent-from empty --state-dir st`, opts);
+    assert.equal(agent.code, 1, agent.stderr);
+    assert.ok(
+      agent.stderr.includes(`--agent-from ${join(home, "empty")} has none of`),
+      agent.stderr,
+    );
+    assert.ok(existsSync(join(home, "st", "controllers")), "the state dir is the typed one");
   });
 
   it("runs each command every --help names, as it names it", async (t) => {
-    const helps = ["", "catalogue", "read", "follow", "serve", "control", "attach"];
+    const helps = ["", "catalogue", "read", "follow", "serve", "control", "attach", "controllers"];
     const named = new Set<string>();
     for (const cmd of helps) {
       const out = await ok(t, `npm run --silent conversation -- ${cmd} --help`);
       for (const m of out.matchAll(
-        /npm run conversation -- (catalogue|read|follow|serve|control|attach)\b/g,
+        /npm run conversation -- (catalogue|read|follow|serve|control|attach|controllers)\b/g,
       )) {
         named.add(m[1] ?? "");
       }
       assert.doesNotMatch(
         out,
-        /(^|[\s`"(])conversation (catalogue|read|follow|serve|control|attach|<command>)/m,
+        /(^|[\s`"(])conversation (catalogue|read|follow|serve|control|attach|controllers|<command>)/m,
         `${cmd} --help names the bare bin`,
       );
     }

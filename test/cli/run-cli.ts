@@ -5,7 +5,8 @@ import { join } from "node:path";
 import type { TestContext } from "node:test";
 
 export const MAIN = join(import.meta.dirname, "..", "..", "src", "cli", "main.ts");
-// Generous: a CLI start is ~1 s alone, but several seconds on a loaded 2-core machine.
+// Generous: a command starts in about a second alone, but tests spawn many at once on a shared
+// two-core machine, where a start has been seen to take over 10 s.
 const DEADLINE_MS = 30_000;
 
 export type Exit = { code: number | null; signal: NodeJS.Signals | null };

@@ -64,6 +64,8 @@ export type PaneOptions = {
   artifacts?: string;
   /** Prefix for this pane's artifact files (two panes sharing one folder). */
   prefix?: string;
+  /** The arguments after `attach`, instead of `--socket <socket> --grant <grant>`. */
+  attachArgs?: string[];
 };
 
 /** Empties `test-artifacts/attach/<name>`, so it holds only this run's screens. */
@@ -108,7 +110,8 @@ export async function startPane(
     if (dir !== null) writeFileSync(join(dir, `${options.prefix ?? ""}${step}.txt`), screen);
   };
   const statusFile = join(root, `${name}.status`);
-  const attach = [process.execPath, MAIN, "attach", "--socket", socket, "--grant", grant];
+  const args = options.attachArgs ?? ["--socket", socket, "--grant", grant];
+  const attach = [process.execPath, MAIN, "attach", ...args];
   const command = `${attach.map(quote).join(" ")}; echo $? > ${quote(statusFile)}`;
   const size = ["-x", String(options.columns ?? 60), "-y", String(options.rows ?? 20)];
   await tmux(["new-session", "-d", ...size, command]);

@@ -50,7 +50,7 @@ export function stableSession(cwd: string, id = FAKE_SESSION_ID): Line[] {
   ];
 }
 
-/** A session Pi appends to at startup (messages, no thinking entry): K8 fails. */
+/** A session Pi appends to at startup (messages, no thinking entry): K8 accepts the append. */
 export function appendingSession(cwd: string): Line[] {
   return stableSession(cwd)
     .filter((l) => l.type !== "thinking_level_change")

@@ -4,7 +4,7 @@
 // and outside the fixture root. Driven through ConversationClient. One cleanup per test stops
 // the controller (which ends the engine), closes the model and removes the temp dir, in order.
 import assert from "node:assert/strict";
-import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import type { StopRecord } from "../../src/control/controller/records.ts";
@@ -169,7 +169,7 @@ for (const piVersion of REAL_PI_VERSIONS)
     );
 
     it(
-      "refuses preflight when Pi's startup append moves the leaf (seed: Findings)",
+      "accepts exactly Pi's startup append and records it in the binding (seed: Findings)",
       T,
       async (t) => {
         // Messages but no thinking entry on the branch: pinned Pi appends thinking_level_change.
@@ -185,12 +185,46 @@ for (const piVersion of REAL_PI_VERSIONS)
         const lines = readLines(f.sessionFile);
         assert.equal(lines.length, 4, "Pi appended one entry");
         assert.equal(lines[3]?.type, "thinking_level_change");
+        assert.equal(lines[3]?.parentId, "aaaa0002");
+        const exec = ctrl.execution;
+        assert.ok(exec);
+        assert.equal(exec.binding.state, "bound");
+        assert.equal(exec.binding.reason, "loaded");
+        assert.equal(exec.binding.expected.leafId, "aaaa0002");
+        assert.equal(exec.binding.loaded?.leafId, lines[3]?.id);
+        assert.deepEqual(exec.binding.startupAppend?.entries, [
+          { id: lines[3]?.id, type: "thinking_level_change" },
+        ]);
+        assert.equal(ctrl.state().admission, "open");
+
+        const { client: a } = await run.client();
+        assert.equal((await a.takeover()).outcome, "admitted");
+        const r = await a.prompt("hi");
+        assert.equal(r.outcome, "admitted", JSON.stringify(r));
+      },
+    );
+
+    it(
+      "refuses preflight when something other than Pi moved the leaf before it started (K8)",
+      T,
+      async (t) => {
+        const run = await startReal(t, {
+          piVersion,
+          // Another writer appends a message after the controller was constructed.
+          beforeStart: (f) =>
+            appendFileSync(
+              f.sessionFile,
+              `${JSON.stringify(userEntry("ffff0001", "aaaa0003", "someone else", 9))}\n`,
+            ),
+        });
+        const { ctrl } = run;
         const exec = ctrl.execution;
         assert.ok(exec);
         assert.equal(exec.binding.state, "uncertain");
         assert.equal(exec.binding.reason, "k8-load-check");
-        assert.equal(exec.binding.expected.leafId, "aaaa0002");
-        assert.equal(exec.binding.loaded?.leafId, lines[3]?.id);
+        assert.equal(exec.binding.expected.leafId, "aaaa0003");
+        assert.equal(exec.binding.loaded?.leafId, "ffff0001");
+        assert.match(exec.load?.reason ?? "", /not Pi's known startup entry \(added: nothing\)/);
         assert.equal(ctrl.state().admission, "never");
         assert.equal(ctrl.claim?.state, "held");
 

@@ -1,5 +1,12 @@
 import assert from "node:assert/strict";
-import { chmodSync, mkdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  chmodSync,
+  mkdirSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -168,11 +175,35 @@ describe("controller", () => {
     await assert.rejects(ctl.start(), (e) => isControlRefusal(e) && e.code === "configuration");
   });
 
-  it("keeps admission closed and refuses preflight when a startup append moves the leaf (K8)", async (t) => {
+  it("accepts the engine's known startup append, records it, and opens admission (K8)", async (t) => {
     const { ctl } = await startController(t, { session: appendingSession });
+    const binding = ctl.execution?.binding;
+    assert.equal(binding?.state, "bound");
+    assert.deepEqual(
+      binding?.startupAppend?.entries.map((e) => e.type),
+      ["thinking_level_change"],
+    );
+    assert.equal(ctl.state().admission, "open");
+  });
+
+  it("keeps admission closed and refuses preflight when another writer moved the leaf (K8)", async (t) => {
+    const f = makeFixture(t);
+    const ctl = new Controller(controllerOptions(f));
+    t.after(() => ctl.stop());
+    // Written after construction, before the launch: not the engine's, so K8 fails.
+    const foreign = {
+      type: "message",
+      id: "ffff0001",
+      parentId: "aaaa0003",
+      timestamp: new Date().toISOString(),
+      message: { role: "user", content: "someone else", timestamp: Date.now() },
+    };
+    appendFileSync(f.sessionFile, `${JSON.stringify(foreign)}\n`);
+    await ctl.start();
     assert.equal(ctl.state().admission, "never");
     assert.equal(ctl.state().binding, "uncertain");
     assert.equal(ctl.claim?.state, "held");
+    assert.match(ctl.execution?.load?.reason ?? "", /is not Pi's known startup entry/);
     const { c, welcome } = await TestClient.welcomed(t, ctl.socketPath);
     const generation = (welcome.state as { generation: number }).generation;
     const take = await c.request({ op: "takeover", generation });
@@ -184,6 +215,7 @@ describe("controller", () => {
       draft: { id: "d1", revision: 1 },
     });
     assert.equal(r.outcome, "refused:preflight");
+    assert.match(String(r.message), /Pi did not load this session as expected/);
   });
 
   it("ends the claim stopped-proven on stop when the launcher proves it", async (t) => {

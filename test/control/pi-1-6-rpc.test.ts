@@ -11,12 +11,16 @@ import type { ReceiptReason } from "../../src/control/protocol.ts";
 
 function tracker() {
   const settled: [string, ReceiptReason][] = [];
+  const details: (string | undefined)[] = [];
   const overlaps: OverlapSignal[] = [];
   const t = new Tracker({
-    settle: (r, why) => settled.push([r, why]),
+    settle: (r, why, detail) => {
+      settled.push([r, why]);
+      details.push(detail);
+    },
     overlap: (s) => overlaps.push(s),
   });
-  return { t, settled, overlaps };
+  return { t, settled, details, overlaps };
 }
 
 const message = (role: string, text: string): RpcEvent => ({
@@ -35,17 +39,29 @@ describe("Pi 1.6.0's RPC differences", () => {
   });
 
   it("settles handled-without-run at once when 1.6.0 says the prompt was handled", () => {
-    const { t, settled } = tracker();
+    const { t, settled, details } = tracker();
     t.dispatch("rc1", "/cmd");
-    t.ack("rc1", true, "handled");
+    t.ack("rc1", true, { disposition: "handled" });
     assert.deepEqual(settled, [["rc1", "handled-without-run"]]);
+    assert.deepEqual(details, [undefined], "a success carries no reason");
     assert.equal(t.isQuiet(), true, "the slot is free again");
+  });
+
+  it("a failed prompt settles handled-without-run with Pi's reason, whatever the version", () => {
+    const { t, settled, details } = tracker();
+    t.dispatch("rc1", "hi");
+    t.ack("rc1", false, { error: "No model selected" });
+    t.dispatch("rc2", "hi");
+    t.ack("rc2", true, { disposition: "queued" });
+    assert.deepEqual(settled, [["rc1", "handled-without-run"]], "queued keeps the slot");
+    assert.deepEqual(details, ["No model selected"]);
+    assert.equal(t.slotReceipt(), "rc2");
   });
 
   it("a system message before the user's does not disturb the attribution", () => {
     const { t, settled, overlaps } = tracker();
     t.dispatch("rc1", "hi");
-    t.ack("rc1", true, "started");
+    t.ack("rc1", true, { disposition: "started" });
     const run: RpcEvent[] = [
       { type: "agent_start" },
       { type: "turn_start" },

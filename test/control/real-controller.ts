@@ -38,6 +38,8 @@ export async function startReal(
     replies?: ModelReply[];
     /** Which pinned Pi runs (REAL_PI_VERSIONS); default 0.85.1. */
     piVersion?: PiVersion;
+    /** Runs between construction and start: another writer, for example. */
+    beforeStart?: (f: Fixture) => void;
   } = {},
 ): Promise<Running> {
   // Cleanups run in this order: clients, controller (engine ended), model, temp dir.
@@ -77,6 +79,7 @@ export async function startReal(
     agentDir,
     ...(options.piVersion === undefined ? {} : { piVersion: options.piVersion }),
   });
+  options.beforeStart?.(f);
   await ctrl.start();
   const socketPath = ctrl.socketPath;
   return {

@@ -159,6 +159,12 @@ function rowElement(row) {
   );
   open.addEventListener("click", () => navigate({ c: row.conversation }));
   titleCell.append(open);
+  // A running controller serves it (the board joins the registry: docs/control-cli.md).
+  if (row.live === true) {
+    const badge = el("span", "badge ok live", "live");
+    badge.title = "A controller is running this conversation";
+    titleCell.append(" ", badge);
+  }
   if (row.unsupportedReason !== null) {
     const reason = el("span", "reason");
     reason.append(textEl("code", "", row.unsupportedReason, true));

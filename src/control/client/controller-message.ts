@@ -190,5 +190,9 @@ export function readReceipt(value: unknown): Receipt {
     state: oneOf(o, "state", "receipt", ["admitted", "settled"] as const),
   };
   if (o.reason !== undefined) receipt.reason = oneOf(o, "reason", "receipt", RECEIPT_REASONS);
+  if (o.detail !== undefined) {
+    if (typeof o.detail !== "string") fail("receipt.detail is not a string");
+    receipt.detail = o.detail;
+  }
   return receipt;
 }

@@ -30,7 +30,7 @@ export type TranscriptItem =
   | { kind: "notice"; key: string; method: string; text: string }
   /** A prompt's receipt that settled other than `completed` (the controller's `receipt`
    * event): `reason` is the wire's text, untrusted like any other. */
-  | { kind: "receipt"; key: string; receiptId: string; reason: string }
+  | { kind: "receipt"; key: string; receiptId: string; reason: string; detail: string | null }
   /** An event kind this client does not know, shown generically. */
   | { kind: "event"; key: string; eventKind: string }
   | { kind: "seam"; key: string; reason: SeamReason; detail: string };
@@ -141,7 +141,14 @@ class Live {
         const receipt = typeof r === "object" && r !== null ? (r as Record<string, unknown>) : {};
         const reason = str(receipt.reason);
         if (receipt.state === "settled" && reason !== null && reason !== "completed") {
-          this.items.push({ kind: "receipt", key, receiptId: str(receipt.id) ?? "", reason });
+          const detail = str(receipt.detail);
+          this.items.push({
+            kind: "receipt",
+            key,
+            receiptId: str(receipt.id) ?? "",
+            reason,
+            detail,
+          });
         }
         return false;
       }

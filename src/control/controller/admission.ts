@@ -126,7 +126,12 @@ export function admit(view: AdmissionView, r: Request): Admission {
   }
   if (op === "prompt" || op === "interrupt") {
     if (view.admission === "never") {
-      return no("preflight", "the K8 load check did not pass; admission never opened");
+      return no(
+        "preflight",
+        "Pi did not load this session as expected when the controller started, so nothing can " +
+          "be sent to it; the controller's output says why. Stop the controller, fix that, and " +
+          "start it again (K8 load check; admission never opened)",
+      );
     }
     if (view.admission === "fenced")
       return no("fenced", `admission is closed: ${view.fenceReason}`);

@@ -12,10 +12,15 @@ import { type Claim, ClaimStore, type SeatKey } from "../claim/claim.ts";
 import { removeLaunchRecord, writeLaunchRecord } from "../claim/launch-record.ts";
 import { type Recovered, recoverDeadHolder } from "../claim/recovery.ts";
 import { type Launched, type Launcher, PgroupLauncher } from "../cohort/launcher.ts";
-import type { EngineLink } from "../engine/engine.ts";
 import { LiveSessionGuard, type PathStamp } from "../engine/guard.ts";
 import { EventStream, mapEvent, REPLAY_MAX_BYTES } from "./events.ts";
-import { checkExtraEnv, checkLoad, type Execution, engineEnv } from "./execution.ts";
+import {
+  checkExtraEnv,
+  checkLoad,
+  type Execution,
+  engineEnv,
+  readStartupBasis,
+} from "./execution.ts";
 import { Operations } from "./operations.ts";
 
 export type { Execution } from "./execution.ts";
@@ -301,6 +306,8 @@ export class Controller {
       agentDir: this.#options.agentDir,
       extra: this.#options.engine?.env,
     });
+    // Read before the spawn: the load check accepts only Pi's known startup append past it.
+    const basis = readStartupBasis(this.sessionFile);
     const launched = await this.#launcher.launch(
       {
         command: bound.command,
@@ -325,9 +332,10 @@ export class Controller {
       dialogs: [],
       home,
       leafAtStart: leaf,
+      load: null,
     };
     exec.tracker = new Tracker({
-      settle: (receipt, reason) => this.#ops.settled(receipt, reason),
+      settle: (receipt, reason, detail) => this.#ops.settled(receipt, reason, detail),
       overlap: () => {
         exec.closers.add("overlap");
         exec.binding = { ...exec.binding, state: "uncertain", reason: "run-overlap" };
@@ -338,8 +346,11 @@ export class Controller {
     link.onRecord((r) => {
       if (this.#exec !== exec) return;
       if (r.kind === "response" && r.matched && r.response.command === "prompt") {
-        const data = r.response.success ? r.response.data : undefined;
-        this.#ops.promptAcked(r.response.success, promptDisposition(data));
+        const res = r.response;
+        this.#ops.promptAcked(
+          res.success,
+          res.success ? { disposition: promptDisposition(res.data) } : { error: res.error },
+        );
         return;
       }
       if (r.kind !== "event") return;
@@ -359,11 +370,13 @@ export class Controller {
       this.broadcastState();
     });
     this.#exec = exec;
-    const check = await checkLoad(link, {
-      sessionFile: this.sessionFile,
-      sessionId: this.sessionKey,
-      leafId: leaf,
-    });
+    const check = await checkLoad(
+      link,
+      { sessionFile: this.sessionFile, sessionId: this.sessionKey, leafId: leaf },
+      undefined,
+      basis,
+    );
+    exec.load = check;
     exec.binding = {
       version: 2,
       kind: "binding",
@@ -382,6 +395,7 @@ export class Controller {
       testHook: bound.testHook,
       expected: { sessionFile: this.sessionFile, sessionId: this.sessionKey, leafId: leaf },
       loaded: check.loaded,
+      ...(check.startupAppend === undefined ? {} : { startupAppend: check.startupAppend }),
       state: check.ok ? "bound" : "uncertain",
       reason: check.ok ? "loaded" : "k8-load-check",
       at: new Date().toISOString(),

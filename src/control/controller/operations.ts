@@ -10,7 +10,6 @@ import { randomUUID } from "node:crypto";
 import { CURSOR_CAP } from "../../reader/cursors.ts";
 import type { Reader } from "../../reader/reader.ts";
 import type { Claim, ClaimStore, SeatKey } from "../claim/claim.ts";
-import type { PromptDisposition } from "../engine/rpc.ts";
 import { readSessionHead } from "../engine/session-head.ts";
 import {
   type ControllerMessage,
@@ -29,6 +28,10 @@ import type { Execution } from "./execution.ts";
 import type { ControlRecord, EligibilityRecord } from "./records.ts";
 import { ReplyWindow } from "./reply-window.ts";
 import type { Connection } from "./socket.ts";
+import type { PromptResponse } from "./turns.ts";
+
+/** Pi's reason on a receipt is Pi's text: bounded, as every string a client renders. */
+const MAX_DETAIL_CHARS = 4000;
 
 export type OperationsHost = {
   conversation: string;
@@ -115,19 +118,24 @@ export class Operations {
   }
 
   /** The prompt's response record, at its place in the engine's stream. */
-  promptAcked(success: boolean, disposition: PromptDisposition | null = null): void {
+  promptAcked(success: boolean, response: PromptResponse = {}): void {
     const p = this.#pending;
     if (!p) return;
     this.#pending = null;
-    this.#host.exec()?.tracker.ack(p.receipt.id, success, disposition);
+    this.#host.exec()?.tracker.ack(p.receipt.id, success, response);
     p.acked(success ? "ok" : "failed");
   }
 
   /** The tracker settled a receipt: record it and tell every client. */
-  settled(receiptId: string, reason: ReceiptReason): void {
+  settled(receiptId: string, reason: ReceiptReason, detail?: string): void {
     const receipt = this.#receipts.get(receiptId);
     if (!receipt) return;
-    const settled: Receipt = { ...receipt, state: "settled", reason };
+    const settled: Receipt = {
+      ...receipt,
+      state: "settled",
+      reason,
+      ...(detail === undefined ? {} : { detail: detail.slice(0, MAX_DETAIL_CHARS) }),
+    };
     this.#receipts.set(receiptId, settled);
     this.#host.record({ ...settled, version: 2, kind: "receipt", at: new Date().toISOString() });
     const exec = this.#host.exec();

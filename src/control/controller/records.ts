@@ -1,9 +1,17 @@
 // CHAT-01 v2 control records the controller keeps as evidence: bindings, receipts, stops with
 // proofs, confirmations, eligibility and dialogs (schema/chat-01.schema.json $defs), chained by
-// digest in `Evidence`; and `FixtureVerifier`, which judges stop proofs for fixture sessions.
+// digest in `Evidence`; `FixtureVerifier`, which judges stop proofs for fixture sessions, and
+// `RepositoryVerifier`, which does the same for the sessions of approved repository specs.
 // Records are plain JSON; a digest is SHA-256 over canonical JSON (keys sorted at every level).
 import { createHash } from "node:crypto";
-import { isAbsolute, relative, resolve } from "node:path";
+import { basename, dirname, isAbsolute, relative, resolve } from "node:path";
+import {
+  type BoardSpec,
+  type PiRoot,
+  rootsFromSpecs,
+  type SeatRegistration,
+  type UnsupportedRoot,
+} from "../../reader/sources.ts";
 import type { LauncherKind, StopOutcome, StopProof } from "../cohort/launcher.ts";
 import type { ConfirmedOperation, Receipt } from "../protocol.ts";
 import { ControlRefusal } from "../refusal.ts";
@@ -13,6 +21,13 @@ export type LoadedSession = {
   sessionId: string | null;
   leafId: string | null;
   via: "get_tree" | "get_entries";
+};
+
+/** What Pi appended at startup and the load check accepted (docs/control-cli.md, New). */
+export type StartupAppend = {
+  /** The appended entries, oldest first: `[model_change,] thinking_level_change`. */
+  entries: { id: string; type: "model_change" | "thinking_level_change" }[];
+  bytes: number;
 };
 
 /** The K8 load check's verdict on one execution. */
@@ -35,6 +50,8 @@ export type BindingRecord = {
   testHook: boolean;
   expected: { sessionFile: string; sessionId: string; leafId: string | null };
   loaded: LoadedSession | null;
+  /** Present when Pi's known startup append moved the leaf and the check accepted it. */
+  startupAppend?: StartupAppend;
   state: "bound" | "uncertain";
   reason: string;
   at: string;
@@ -212,27 +229,90 @@ export class FixtureVerifier implements Verifier {
   }
 
   verifyStop(outcome: StopOutcome, engine: { pid: number | undefined }): StopVerdict {
-    if (outcome.result !== "stopped") return { verified: false, why: "the stop ended uncertain" };
-    const { proof } = outcome;
-    if (proof.enumerated.status !== "observed" || proof.emptied.status !== "observed") {
-      return { verified: false, why: "an observation the proof needs is absent" };
-    }
-    if (!proof.emptied.empty) return { verified: false, why: "the cohort was not seen empty" };
-    const enumerated = new Set(proof.enumerated.pids);
-    // The engine must be in the enumeration, or have been seen to exit before it: a controller
-    // that closed the engine's input first enumerates an already-empty cohort, honestly.
-    const exitSeen = outcome.observations.some(
-      (o) => o.kind === "engine-exit" && o.status === "observed",
-    );
-    if (engine.pid !== undefined && !enumerated.has(engine.pid) && !exitSeen) {
-      return { verified: false, why: "the enumeration does not name the engine" };
-    }
-    const missed = outcome.members.filter((pid) => !enumerated.has(pid));
-    if (missed.length > 0) {
-      return { verified: false, why: `members outside the enumeration: ${missed.join(", ")}` };
-    }
-    return { verified: true, proofDigest: digestOf(proof) };
+    return judgeStop(outcome, engine);
   }
+}
+
+/**
+ * The verifier of real sessions: it vouches for a session file only when it is a `*.jsonl`
+ * directly in the sessions directory of one of its approved repository specs
+ * (`<projectRoot>/.pi/state/<seat>/sessions`, as the reader's sources list them), and that root
+ * is a Pi root (a seat registration naming another harness makes it unsupported). It judges
+ * stops as FixtureVerifier does, except that it never accepts a `synthetic` proof: only a
+ * launcher that observed the host can prove a stop here.
+ */
+export class RepositoryVerifier implements Verifier {
+  readonly specs: readonly BoardSpec[];
+  readonly registrations: readonly SeatRegistration[];
+
+  constructor(options: { specs: BoardSpec[]; registrations?: SeatRegistration[] }) {
+    if (!Array.isArray(options.specs) || options.specs.length === 0) {
+      throw new ControlRefusal("configuration", "RepositoryVerifier needs at least one spec");
+    }
+    this.specs = options.specs;
+    this.registrations = options.registrations ?? [];
+  }
+
+  checkSession(sessionFile: string): void {
+    const file = resolve(sessionFile);
+    // Repository roots only: Pi's own store (`pi-agent` specs) is a live root the controller
+    // never runs Pi on, and fleet or connector specs are never roots.
+    const repositorySpecs = this.specs.filter((spec) => spec.kind === "repository");
+    const roots = rootsFromSpecs(repositorySpecs, [...this.registrations]).filter(
+      (r): r is PiRoot | UnsupportedRoot =>
+        r.kind === "unsupported" || (r.kind === "pi" && r.store === undefined),
+    );
+    const root = roots.find((r) => r.sessionsDir === dirname(file));
+    const name = basename(file);
+    if (root === undefined || !name.endsWith(".jsonl") || name === ".jsonl") {
+      const places = roots.map((r) => r.sessionsDir);
+      throw new ControlRefusal(
+        "configuration",
+        `${file} is not a session of an approved project and seat (approved: ${places.join(", ") || "none"})`,
+      );
+    }
+    if (root.kind !== "pi") {
+      throw new ControlRefusal(
+        "configuration",
+        `the seat ${root.seat} of ${root.project} runs ${root.harness}, not Pi; it can't be controlled`,
+      );
+    }
+  }
+
+  verifyStop(outcome: StopOutcome, engine: { pid: number | undefined }): StopVerdict {
+    if (outcome.result === "stopped" && outcome.proof.method === "synthetic") {
+      return { verified: false, why: "a synthetic proof proves nothing about this host" };
+    }
+    return judgeStop(outcome, engine);
+  }
+}
+
+/**
+ * A stop is proven only when the outcome says `stopped` with a proof whose enumeration and
+ * emptiness were both observed, the enumeration names the engine (or its exit was seen), and
+ * every member the stop saw is in the enumeration.
+ */
+function judgeStop(outcome: StopOutcome, engine: { pid: number | undefined }): StopVerdict {
+  if (outcome.result !== "stopped") return { verified: false, why: "the stop ended uncertain" };
+  const { proof } = outcome;
+  if (proof.enumerated.status !== "observed" || proof.emptied.status !== "observed") {
+    return { verified: false, why: "an observation the proof needs is absent" };
+  }
+  if (!proof.emptied.empty) return { verified: false, why: "the cohort was not seen empty" };
+  const enumerated = new Set(proof.enumerated.pids);
+  // The engine must be in the enumeration, or have been seen to exit before it: a controller
+  // that closed the engine's input first enumerates an already-empty cohort, honestly.
+  const exitSeen = outcome.observations.some(
+    (o) => o.kind === "engine-exit" && o.status === "observed",
+  );
+  if (engine.pid !== undefined && !enumerated.has(engine.pid) && !exitSeen) {
+    return { verified: false, why: "the enumeration does not name the engine" };
+  }
+  const missed = outcome.members.filter((pid) => !enumerated.has(pid));
+  if (missed.length > 0) {
+    return { verified: false, why: `members outside the enumeration: ${missed.join(", ")}` };
+  }
+  return { verified: true, proofDigest: digestOf(proof) };
 }
 
 export function isVerifier(v: unknown): v is Verifier {

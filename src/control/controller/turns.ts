@@ -14,9 +14,12 @@ type SlotPhase = "dispatched" | "acked" | "running";
 type Slot = { receipt: string; text: string; phase: SlotPhase };
 type Run = { ours: boolean; userMessages: number; abortedByStop: boolean };
 
+/** What the prompt's response said beyond success: Pi's reason on a failure, 1.6.0's disposition. */
+export type PromptResponse = { error?: string; disposition?: PromptDisposition | null };
+
 export type TrackerHooks = {
-  /** The slot's prompt settled; the slot is free again. */
-  settle(receipt: string, reason: ReceiptReason): void;
+  /** The slot's prompt settled; the slot is free again. `detail` is Pi's reason, if it gave one. */
+  settle(receipt: string, reason: ReceiptReason, detail?: string): void;
   /** An overlap signal; the first one of an execution is the one that counts. */
   overlap(signal: OverlapSignal): void;
 };
@@ -56,14 +59,18 @@ export class Tracker {
     this.#slot = { receipt, text, phase: "dispatched" };
   }
 
-  /** The prompt's response. A failure means Pi handled it without a run (preflight). */
-  ack(receipt: string, success: boolean, disposition: PromptDisposition | null = null): void {
+  /**
+   * The prompt's response. A failure means Pi handled it without a run (preflight); `error` is
+   * the response's own reason (no model, no credentials), passed on with the receipt. 1.6.0 also
+   * says so outright on a success when no run will start (`disposition: "handled"`, a command
+   * ran): settle now rather than hold the slot until the engine goes (`ack-without-start`,
+   * 0.85.1's only signal).
+   */
+  ack(receipt: string, success: boolean, response: PromptResponse = {}): void {
     const slot = this.#slot;
     if (slot?.receipt !== receipt || slot.phase !== "dispatched") return;
-    // 1.6.0 says so outright when no run will start (a command ran): settle now rather than
-    // hold the slot until the engine goes (`ack-without-start`, 0.85.1's only signal).
-    if (!success || disposition === "handled") {
-      this.#settle("handled-without-run");
+    if (!success || response.disposition === "handled") {
+      this.#settle("handled-without-run", success ? undefined : response.error);
       return;
     }
     slot.phase = "acked";
@@ -171,11 +178,12 @@ export class Tracker {
     this.#hooks.overlap(signal);
   }
 
-  #settle(reason: ReceiptReason): void {
+  #settle(reason: ReceiptReason, detail?: string): void {
     const slot = this.#slot;
     if (!slot) return;
     this.#slot = null;
-    this.#hooks.settle(slot.receipt, reason);
+    if (detail === undefined) this.#hooks.settle(slot.receipt, reason);
+    else this.#hooks.settle(slot.receipt, reason, detail);
   }
 }
 

@@ -1,0 +1,48 @@
+// Where `conversation control` keeps its state by default (SPEC §6): claims under
+// $XDG_STATE_HOME/mosaic-conversation (else ~/.local/state/mosaic-conversation); the registry of
+// running controllers, their sockets and private agent directories under
+// $XDG_RUNTIME_DIR/mosaic-conversation when set (else under the state dir). `--state-dir DIR`
+// puts all of it under DIR. Pure path arithmetic: nothing here touches the disk.
+import { homedir } from "node:os";
+import { isAbsolute, join, resolve } from "node:path";
+
+export const STATE_NAME = "mosaic-conversation";
+
+export type Places = {
+  /** The claim store's root (ClaimStore `root`). */
+  claims: string;
+  /** One JSON entry per running controller (registry.ts). */
+  registry: string;
+  /** Each controller's own socket directory is created 0700 inside this one. */
+  sockets: string;
+  /** Private agent directories copied by `--agent-from`, one per controller. */
+  agents: string;
+};
+
+/** The default places for `env`, or all of them under `stateDir` when it is given. */
+export function placesFor(
+  stateDir: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+  home: string = homedir(),
+): Places {
+  if (stateDir !== undefined) return placesUnder(resolve(stateDir), resolve(stateDir));
+  // The XDG base directory spec: a relative value is invalid and must be ignored.
+  const xdgState = env.XDG_STATE_HOME;
+  const state =
+    xdgState !== undefined && isAbsolute(xdgState)
+      ? join(xdgState, STATE_NAME)
+      : join(home, ".local", "state", STATE_NAME);
+  const xdgRuntime = env.XDG_RUNTIME_DIR;
+  const runtime =
+    xdgRuntime !== undefined && isAbsolute(xdgRuntime) ? join(xdgRuntime, STATE_NAME) : state;
+  return placesUnder(state, runtime);
+}
+
+function placesUnder(state: string, runtime: string): Places {
+  return {
+    claims: join(state, "claims"),
+    registry: join(runtime, "controllers"),
+    sockets: join(runtime, "sockets"),
+    agents: join(runtime, "agents"),
+  };
+}

@@ -1,0 +1,92 @@
+// The catalogue's `live` as people and scripts see it: `catalogue --json --state-dir` and the
+// board's `GET /api/conversations` under `serve --state-dir` mark the conversation a registered
+// controller serves. The "controller" here is this test process registered in a temp registry
+// (alive by pid and start time); a real controller's registration is in control-project.test.ts.
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { request } from "node:http";
+import { join } from "node:path";
+import { describe, it, type TestContext } from "node:test";
+import { register } from "../../src/control/registry/registry.ts";
+import { conversationId, sessionsDirOf } from "../../src/reader/sources.ts";
+import { settledSession, writeLines } from "../helpers/real-pi.ts";
+import { assertValid } from "../helpers/schema.ts";
+import { runCli, startCli } from "./run-cli.ts";
+
+type Rows = { conversations: { conversation: string; live: boolean }[] };
+
+async function registered(t: TestContext) {
+  const root = mkdtempSync("/tmp/lv-");
+  t.after(() => rmSync(root, { recursive: true, force: true }));
+  const project = join(root, "proj");
+  const sessions = sessionsDirOf(project, "main");
+  mkdirSync(sessions, { recursive: true });
+  writeLines(join(sessions, "a.jsonl"), settledSession(project));
+  writeLines(join(sessions, "b.jsonl"), settledSession(project));
+  const a = conversationId(project, "main", "a.jsonl");
+  const b = conversationId(project, "main", "b.jsonl");
+  const state = join(root, "st");
+  const reg = await register(join(state, "controllers"), {
+    conversation: a,
+    project,
+    seat: "main",
+    sessionFile: join(sessions, "a.jsonl"),
+    socket: join(root, "none.sock"),
+    execution: "ex-1",
+    grants: ["operator"],
+    startedAt: new Date().toISOString(),
+  });
+  t.after(() => reg.remove());
+  return { project, state, a, b };
+}
+
+function get(url: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { timeout: 10_000 }, (res) => {
+      let body = "";
+      res.setEncoding("utf8").on("data", (d: string) => {
+        body += d;
+      });
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("timeout", () => req.destroy(new Error("no answer within 10 s")));
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+describe("live rows", () => {
+  it("catalogue --json marks the conversation a registered controller serves", async (t) => {
+    const { project, state, a, b } = await registered(t);
+    const r = await runCli(t, ["catalogue", "--project", project, "--state-dir", state, "--json"]);
+    assert.equal(r.code, 0, r.stderr);
+    const catalogue = JSON.parse(r.stdout) as Rows;
+    assertValid("catalogue", catalogue);
+    const live = Object.fromEntries(catalogue.conversations.map((c) => [c.conversation, c.live]));
+    assert.deepEqual(live, { [a]: true, [b]: false });
+    // Another state dir knows of no controller.
+    const other = await runCli(t, [
+      ...["catalogue", "--project", project, "--state-dir", join(state, "x"), "--json"],
+    ]);
+    assert.ok((JSON.parse(other.stdout) as Rows).conversations.every((c) => !c.live));
+  });
+
+  it("the board's catalogue route marks it too (serve --state-dir)", async (t) => {
+    const { project, state, a } = await registered(t);
+    const serve = startCli(t, [
+      ...["serve", "--project", project, "--state-dir", state, "--port", "0"],
+    ]);
+    await serve.waitFor("the URL", (c) => /serving on (http:\S+)/.test(c.stdout()), 20_000);
+    const url = /serving on (http:\S+)/.exec(serve.stdout())?.[1] ?? "";
+    const r = await get(`${url.replace(/\/$/, "")}/api/conversations`);
+    assert.equal(r.status, 200);
+    const catalogue = JSON.parse(r.body) as Rows;
+    assertValid("catalogue", catalogue);
+    assert.deepEqual(
+      catalogue.conversations.filter((c) => c.live).map((c) => c.conversation),
+      [a],
+    );
+    serve.proc.kill("SIGTERM");
+    assert.equal((await serve.exited).code, 0);
+  });
+});
