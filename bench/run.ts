@@ -5,7 +5,12 @@
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
-const args = { reader: [] as string[], controller: [] as string[], board: [] as string[] };
+const args = {
+  reader: [] as string[],
+  controller: [] as string[],
+  board: [] as string[],
+  search: [] as string[],
+};
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i++) {
   const arg = argv[i] ?? "";
@@ -27,6 +32,7 @@ for (let i = 0; i < argv.length; i++) {
   if (arg === "--quick") {
     args.controller.push(arg);
     args.board.push(arg);
+    args.search.push(arg);
   }
 }
 
@@ -41,6 +47,8 @@ for (const [script, scriptArgs] of [
   ["./reader.bench.ts", args.reader],
   ["./controller.bench.ts", args.controller],
   ["./board.bench.ts", args.board],
+  // Search over 1 GiB (SEARCH_BENCH_MIB and SEARCH_BENCH_FILES change it; --quick: 64 MiB).
+  ["./search.bench.ts", args.search],
 ] as const) {
   const status = run(script, scriptArgs);
   if (status !== 0) process.exit(status);

@@ -1,6 +1,6 @@
 // The Console's static files: a fixed table from URL path to a file in ./console, read once
 // when the board starts. No part of a request ever names a file; an unknown path is a 404.
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
 export type Asset = { contentType: string; body: Buffer };
@@ -15,13 +15,26 @@ const ASSET_FILES: Readonly<Record<string, readonly [file: string, contentType: 
   "/api.js": ["api.js", "text/javascript; charset=utf-8"],
   "/render.js": ["render.js", "text/javascript; charset=utf-8"],
   "/text.js": ["text.js", "text/javascript; charset=utf-8"],
+  "/markdown.js": ["markdown.js", "text/javascript; charset=utf-8"],
+  "/markup.js": ["markup.js", "text/javascript; charset=utf-8"],
+  "/present.js": ["present.js", "text/javascript; charset=utf-8"],
+  "/tools.js": ["tools.js", "text/javascript; charset=utf-8"],
+  // Built by `npm run build:console` (markdown-it, highlight.js); git-ignored.
+  "/vendor.js": ["vendor.js", "text/javascript; charset=utf-8"],
 };
 
-/** Reads every Console file now; throws if one is missing (a broken checkout, not a "no"). */
+/**
+ * Reads every Console file now; throws if one is missing (a broken checkout, not a "no"; a
+ * missing vendor.js means `npm run build:console` has not run).
+ */
 export function loadAssets(): ReadonlyMap<string, Asset> {
   const assets = new Map<string, Asset>();
   for (const [path, [file, contentType]] of Object.entries(ASSET_FILES)) {
-    assets.set(path, { contentType, body: readFileSync(join(CONSOLE_DIR, file)) });
+    const full = join(CONSOLE_DIR, file);
+    if (file === "vendor.js" && !existsSync(full)) {
+      throw new Error(`${full} is missing: run "npm run build:console" (npm install runs it).`);
+    }
+    assets.set(path, { contentType, body: readFileSync(full) });
   }
   return assets;
 }

@@ -15,6 +15,8 @@ export type ReaderSources = {
   prefixCheck?: PrefixCheck;
   cursorCap?: number;
   cursorTtlMs?: number;
+  /** Full-text search (GET /api/search) in a lane of its own; its index in `cacheDir`. */
+  search?: { cacheDir?: string };
   /**
    * The registry of running controllers (control/registry): when given, the catalogue marks
    * each row `live` by it, read at each request (`conversation serve`, issue 13).
@@ -31,6 +33,8 @@ export type WorkerSetup = {
   nice: number;
   /** Where large bodies are written for the loop to send (body-slab.ts); absent on lane 0. */
   slab?: SlabMemory;
+  /** Set on the search lane: it opens the search index and answers GET /api/search. */
+  searches?: boolean;
 };
 
 /** A slab shared by one worker and the loop: its bytes, and one Int32 state per chunk. */

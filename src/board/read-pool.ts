@@ -70,6 +70,16 @@ export async function startReadPool(options: ReadPoolOptions): Promise<ReadPool>
     const setup: WorkerSetup = { sources: options.sources, hosts, nice, ...(slab && { slab }) };
     return new Lane(i, setup, options);
   });
+  // Search gets a lane of its own (after the others), so catching up its index never holds
+  // the catalogue or a conversation; it yields the CPU like a conversation lane.
+  const searchLane = options.sources.search
+    ? new Lane(
+        lanes.length,
+        { sources: options.sources, hosts, nice: CONVERSATION_LANE_NICE, searches: true },
+        options,
+      )
+    : null;
+  if (searchLane) lanes.push(searchLane);
   const deadline = options.startDeadlineMs ?? DEFAULT_START_DEADLINE_MS;
   try {
     await Promise.all(lanes.map((lane) => lane.started(deadline)));
@@ -78,7 +88,10 @@ export async function startReadPool(options: ReadPoolOptions): Promise<ReadPool>
     throw e;
   }
   return {
-    handle: (request) => lanes[laneOf(request.target, options.lanes)]!.send(request),
+    handle: (request) =>
+      searchLane && isSearchTarget(request.target)
+        ? searchLane.send(request)
+        : lanes[laneOf(request.target, options.lanes)]!.send(request),
     get running() {
       return lanes.filter((lane) => lane.isRunning).length;
     },
@@ -92,6 +105,10 @@ export async function startReadPool(options: ReadPoolOptions): Promise<ReadPool>
 }
 
 const CONVERSATION_TARGET = /^\/api\/conversations\/([^/?]+)\//;
+
+function isSearchTarget(target: string): boolean {
+  return target === "/api/search" || target.startsWith("/api/search?");
+}
 
 /** 0 for a target that names no conversation; else 1..lanes from the decoded id. */
 export function laneOf(target: string, lanes: number): number {

@@ -6,6 +6,7 @@ import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { withLiveCatalogue } from "../control/registry/live-catalogue.ts";
 import { createReader } from "../reader/reader.ts";
 import { rootsFromSpecs } from "../reader/sources.ts";
+import { createSearch, type Search } from "../search/index.ts";
 import { loadAssets } from "./assets.ts";
 import { SlabWriter } from "./body-slab.ts";
 import { type FromWorker, isToWorker, type WorkerSetup } from "./read-messages.ts";
@@ -31,6 +32,24 @@ function isWorkerSetup(value: unknown): value is WorkerSetup {
   );
 }
 
+/** The search lane's index (src/search); none, with the reason logged, when its cache is unsafe. */
+function openSearch(
+  setup: WorkerSetup,
+  reader: ReturnType<typeof createReader>,
+  post: (message: FromWorker) => void,
+): Search | undefined {
+  const { specs, registrations } = setup.sources;
+  const cacheDir = setup.sources.search?.cacheDir;
+  const opened = createSearch({
+    roots: () => rootsFromSpecs(specs, registrations),
+    catalogue: () => reader.catalogue(),
+    ...(cacheDir === undefined ? {} : { cacheDir }),
+  });
+  if (opened.ok) return opened.search;
+  post({ type: "log", line: `board: search is off: ${opened.reason}` });
+  return undefined;
+}
+
 function run(): void {
   const port = parentPort;
   if (isMainThread || port === null) {
@@ -44,11 +63,13 @@ function run(): void {
   const reader = liveRegistry === undefined ? base : withLiveCatalogue(base, liveRegistry);
   const post = (message: FromWorker) => port.postMessage(message);
   const slab = setup.slab === undefined ? null : new SlabWriter(setup.slab);
+  const search = setup.searches ? openSearch(setup, reader, post) : undefined;
   const handle = createHandler({
     reader,
     assets: loadAssets(),
     hosts: new Set(setup.hosts),
     log: (line) => post({ type: "log", line }),
+    ...(search ? { search } : {}),
   });
   port.on("message", (message: unknown) => {
     if (!isToWorker(message)) {

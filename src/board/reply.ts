@@ -29,7 +29,7 @@ export const PAGE_CSP = [
 ].join("; ");
 
 /** Everything that is not the page: nothing may load, run or frame it. */
-const OTHER_CSP = "default-src 'none'; frame-ancestors 'none'; sandbox";
+export const OTHER_CSP = "default-src 'none'; frame-ancestors 'none'; sandbox";
 
 /** Sent on every response, the refusals included. */
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = {

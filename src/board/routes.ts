@@ -4,7 +4,9 @@
 // from a path, and the reader resolves it by listing its roots again.
 import { ACTOR, PURPOSE, type Reader } from "../reader/reader.ts";
 import type { Asset } from "./assets.ts";
+import { readExport } from "./export-route.ts";
 import { ALLOW, boardRefusal, jsonReply, type Reply, readReply, reply } from "./reply.ts";
+import { type BoardSearch, readSearch } from "./search-route.ts";
 
 /** Longest request target served; a longer one is refused 414 before it is parsed. */
 export const MAX_TARGET_LENGTH = 8 * 1024;
@@ -20,9 +22,12 @@ export type HandlerOptions = {
   hosts: ReadonlySet<string>;
   /** Where a bug is reported; the client gets a generic 500. */
   log: (line: string) => void;
+  /** Full-text search behind GET /api/search, when the board has an index. */
+  search?: BoardSearch;
 };
 
 const PAGE_ROUTE = /^\/api\/conversations\/([^/]+)\/page$/;
+const EXPORT_ROUTE = /^\/api\/conversations\/([^/]+)\/export$/;
 
 /** A handler that never throws: a reader exception is a bug, logged, and answered 500. */
 export function createHandler(options: HandlerOptions): Handler {
@@ -71,8 +76,23 @@ function handle(options: HandlerOptions, { method, target, host }: BoardRequest)
     if (typeof params === "string") return boardRefusal("bad-request", params);
     return jsonReply(200, options.reader.catalogue());
   }
+  if (path === "/api/search") {
+    const params = readParams(query, ["q", "limit"]);
+    if (typeof params === "string") return boardRefusal("bad-request", params);
+    return readSearch(options.search, params);
+  }
   const match = PAGE_ROUTE.exec(path);
   if (match?.[1] !== undefined) return readPage(options.reader, match[1], query);
+  const exporting = EXPORT_ROUTE.exec(path);
+  if (exporting?.[1] !== undefined) {
+    const conversation = decodeId(exporting[1]);
+    if (conversation === null) {
+      return boardRefusal("bad-request", "The conversation id is not valid percent-encoding.");
+    }
+    const params = readParams(query, ["branch", "format"]);
+    if (typeof params === "string") return boardRefusal("bad-request", params);
+    return readExport(options.reader, conversation, params);
+  }
   return boardRefusal("not-found", "No such route on this board.");
 }
 
@@ -107,11 +127,21 @@ function readPage(reader: Reader, rawId: string, query: string): Reply {
   return readReply(reader.next({ cursor, conversation, branch, ...audience }));
 }
 
+/** A path segment decoded, or null when it is not valid percent-encoding. */
+function decodeId(raw: string): string | null {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    // Not valid percent-encoding: it cannot name a conversation, and nothing is lost.
+    return null;
+  }
+}
+
 /**
  * The query's parameters, each at most once and non-empty, only the allowed names; else the
  * reason it is refused. A repeated parameter is ambiguous, so it is refused, not guessed.
  */
-function readParams(
+export function readParams(
   query: string,
   allowed: readonly string[],
 ): Partial<Record<string, string>> | string {

@@ -12,6 +12,7 @@ import type { ReaderSources } from "./read-messages.ts";
 import { MAX_LANES, startReadPool } from "./read-pool.ts";
 import { boardRefusal, type Reply, rawResponse, SECURITY_HEADERS } from "./reply.ts";
 import { type BoardRequest, createHandler } from "./routes.ts";
+import type { BoardSearch } from "./search-route.ts";
 
 export type { ReaderSources } from "./read-messages.ts";
 
@@ -36,6 +37,11 @@ export type BoardOptions = BoardReading & {
   port?: number;
   /** Where internal errors are reported; defaults to stderr. */
   log?: (line: string) => void;
+  /**
+   * Full-text search for GET /api/search when reading with `reader` (on the loop); with
+   * `sources`, `sources.search` starts a search lane instead. Without either, 503.
+   */
+  search?: BoardSearch;
 };
 
 export type Board = {
@@ -135,7 +141,14 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
 
   try {
     if (options.reader !== undefined) {
-      const handle = createHandler({ reader: options.reader, assets: loadAssets(), hosts, log });
+      const search = options.search ? { search: options.search } : {};
+      const handle = createHandler({
+        reader: options.reader,
+        assets: loadAssets(),
+        hosts,
+        log,
+        ...search,
+      });
       dispatch = (request) => Promise.resolve(handle(request));
     } else {
       const pool = await startReadPool({

@@ -62,6 +62,8 @@ export const BOARD_REFUSAL_STATUS = {
   "misdirected-request": 421,
   "internal-error": 500,
   "http-version-not-supported": 505,
+  "bad-query": 400,
+  "search-unavailable": 503,
 } as const satisfies Record<string, number>;
 
 export type BoardRefusalCode = keyof typeof BOARD_REFUSAL_STATUS;

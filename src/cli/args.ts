@@ -3,10 +3,13 @@
 // returned as a value with the help text to point at. Nothing here reads a file.
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { EXPORT_FORMATS, isExportFormat } from "../export/index.ts";
 import { ATTACH_HELP, type AttachCommand, parseAttach } from "./attach.ts";
 import type { SourceFlags } from "./config.ts";
 import { CONTROL_HELP, type ControlCommand, parseControl } from "./control.ts";
 import type { ControllersCommand } from "./controllers.ts";
+import type { ExportCommand } from "./export.ts";
+import type { SearchCommand } from "./search.ts";
 
 export const DEFAULT_HOST = "127.0.0.1";
 export const DEFAULT_PORT = 4173;
@@ -33,7 +36,9 @@ export type Command =
     }
   | ControllersCommand
   | ControlCommand
-  | AttachCommand;
+  | AttachCommand
+  | SearchCommand
+  | ExportCommand;
 
 export type Parsed = { ok: true; command: Command } | { ok: false; error: string; usage: string };
 
@@ -59,6 +64,8 @@ Commands:
   catalogue          list the conversations in the sources
   read <id>          print a branch of a conversation, every page in order
   follow <id>        print what is appended to a branch until Ctrl-C
+  search <query>     full-text search over every branch of every conversation
+  export <id>        one branch as Markdown, HTML or JSON
   serve              serve the board and the Console on loopback
   control            run a controller on one session (see control --help)
   controllers        list the running controllers
@@ -144,6 +151,43 @@ and start time, left out, and removed.
                      $XDG_STATE_HOME / ~/.local/state, mosaic-conversation)
   -h, --help         this help
 `,
+  search: `Usage: conversation search <query> [SOURCES] [--json] [--limit N]
+
+Searches the text of every branch of every conversation in the sources
+(messages, thinking, tool calls and results, summaries). Words match as
+prefixes, all of them; "quoted words" match as a phrase. Newest first. Each
+hit names its conversation, branch and entry; open it with
+  conversation read <conversation> --branch <branch>
+
+The index is kept in $XDG_CACHE_HOME/mosaic-conversation (else
+~/.cache/mosaic-conversation), never in a source; it catches up with what
+was appended, and re-reads a file that was rewritten or replaced.
+
+  --json             a JSON list of hits: { conversation, branch, entry,
+                     snippet, matches, title, project, seat, timestamp }
+  --limit N          at most N hits (default 20, at most 1000)
+
+${SOURCES_HELP}
+
+  -h, --help         this help
+`,
+  export: `Usage: conversation export <id> [SOURCES] --format md|html|json
+                           [--branch NAME] [--out FILE]
+
+Writes one branch of a conversation as a file: md (Markdown, code and tool
+calls in fenced blocks), html (one self-contained page: inline CSS, no
+script, a strict Content-Security-Policy) or json (the branch's CHAT-01
+pages). Hostile text stays inert in all three.
+
+  --format FORMAT    md, html or json
+  --branch NAME      the branch (default: Pi's default branch)
+  --out FILE         write to FILE (never inside a sessions directory);
+                     default: standard output
+
+${SOURCES_HELP}
+
+  -h, --help         this help
+`,
   control: CONTROL_HELP,
   attach: ATTACH_HELP,
 } as const;
@@ -184,10 +228,29 @@ export function parseCommand(argv: string[]): Parsed {
   }
 }
 
-type CommandName = "catalogue" | "read" | "follow" | "serve" | "control" | "controllers" | "attach";
+type CommandName =
+  | "catalogue"
+  | "read"
+  | "follow"
+  | "serve"
+  | "control"
+  | "controllers"
+  | "attach"
+  | "search"
+  | "export";
 
 function isCommandName(s: string): s is CommandName {
-  return ["catalogue", "read", "follow", "serve", "control", "controllers", "attach"].includes(s);
+  return [
+    "catalogue",
+    "read",
+    "follow",
+    "serve",
+    "control",
+    "controllers",
+    "attach",
+    "search",
+    "export",
+  ].includes(s);
 }
 
 function stateDirOf(v: { "state-dir"?: string }): { stateDir?: string } {
@@ -315,6 +378,49 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
         return bad(`unexpected argument ${JSON.stringify(positionals[0])}`);
       if (values["state-dir"] === "") return bad("--state-dir needs a value");
       return { ok: true, command: { name, json: values.json ?? false, ...stateDirOf(values) } };
+    }
+    case "search": {
+      const { values, positionals } = parseArgs({
+        args,
+        options: { ...SOURCE_OPTIONS, json: { type: "boolean" }, limit: { type: "string" } },
+        allowPositionals: true,
+        strict: true,
+      });
+      if (values.help) return { ok: true, command: { name: "help", text: usage } };
+      const [query, extra] = positionals;
+      if (query === undefined || query.trim() === "") return bad("missing the <query>");
+      if (extra !== undefined) return bad(`unexpected argument ${JSON.stringify(extra)}`);
+      const limit = values.limit === undefined ? 20 : Number(values.limit);
+      if (!/^\d{1,4}$/.test(values.limit ?? "20") || limit < 1 || limit > 1000) {
+        return bad(`--limit ${JSON.stringify(values.limit)} is not a number from 1 to 1000`);
+      }
+      const json = values.json ?? false;
+      return { ok: true, command: { name, sources: sourcesOf(values), query, json, limit } };
+    }
+    case "export": {
+      const { values, positionals } = parseArgs({
+        args,
+        options: {
+          ...SOURCE_OPTIONS,
+          branch: { type: "string" },
+          format: { type: "string" },
+          out: { type: "string" },
+        },
+        allowPositionals: true,
+        strict: true,
+      });
+      if (values.help) return { ok: true, command: { name: "help", text: usage } };
+      const [id, extra] = positionals;
+      if (id === undefined || id === "") return bad("missing the conversation <id>");
+      if (extra !== undefined) return bad(`unexpected argument ${JSON.stringify(extra)}`);
+      const format = values.format;
+      if (format === undefined || !isExportFormat(format)) {
+        return bad(`--format must be one of ${EXPORT_FORMATS.join(", ")}`);
+      }
+      const command: ExportCommand = { name, sources: sourcesOf(values), id, format };
+      if (values.branch !== undefined) command.branch = values.branch;
+      if (values.out !== undefined) command.out = values.out;
+      return { ok: true, command };
     }
     case "control":
       return parseControl(args);

@@ -87,7 +87,14 @@ async function start(argv: string[], signal: AbortSignal): Promise<number> {
     });
   }
   const started = await startServing({
-    reading: { sources: { specs: sources.specs, registrations: sources.registrations } },
+    // The demo's search index stays beside the demo (git-ignored); real sources use the cache.
+    reading: {
+      sources: {
+        specs: sources.specs,
+        registrations: sources.registrations,
+        search: real ? {} : { cacheDir: join(DEMO_DIR, "search-cache") },
+      },
+    },
     host,
     port,
     portGiven: values.port !== undefined,

@@ -102,8 +102,9 @@ async function run(
   signal: AbortSignal,
   implicit = false,
 ): Promise<number> {
+  const roots = () => rootsFromSpecs(sources.specs, sources.registrations);
   const reader = createReader({
-    roots: () => rootsFromSpecs(sources.specs, sources.registrations),
+    roots,
   });
   switch (cmd.name) {
     case "catalogue": {
@@ -138,6 +139,15 @@ async function run(
       return follow(reader, cmd, io, signal, sources);
     case "serve":
       return serve(sources, cmd, io, signal);
+    // Loaded only when used: node:sqlite and the Markdown bundle stay out of other commands.
+    case "search": {
+      const { runSearch } = await import("./search.ts");
+      return runSearch(roots, () => reader.catalogue(), cmd, io);
+    }
+    case "export": {
+      const { runExport } = await import("./export.ts");
+      return runExport(reader, roots(), cmd, io);
+    }
     default:
       return unreachable(cmd);
   }
@@ -273,8 +283,14 @@ async function serve(
   // workers join their catalogue with this registry (registry/live-catalogue.ts).
   const liveRegistry = placesFor(cmd.stateDir).registry;
   const started = await startServing({
+    // The board's search index lives in the XDG cache (docs/board.md).
     reading: {
-      sources: { specs: sources.specs, registrations: sources.registrations, liveRegistry },
+      sources: {
+        specs: sources.specs,
+        registrations: sources.registrations,
+        liveRegistry,
+        search: {},
+      },
     },
     ...cmd,
   });

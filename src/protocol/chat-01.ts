@@ -125,6 +125,20 @@ export type PartMeta = {
   firstKeptEntry?: string;
   fromEntry?: string;
   line?: number;
+  /** An assistant message's model and provider, as Pi recorded them. */
+  model?: string;
+  provider?: string;
+  /** An assistant message's token counts and cost (USD) as Pi recorded them. */
+  usage?: Usage;
+};
+
+export type Usage = {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  /** Total cost in USD; null when Pi recorded none. */
+  cost: number | null;
 };
 
 export type Snapshot = { bytes: number; digest: string };
@@ -183,6 +197,8 @@ export type BranchInfo = {
   forksFrom: { branch: string; entry: string } | null;
   /** Number of entries on the path from the root to the leaf. */
   depth: number;
+  /** The first words of the branch's first entry with text (at most 60 characters), or null. */
+  label: string | null;
 };
 
 export type View = {

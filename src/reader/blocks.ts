@@ -76,6 +76,25 @@ function timestampOf(entry: Obj): string | undefined {
   return typeof t === "string" && t.length <= 256 ? t : undefined;
 }
 
+/** Model, provider and usage of an assistant message, each only when well-formed. */
+function addUsage(m: Obj, meta: PartMeta): void {
+  const model = str(m.model);
+  if (model !== undefined && model.length <= SMALL_FIELD_MAX) meta.model = model;
+  const provider = str(m.provider);
+  if (provider !== undefined && provider.length <= SMALL_FIELD_MAX) meta.provider = provider;
+  const u = m.usage;
+  if (!isObj(u)) return;
+  const count = (v: unknown) => (Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : 0);
+  const total = isObj(u.cost) ? u.cost.total : undefined;
+  meta.usage = {
+    input: count(u.input),
+    output: count(u.output),
+    cacheRead: count(u.cacheRead),
+    cacheWrite: count(u.cacheWrite),
+    cost: typeof total === "number" && Number.isFinite(total) && total >= 0 ? total : null,
+  };
+}
+
 /** Renders one entry; null when Pi's entry kind is not shown. */
 export function renderEntry(entry: Obj): DraftPart | null {
   const type = str(entry.type) ?? "";
@@ -136,6 +155,7 @@ function renderMessage(m: Obj, at: { timestamp?: string }): DraftPart | null {
       const meta: PartMeta = {};
       if (stopReason !== undefined && stopReason.length <= SMALL_FIELD_MAX)
         meta.stopReason = stopReason;
+      addUsage(m, meta);
       if (stopReason === "aborted" || stopReason === "error") {
         const why = str(m.errorMessage) ?? "";
         blocks.push(

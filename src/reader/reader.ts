@@ -226,7 +226,13 @@ export function createReader(options: ReaderOptions): Reader {
       sourceEpoch,
     };
     const shown = findBranch(parsed.session, binding.branch);
-    return { ok: true, page, cursor, follow, view: viewFor(parsed.session, shown, incomplete) };
+    return {
+      ok: true,
+      page,
+      cursor,
+      follow,
+      view: viewFor(parsed.session, shown, incomplete, parsed.data.buf),
+    };
   }
 
   function open(req: OpenRequest): ReadResult {

@@ -5,11 +5,12 @@
 // the branches it forks from (nearest first), then the others in file order. `branchCount` says how many exist;
 // any branch opens by its name (`b.<entry id>`) whether listed or not.
 import { type BranchInfo, LIMITS, type View } from "../protocol/chat-01.ts";
-import { keyOf, keyOfId } from "./pi.ts";
+import { renderEntry } from "./blocks.ts";
+import { entryAt, entryObject, keyOf, keyOfId } from "./pi.ts";
 import { branchName, defaultBranch, forksOf, type ParsedSession } from "./tree.ts";
 
 /** The view of a page of branch `shown` (an index into `s.branches`). */
-export function viewFor(s: ParsedSession, shown: number, incomplete: boolean): View {
+export function viewFor(s: ParsedSession, shown: number, incomplete: boolean, buf: Buffer): View {
   const cap = LIMITS.branchesPerView;
   const picked = new Set<number>();
   const pick = (b: number) => {
@@ -35,7 +36,7 @@ export function viewFor(s: ParsedSession, shown: number, incomplete: boolean): V
   return {
     defaultBranch: branchName(s, dflt),
     defaultLeaf: leaf ? keyOf(leaf) : null,
-    branches: [...picked].sort((a, b) => a - b).map((b) => branchInfo(s, b)),
+    branches: [...picked].sort((a, b) => a - b).map((b) => branchInfo(s, b, buf)),
     branchCount: s.branches.count,
     incomplete,
     forkedFromEarlierSession: s.header.parentSession,
@@ -43,7 +44,7 @@ export function viewFor(s: ParsedSession, shown: number, incomplete: boolean): V
   };
 }
 
-function branchInfo(s: ParsedSession, b: number): BranchInfo {
+function branchInfo(s: ParsedSession, b: number, buf: Buffer): BranchInfo {
   const { start, leaf, forksFrom, depth } = s.branches;
   const ids = s.scan.entries.ids;
   const key = (i: number) => (i >= 0 ? keyOfId(ids[i]!) : null);
@@ -55,7 +56,43 @@ function branchInfo(s: ParsedSession, b: number): BranchInfo {
     forksFrom:
       from >= 0 ? { branch: branchName(s, s.branchOf[from]!), entry: keyOfId(ids[from]!) } : null,
     depth: depth[b]!,
+    label: labelOf(s, start[b]!, buf),
   };
+}
+
+const LABEL_MAX = 60;
+/** Lines longer than this give no label: a label must not cost a page the parse of a huge entry. */
+const LABEL_LINE_MAX = 256 * 1024;
+/** Labels by entry row, per parse: a page's view names up to 100 branches every time. */
+const labels = new WeakMap<ParsedSession, Map<number, string | null>>();
+
+/** A branch's label: the first words of its first entry's text, as Pi's `/tree` shows it. */
+function labelOf(s: ParsedSession, row: number, buf: Buffer): string | null {
+  if (row < 0) return null;
+  let known = labels.get(s);
+  if (!known) {
+    known = new Map();
+    labels.set(s, known);
+  }
+  const cached = known.get(row);
+  if (cached !== undefined) return cached;
+  const rec = entryAt(s.scan.entries, row);
+  let label: string | null = null;
+  if (rec.end - rec.start <= LABEL_LINE_MAX) {
+    const draft = renderEntry(entryObject(buf, rec));
+    const block = draft?.blocks.find((x) => x.type === "text" || x.type === "bash-command");
+    const words =
+      block && "text" in block ? block.text.slice(0, 400).replace(/\s+/g, " ").trim() : "";
+    if (words.length > 0 && words.length <= LABEL_MAX) label = words;
+    else if (words.length > LABEL_MAX) {
+      // Never end on half a surrogate pair.
+      const cut = words.slice(0, LABEL_MAX - 1).replace(/[\uD800-\uDBFF]$/, "");
+      const space = cut.lastIndexOf(" ");
+      label = `${space > 20 ? cut.slice(0, space) : cut}…`;
+    }
+  }
+  known.set(row, label);
+  return label;
 }
 
 /** Counted once per parse: the scan's notices do not change. */

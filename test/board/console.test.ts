@@ -121,8 +121,10 @@ describe("board Console", { skip }, () => {
     assert.equal(await count(page, "#branches li .badge.default"), 1);
     assert.equal(await count(page, "#branches li .forks"), 2);
     assert.equal(await count(page, "details.thinking:not([open])"), 1, "thinking is collapsed");
-    const args = await page.locator(".tool-call .args").first().textContent();
-    assert.equal(args, '{\n  "path": "a.txt"\n}', "arguments are pretty-printed");
+    assert.equal(await page.locator(".tool-read .tool-path").first().textContent(), "a.txt");
+    const args = await page.locator(".tool-call .raw-args .args").first().textContent();
+    assert.equal(args, '{"path":"a.txt"}', "the raw arguments are one click away");
+    assert.equal(await page.locator(".tool-bash pre.command").textContent(), "$ ls -la");
     assert.equal(await count(page, ".block.tool-result"), 2);
     assert.equal(await count(page, 'figure.image img[src^="data:image/png;base64,"]'), 1);
     for (const kind of ["compaction", "custom-message", "bash-execution"]) {
@@ -276,7 +278,17 @@ describe("board Console", { skip }, () => {
       `[...document.querySelectorAll("img")].map((i) => i.getAttribute("src").slice(0, 22))`,
     );
     assert.deepEqual(images, ["data:image/png;base64,"], "only the valid PNG is an image");
-    assert.equal(await count(page, "a, style, iframe, object, embed, link[rel=import]"), 0);
+    assert.equal(await count(page, "#parts a, #rows a, style, iframe, object, embed"), 0);
+    const exportLinks = await page
+      .locator("#conv-exports a")
+      .evaluateAll((as) =>
+        as.map((a) => a.getAttribute("href")?.replace(/^\/api\/conversations\/[^/]+/, "")),
+      );
+    assert.deepEqual(exportLinks, [
+      "/export?format=md&branch=main",
+      "/export?format=html&branch=main",
+      "/export?format=json&branch=main",
+    ]);
     assert.equal(await count(page, "link"), 2, "only the icon and the stylesheet");
     await page.getByText("is not PNG, JPEG, GIF or WebP").waitFor();
     await page.getByText("its data is not base64").waitFor();

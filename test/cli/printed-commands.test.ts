@@ -83,7 +83,11 @@ function fill(line: string, values: Record<string, string>): string {
 
 /** Pi's store for lines with no source (it would be the machine's ~/.pi/agent otherwise). */
 const AGENT = mkdtempSync(join(tmpdir(), "pc-agent-"));
-const shell = { cwd: ROOT, env: { ...checkoutEnv(), PI_CODING_AGENT_DIR: AGENT } };
+// The search index goes under AGENT too, never the machine's own ~/.cache.
+const shell = {
+  cwd: ROOT,
+  env: { ...checkoutEnv(), PI_CODING_AGENT_DIR: AGENT, XDG_CACHE_HOME: join(AGENT, "cache") },
+};
 
 async function ok(t: TestContext, line: string, what = line): Promise<string> {
   const r = await runLine(t, line, { ...shell, ms: 90_000 });

@@ -92,12 +92,20 @@ const view: View = {
   defaultBranch: "main",
   defaultLeaf: "n.a1b2c3d4",
   branches: [
-    { name: "main", leaf: "n.a1b2c3d4", start: "n.0f0f0f0f", forksFrom: null, depth: 3 },
+    {
+      name: "main",
+      leaf: "n.a1b2c3d4",
+      start: "n.0f0f0f0f",
+      forksFrom: null,
+      depth: 3,
+      label: "Fix the parser",
+    },
     {
       name: "b.c3d4e5f6",
       leaf: "n.c3d4e5f6",
       start: "n.c3d4e5f6",
       forksFrom: { branch: "main", entry: "n.0f0f0f0f" },
+      label: null,
       depth: 2,
     },
   ],

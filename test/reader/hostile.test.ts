@@ -341,7 +341,7 @@ describe("bounded views", () => {
     assertValid("view", {
       defaultBranch: "main",
       defaultLeaf: null,
-      branches: [{ name: "main", leaf: null, start: null, forksFrom: null, depth: 0 }],
+      branches: [{ name: "main", leaf: null, start: null, forksFrom: null, depth: 0, label: null }],
       branchCount: 1,
       incomplete: false,
       forkedFromEarlierSession: false,

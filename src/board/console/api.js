@@ -56,3 +56,17 @@ export function fetchPage(conversation, branch, cursor) {
   const q = query.toString();
   return getJson(`/api/conversations/${encodeURIComponent(conversation)}/page${q ? `?${q}` : ""}`);
 }
+
+/** Full-text search over every branch of every conversation: `{ ok, hits, ... }` or a refusal. */
+export function fetchSearch(query, limit) {
+  const q = new URLSearchParams({ q: query });
+  if (limit) q.set("limit", String(limit));
+  return getJson(`/api/search?${q}`);
+}
+
+/** Where a branch's export is served, as a download (Content-Disposition: attachment). */
+export function exportPath(conversation, branch, format) {
+  const q = new URLSearchParams({ format });
+  if (branch) q.set("branch", branch);
+  return `/api/conversations/${encodeURIComponent(conversation)}/export?${q}`;
+}

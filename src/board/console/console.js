@@ -1,11 +1,16 @@
-// The Console: the catalogue, one conversation's branches and history, paging, live follow
-// and deep links (`#c=<conversation>&b=<branch>&e=<entry>`). Every refusal is shown with its
-// code. Conversation text reaches the page only through text.js and render.js, as text.
-import { fetchCatalogue, fetchPage, isId } from "./api.js";
+// The Console: the catalogue (refreshed while the page is visible), one conversation's branch
+// tree and history, paging, live follow, deep links (`#c=<conversation>&b=<branch>&e=<entry>`),
+// themes and keys. Every refusal is shown with its code. Conversation text reaches the page
+// only through text.js, markup.js and render.js, as text nodes.
+import { exportPath, fetchCatalogue, fetchPage, fetchSearch, isId } from "./api.js";
+import { formatTokens, usageText } from "./present.js";
 import { createHistory } from "./render.js";
-import { el, formatSize, formatTime, textEl } from "./text.js";
+import { el, formatSize, textEl, timeEl } from "./text.js";
 
 const FOLLOW_INTERVAL_MS = 1000;
+/** How often the catalogue is read again while the page is visible. */
+const CATALOGUE_REFRESH_MS = 5000;
+const THEME_KEY = "conversation-console-theme";
 /** Pages read at most while looking for a deep-linked entry. */
 const REVEAL_MAX_PAGES = 50;
 const NEAR_BOTTOM_PX = 48;
@@ -23,6 +28,7 @@ const ui = {
   title: $("conv-title"),
   meta: $("conv-meta"),
   flags: $("conv-flags"),
+  totals: $("conv-totals"),
   branches: $("branches"),
   refusal: $("conv-refusal"),
   scroller: $("history"),
@@ -30,16 +36,62 @@ const ui = {
   loadMore: $("load-more"),
   followStatus: $("follow-status"),
   resume: $("resume"),
+  jumpEnd: $("jump-end"),
+  themeToggle: $("theme-toggle"),
+  keys: $("keys"),
+  search: $("search"),
+  searchForm: $("search-form"),
+  searchResults: $("search-results"),
+  searchTitle: $("search-title"),
+  searchNote: $("search-note"),
+  hits: $("hits"),
+  exports: $("conv-exports"),
 };
+const SEARCH_LIMIT = 50;
+const EXPORT_FORMATS = [
+  ["md", "Markdown"],
+  ["html", "HTML"],
+  ["json", "JSON"],
+];
 
 let rows = [];
+let catalogueSignature = "";
+/** Branch names in tree order, for [ and ]. */
+let branchOrder = [];
 let conv = null;
 let generation = 0;
 let pollTimer = 0;
 let lastScrollTop = 0;
-const timeline = createHistory(ui.parts, (entry) => {
-  if (conv) navigate({ c: conv.id, b: conv.branch, e: entry });
-});
+/** A button that copies `getText()` to the clipboard and says whether it worked. */
+function copyButton(getText, label) {
+  const button = el("button", "copy", "Copy");
+  button.type = "button";
+  button.title = label;
+  button.setAttribute("aria-label", label);
+  let timer = 0;
+  button.addEventListener("click", async () => {
+    clearTimeout(timer);
+    try {
+      await navigator.clipboard.writeText(getText());
+      button.textContent = "Copied";
+    } catch {
+      // The browser refused (no permission, not a secure context): say so, nothing else to do.
+      button.textContent = "Copy failed";
+    }
+    timer = setTimeout(() => {
+      button.textContent = "Copy";
+    }, 1500);
+  });
+  return button;
+}
+
+const timeline = createHistory(
+  ui.parts,
+  (entry) => {
+    if (conv) navigate({ c: conv.id, b: conv.branch, e: entry });
+  },
+  copyButton,
+);
 
 function refusalBox(refusal, onReconcile) {
   const box = el("div", "refusal");
@@ -57,13 +109,21 @@ function refusalBox(refusal, onReconcile) {
   return box;
 }
 
+/** Reads the catalogue; a refresh that finds nothing new leaves the page (and focus) alone. */
 async function loadCatalogue() {
   const c = await fetchCatalogue();
-  ui.catalogueNote.replaceChildren();
   if (!c.ok) {
-    ui.catalogueNote.append(refusalBox(c.refusal, () => loadCatalogue()));
+    catalogueSignature = "";
+    ui.catalogueNote.replaceChildren(refusalBox(c.refusal, () => loadCatalogue()));
     return;
   }
+  const signature = JSON.stringify([c.conversations, c.refusedRoots]);
+  if (signature === catalogueSignature) {
+    refreshTimes();
+    return;
+  }
+  catalogueSignature = signature;
+  ui.catalogueNote.replaceChildren();
   rows = [...c.conversations].sort((a, b) =>
     String(b.modifiedAt ?? "").localeCompare(String(a.modifiedAt ?? "")),
   );
@@ -110,7 +170,21 @@ function chosenValue(select) {
   return distinct && select.selectedIndex > 0 ? distinct[select.selectedIndex - 1] : null;
 }
 
+/** The open button of each shown row, by conversation: focus survives a refresh. */
+let rowButtons = new Map();
+
+function refreshTimes() {
+  for (const row of rows) {
+    const button = rowButtons.get(row.conversation);
+    const cell = button?.closest("tr")?.querySelector("td.when");
+    if (cell) cell.replaceChildren(timeEl(row.modifiedAt, ""));
+  }
+}
+
 function renderRows() {
+  let focused = null;
+  for (const [id, button] of rowButtons) if (button === document.activeElement) focused = id;
+  rowButtons = new Map();
   const project = chosenValue(ui.filterProject);
   const seat = chosenValue(ui.filterSeat);
   const text = ui.filterTitle.value.trim().toLowerCase();
@@ -144,6 +218,7 @@ function renderRows() {
     tr.append(td);
     ui.rows.append(tr);
   }
+  if (focused !== null) rowButtons.get(focused)?.focus();
 }
 
 function rowElement(row) {
@@ -158,6 +233,7 @@ function rowElement(row) {
       : textEl("span", "muted", row.fileName ?? "(no title)", true),
   );
   open.addEventListener("click", () => navigate({ c: row.conversation }));
+  rowButtons.set(row.conversation, open);
   titleCell.append(open);
   // A running controller serves it (the board joins the registry: docs/control-cli.md).
   if (row.live === true) {
@@ -172,7 +248,9 @@ function rowElement(row) {
     titleCell.append(reason);
   }
   tr.append(titleCell);
-  tr.append(textEl("td", "when", formatTime(row.modifiedAt), true));
+  const when = el("td", "when");
+  when.append(timeEl(row.modifiedAt, ""));
+  tr.append(when);
   tr.append(el("td", "size", formatSize(row.size)));
   return tr;
 }
@@ -187,6 +265,31 @@ function renderConvHead() {
   ui.meta.replaceChildren();
   if (row) ui.meta.append(textEl("span", "", `${row.project} / ${row.seat}`, true));
   ui.meta.append(textEl("code", "conv-id", conv.id, true));
+  renderTotals();
+}
+
+/** Export links for the branch shown: downloads, so nothing of the export runs in this page. */
+function renderExports() {
+  ui.exports.replaceChildren();
+  if (!conv?.branch) return;
+  ui.exports.append(el("span", "", "Export this branch:"));
+  for (const [format, label] of EXPORT_FORMATS) {
+    const a = el("a", "export", label);
+    a.href = exportPath(conv.id, conv.branch, format);
+    a.setAttribute("download", "");
+    a.setAttribute("aria-label", `Export this branch as ${label}`);
+    ui.exports.append(a);
+  }
+}
+
+/** The branch's usage so far (the pages read): tokens and cost summed over its replies. */
+function renderTotals() {
+  const t = timeline.totals();
+  ui.totals.replaceChildren();
+  if (!t) return;
+  const n = t.messages === 1 ? "1 reply" : `${t.messages} replies`;
+  ui.totals.append(el("span", "", `Branch usage (${n} read): ${usageText(t)}`));
+  ui.totals.title = `${t.input + t.output + t.cacheRead + t.cacheWrite} tokens in all (${formatTokens(t.input + t.output)} in + out)`;
 }
 
 function renderView(view) {
@@ -200,31 +303,36 @@ function renderView(view) {
       el("span", "flag warn", `${view.unreadableLines} unreadable line(s), shown as notices.`),
     );
   }
-  ui.branches.replaceChildren();
+  renderBranchTree(view);
+}
+
+/** The branches as a tree (as Pi's /tree shows them): each under the branch it forks from. */
+function renderBranchTree(view) {
+  const known = new Set(view.branches.map((b) => b.name));
+  const children = new Map();
   for (const b of view.branches) {
-    const li = el("li", `branch${b.name === conv.branch ? " current" : ""}`);
-    const pick = el("button", "pick");
-    pick.type = "button";
-    pick.append(textEl("span", "name", b.name, true));
-    if (b.name === conv.branch) pick.setAttribute("aria-current", "true");
-    pick.addEventListener("click", () => navigate({ c: conv.id, b: b.name }));
-    li.append(pick);
-    if (b.name === view.defaultBranch) li.append(el("span", "badge default", "default"));
-    if (b.forksFrom) {
-      const at = el("button", "forks");
-      at.type = "button";
-      at.append(
-        textEl("span", "", `forks from ${b.forksFrom.branch} at ${b.forksFrom.entry}`, true),
-      );
-      const { branch, entry } = b.forksFrom;
-      at.addEventListener("click", () => navigate({ c: conv.id, b: branch, e: entry }));
-      li.append(at);
-    } else {
-      li.append(el("span", "root", "root"));
-    }
-    li.append(el("span", "depth", b.depth === 1 ? "1 entry" : `${b.depth} entries`));
-    ui.branches.append(li);
+    const parent = b.forksFrom && known.has(b.forksFrom.branch) ? b.forksFrom.branch : null;
+    if (!children.has(parent)) children.set(parent, []);
+    children.get(parent).push(b);
   }
+  branchOrder = [];
+  const seen = new Set();
+  const fill = (ul, parent) => {
+    for (const b of children.get(parent) ?? []) {
+      if (seen.has(b.name)) continue;
+      seen.add(b.name);
+      branchOrder.push(b.name);
+      const li = branchItem(b, view);
+      if (children.has(b.name)) {
+        const sub = el("ul", "");
+        fill(sub, b.name);
+        li.append(sub);
+      }
+      ul.append(li);
+    }
+  };
+  ui.branches.replaceChildren();
+  fill(ui.branches, null);
   // A view lists at most 100 branches (around the one shown); say how many more exist.
   const unlisted = (view.branchCount ?? view.branches.length) - view.branches.length;
   if (unlisted > 0) {
@@ -232,6 +340,33 @@ function renderView(view) {
       el("li", "branch more", `${unlisted} more branch${unlisted === 1 ? "" : "es"} not listed`),
     );
   }
+}
+
+function branchItem(b, view) {
+  const li = el("li", `branch${b.name === conv.branch ? " current" : ""}`);
+  const row = el("div", "branch-row");
+  const pick = el("button", "pick");
+  pick.type = "button";
+  if (b.label !== null && b.label !== undefined)
+    pick.append(textEl("span", "branch-label", b.label, true));
+  pick.append(textEl("span", "name", b.name, true));
+  if (b.name === conv.branch) pick.setAttribute("aria-current", "true");
+  pick.addEventListener("click", () => navigate({ c: conv.id, b: b.name }));
+  row.append(pick);
+  if (b.name === view.defaultBranch) row.append(el("span", "badge default", "default"));
+  if (b.forksFrom) {
+    const at = el("button", "forks");
+    at.type = "button";
+    at.append(textEl("span", "", `forks from ${b.forksFrom.branch} at ${b.forksFrom.entry}`, true));
+    const { branch, entry } = b.forksFrom;
+    at.addEventListener("click", () => navigate({ c: conv.id, b: branch, e: entry }));
+    row.append(at);
+  } else {
+    row.append(el("span", "root", "root"));
+  }
+  row.append(el("span", "depth", b.depth === 1 ? "1 entry" : `${b.depth} entries`));
+  li.append(row);
+  return li;
 }
 
 function showConvRefusal(refusal) {
@@ -260,6 +395,8 @@ function takeResult(result) {
   conv.follow = result.follow ? result.follow.id : null;
   timeline.append(result.page.parts);
   renderView(result.view);
+  renderTotals();
+  renderExports();
   updateFoot();
   return true;
 }
@@ -364,6 +501,7 @@ function updateFoot() {
   ui.loadMore.hidden = !conv?.next;
   ui.loadMore.disabled = Boolean(conv?.loading);
   ui.resume.hidden = !conv?.paused || Boolean(conv?.refused);
+  ui.jumpEnd.hidden = !conv || Boolean(conv.refused) || (!conv.next && isNearBottom());
   let status;
   if (!conv) status = "";
   else if (conv.refused) status = `Stopped: ${conv.refused.code}.`;
@@ -393,6 +531,166 @@ function onScroll() {
   if (!conv || conv.refused) return;
   if (wentUp && !isNearBottom()) pause();
   else if (conv.paused && isNearBottom() && !conv.next) resume();
+  ui.jumpEnd.hidden = Boolean(conv.refused) || (!conv.next && isNearBottom());
+}
+
+/** Searches every conversation and lists the hits; each opens its branch at its entry. */
+async function runSearch(query) {
+  const q = query.trim();
+  ui.searchResults.hidden = false;
+  ui.hits.replaceChildren();
+  if (q === "") {
+    ui.searchResults.hidden = true;
+    return;
+  }
+  ui.searchTitle.replaceChildren(textEl("span", "", `Search: ${q}`, true));
+  ui.searchNote.textContent = "Searching…";
+  const result = await fetchSearch(q, SEARCH_LIMIT);
+  if (ui.search.value.trim() !== q) return;
+  if (!result.ok) {
+    ui.searchNote.replaceChildren(refusalBox(result.refusal, () => runSearch(q)));
+    return;
+  }
+  const n = result.hits.length;
+  ui.searchNote.textContent =
+    n === 0 ? "No match." : `${n === SEARCH_LIMIT ? `First ${n}` : n} match${n === 1 ? "" : "es"}.`;
+  for (const hit of result.hits) ui.hits.append(hitItem(hit));
+}
+
+function hitItem(hit) {
+  const li = el("li", "");
+  const button = el("button", "hit");
+  button.type = "button";
+  button.append(textEl("span", "hit-title", hit.title ?? hit.conversation, true));
+  const where = el("span", "hit-where");
+  where.append(textEl("span", "", `${hit.project} / ${hit.seat} · ${hit.branch} · `, true));
+  where.append(timeEl(hit.timestamp, ""));
+  button.append(where);
+  const snippet = el("span", "hit-snippet");
+  let at = 0;
+  for (const [from, to] of hit.matches ?? []) {
+    if (from < at || to > hit.snippet.length) continue;
+    snippet.append(textEl("span", "", hit.snippet.slice(at, from), true));
+    snippet.append(textEl("mark", "", hit.snippet.slice(from, to), true));
+    at = to;
+  }
+  snippet.append(textEl("span", "", hit.snippet.slice(at), true));
+  button.append(snippet);
+  if (isId(hit.conversation) && isId(hit.branch) && isId(hit.entry)) {
+    button.addEventListener("click", () =>
+      navigate({ c: hit.conversation, b: hit.branch, e: hit.entry }),
+    );
+  } else {
+    button.disabled = true;
+  }
+  li.append(button);
+  return li;
+}
+
+/** Reads every remaining page, then shows the end and follows it. */
+async function jumpToEnd() {
+  if (!conv) return;
+  const gen = generation;
+  while (conv?.next && gen === generation) {
+    if (!(await loadMore(gen))) break;
+  }
+  if (gen !== generation || !conv || conv.refused) return;
+  if (conv.paused) resume();
+  else scrollToBottom();
+  updateFoot();
+}
+
+/** Moves the current part by `step` (j/k) and shows it; the first press picks the nearest. */
+function stepPart(step) {
+  const articles = timeline.articles();
+  if (articles.length === 0) return;
+  let at = articles.findIndex((a) => a.classList.contains("current"));
+  if (at < 0) {
+    const top = ui.scroller.getBoundingClientRect().top;
+    at = articles.findIndex((a) => a.getBoundingClientRect().bottom > top + 4);
+    if (at < 0) at = articles.length - 1;
+    at -= step;
+  }
+  const next = Math.min(articles.length - 1, Math.max(0, at + step));
+  for (const a of articles) a.classList.remove("current");
+  const target = articles[next];
+  target.classList.add("current");
+  target.focus({ preventScroll: true });
+  target.scrollIntoView({ block: "nearest" });
+}
+
+function stepBranch(step) {
+  if (!conv || branchOrder.length < 2) return;
+  const at = branchOrder.indexOf(conv.branch);
+  const next = branchOrder[(at + step + branchOrder.length) % branchOrder.length];
+  navigate({ c: conv.id, b: next });
+}
+
+function goToStart() {
+  if (!conv) return;
+  ui.scroller.scrollTop = 0;
+  onScroll();
+  const first = timeline.articles()[0];
+  if (first) {
+    for (const a of timeline.articles()) a.classList.remove("current");
+    first.classList.add("current");
+    first.focus({ preventScroll: true });
+  }
+}
+
+function onKey(e) {
+  if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || e.isComposing) return;
+  if (ui.keys.open) return;
+  const t = e.target;
+  if (t instanceof Element && t.closest("input, textarea, select, [contenteditable]")) {
+    if (e.key === "Escape" && t === ui.search) ui.search.blur();
+    return;
+  }
+  const actions = {
+    j: () => stepPart(1),
+    k: () => stepPart(-1),
+    "]": () => stepBranch(1),
+    "[": () => stepBranch(-1),
+    g: goToStart,
+    G: () => void jumpToEnd(),
+    "/": () => ui.search.focus(),
+    "?": () => ui.keys.showModal(),
+  };
+  if (!Object.hasOwn(actions, e.key)) return;
+  e.preventDefault();
+  actions[e.key]();
+}
+
+/** The chosen theme ("light", "dark") or null to follow the system. */
+function storedTheme() {
+  try {
+    const v = localStorage.getItem(THEME_KEY);
+    return v === "light" || v === "dark" ? v : null;
+  } catch {
+    // Storage disabled: the system's preference applies, nothing is lost.
+    return null;
+  }
+}
+
+const darkQuery = matchMedia("(prefers-color-scheme: dark)");
+
+function applyTheme() {
+  const chosen = storedTheme();
+  if (chosen) document.documentElement.dataset.theme = chosen;
+  else delete document.documentElement.dataset.theme;
+  const dark = (chosen ?? (darkQuery.matches ? "dark" : "light")) === "dark";
+  ui.themeToggle.setAttribute("aria-pressed", String(dark));
+}
+
+function toggleTheme() {
+  const next = ui.themeToggle.getAttribute("aria-pressed") === "true" ? "light" : "dark";
+  try {
+    localStorage.setItem(THEME_KEY, next);
+  } catch {
+    // Storage disabled: the theme changes for this page, it is just not remembered.
+  }
+  document.documentElement.dataset.theme = next;
+  ui.themeToggle.setAttribute("aria-pressed", String(next === "dark"));
 }
 
 function readHash() {
@@ -434,7 +732,24 @@ $("reload-catalogue").addEventListener("click", () => void loadCatalogue());
 ui.loadMore.addEventListener("click", () => void loadMore(generation));
 ui.resume.addEventListener("click", resume);
 ui.scroller.addEventListener("scroll", onScroll, { passive: true });
+ui.jumpEnd.addEventListener("click", () => void jumpToEnd());
+ui.searchForm.addEventListener("submit", (e) => {
+  e.preventDefault();
+  void runSearch(ui.search.value);
+});
+ui.themeToggle.addEventListener("click", toggleTheme);
+$("keys-help").addEventListener("click", () => ui.keys.showModal());
+$("keys-close").addEventListener("click", () => ui.keys.close());
+darkQuery.addEventListener("change", applyTheme);
+document.addEventListener("keydown", onKey);
 window.addEventListener("hashchange", () => void applyHash());
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "visible") void loadCatalogue();
+});
+setInterval(() => {
+  if (document.visibilityState === "visible") void loadCatalogue();
+}, CATALOGUE_REFRESH_MS);
 
+applyTheme();
 await loadCatalogue();
 await applyHash();

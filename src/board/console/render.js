@@ -1,8 +1,13 @@
 // A branch's history as DOM, part by part and block by block, appended as pages arrive.
-// Fragments of one long string are rejoined into one block even across parts and pages.
-// Conversation text goes in as text nodes only; class names come from the fixed tables here,
-// and the only attribute built from content is an image's data: URL of checked base64.
-import { appendText, el, formatTime, textEl } from "./text.js";
+// Fragments of one long string are rejoined into one block even across parts and pages; a
+// finished text becomes Markdown (markup.js), a tool call a view by tool (tools.js). Text goes
+// in as text nodes only; class names come from the fixed tables here, and the attributes built
+// from content are an image's data: URL of checked base64 and a checked http(s)/mailto link.
+import { languageOfPath } from "./markdown.js";
+import { renderMarkdown } from "./markup.js";
+import { addUsage, modelText, usageText } from "./present.js";
+import { appendText, el, textEl, timeEl } from "./text.js";
+import { toolCallBody, toolOutput } from "./tools.js";
 
 const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
@@ -42,22 +47,27 @@ function bodyOf(block) {
   return typeof block.text === "string" ? block.text : "";
 }
 
-/** A block's element and how its body (or its fragments) are added and finished. */
-function sinkFor(block) {
+/**
+ * A block's element and how its body (or its fragments) are added and finished. `ctx` says
+ * where it is: `output` (a tool result's content, with the language of the file read, if any),
+ * `copy` makes a copy button, `onCall` hears each finished tool call's view.
+ */
+function sinkFor(block, ctx) {
   switch (block.type) {
     case "text":
-      return textSink(el("div", "block text"));
+      if (ctx.output) return outputSink(el("div", "block output"), ctx);
+      return markdownSink(el("div", "block text md"), ctx);
     case "thinking": {
       const details = el("details", "block thinking");
       details.append(el("summary", "", "Thinking"));
-      const body = el("div", "text");
+      const body = el("div", "text md");
       details.append(body);
-      return { ...textSink(body), node: details };
+      return { ...markdownSink(body, ctx), node: details };
     }
     case "unavailable":
       return textSink(el("div", "block unavailable", "Thinking redacted by the provider."));
     case "tool-call":
-      return toolCallSink(block);
+      return toolCallSink(block, ctx);
     case "tool-result": {
       const node = el("div", "block tool-result");
       node.append(
@@ -77,7 +87,7 @@ function sinkFor(block) {
       return sink;
     }
     case "bash-output":
-      return textSink(el("pre", "block bash-output"));
+      return outputSink(el("div", "block bash-output"), { ...ctx, lang: "" });
     case "notice": {
       const kind = lookup(NOTICES, block.code);
       const node = el("div", `block notice ${kind ? kind.className : "n-unknown"}`);
@@ -98,8 +108,40 @@ function textSink(node) {
   return { node, add: (s) => appendText(node, s), finish() {} };
 }
 
-/** Arguments show as they arrive, then pretty-printed once the whole JSON text is here. */
-function toolCallSink(block) {
+/** Text shows as it arrives; once whole it becomes Markdown. Its raw text is kept for copy. */
+function markdownSink(node, ctx) {
+  let raw = "";
+  return {
+    node,
+    add(s) {
+      raw += s;
+      appendText(node, s);
+    },
+    finish() {
+      renderMarkdown(node, raw);
+      ctx.onText?.(raw);
+    },
+  };
+}
+
+/** Tool output: shown as it arrives, then highlighted, folded when long, with a copy button. */
+function outputSink(node, ctx) {
+  let raw = "";
+  return {
+    node,
+    add(s) {
+      raw += s;
+      appendText(node, s);
+    },
+    finish() {
+      node.replaceChildren(toolOutput(raw, ctx.lang ?? "", ctx.copy));
+      ctx.onText?.(raw);
+    },
+  };
+}
+
+/** Arguments show as they arrive, then as the tool's view once the whole JSON text is here. */
+function toolCallSink(block, ctx) {
   const node = el("div", "block tool-call");
   const head = el("div", "tool-head");
   head.append(el("span", "label", "Tool call "), textEl("code", "tool-name", block.name, true));
@@ -114,15 +156,9 @@ function toolCallSink(block) {
       appendText(args, s);
     },
     finish() {
-      let pretty;
-      try {
-        pretty = JSON.stringify(JSON.parse(raw), null, 2);
-      } catch {
-        // Not JSON as recorded: the raw text is already shown, nothing is lost.
-        return;
-      }
-      args.replaceChildren();
-      appendText(args, pretty);
+      const { node: body, view } = toolCallBody(block.name, raw);
+      args.replaceWith(body);
+      ctx.onCall?.(block.id, view);
     },
   };
 }
@@ -179,12 +215,17 @@ function metaText(meta) {
 
 /**
  * The history of one branch, rendered into `container`. `onLink(entry)` is called when a
- * part's link button is pressed. Returns `{ append(parts), elementOf(entry), clear() }`.
+ * part's link button is pressed; `copy(getText, label)` makes a copy button. Returns
+ * `{ append(parts), elementOf(entry), entries(), totals(), clear() }`.
  */
-export function createHistory(container, onLink) {
+export function createHistory(container, onLink, copy) {
   const entries = new Map();
+  /** Tool call id → the language of the file a `read` call names, for its result. */
+  const readLanguage = new Map();
+  let total = null;
   let run = null;
   let body = null;
+  let ctx = null;
 
   function closeRun() {
     if (run) run.finish();
@@ -202,7 +243,11 @@ export function createHistory(container, onLink) {
       }
     }
     closeRun();
-    const sink = sinkFor(block);
+    if (block.type === "tool-result") {
+      ctx.output = true;
+      ctx.lang = readLanguage.get(block.toolCallId) ?? "";
+    }
+    const sink = sinkFor(block, ctx);
     body.append(sink.node);
     if (f && f.index > 0) {
       sink.node.prepend(el("div", "fragment-gap", "A piece of this text is missing here."));
@@ -215,6 +260,27 @@ export function createHistory(container, onLink) {
     }
   }
 
+  function partHead(part, kind, role, texts) {
+    const head = el("header", "part-head");
+    head.append(el("span", "who", role ? role.label : kind.label));
+    const model = modelText(part.meta);
+    if (model) head.append(textEl("span", "model", model, true));
+    for (const m of metaText(part.meta)) head.append(textEl("span", "meta", m, true));
+    const usage = usageText(part.meta?.usage);
+    if (usage) head.append(el("span", "usage", usage));
+    head.append(timeEl(part.timestamp));
+    const tools = el("span", "part-tools");
+    tools.append(copy(() => texts.join("\n\n"), "Copy message"));
+    const link = el("button", "link", "¶");
+    link.type = "button";
+    link.title = "Link to this entry";
+    link.setAttribute("aria-label", "Link to this entry");
+    link.addEventListener("click", () => onLink(part.entry));
+    tools.append(link);
+    head.append(tools);
+    return head;
+  }
+
   function appendPart(part) {
     const kind = lookup(KINDS, part.kind) ?? { label: "Part", className: "other" };
     const role = part.kind === "message" ? lookup(ROLES, part.role) : null;
@@ -222,22 +288,24 @@ export function createHistory(container, onLink) {
       "article",
       `part ${kind.className}${role ? ` ${role.className}` : ""}${part.continues ? " continues" : ""}`,
     );
-    if (!part.continues) {
-      const head = el("header", "part-head");
-      head.append(el("span", "who", role ? role.label : kind.label));
-      for (const m of metaText(part.meta)) head.append(textEl("span", "meta", m, true));
-      head.append(textEl("time", "when", formatTime(part.timestamp), true));
-      const link = el("button", "link", "¶");
-      link.type = "button";
-      link.title = "Link to this entry";
-      link.addEventListener("click", () => onLink(part.entry));
-      head.append(link);
-      article.append(head);
-    }
+    article.tabIndex = -1;
+    const known = entries.get(part.entry);
+    const texts = known?.texts ?? [];
+    if (!part.continues) article.append(partHead(part, kind, role, texts));
+    if (part.meta?.usage) total = addUsage(total, part.meta.usage);
     body = el("div", "part-body");
     article.append(body);
     container.append(article);
-    if (!entries.has(part.entry)) entries.set(part.entry, article);
+    if (!known) entries.set(part.entry, { article, texts });
+    ctx = {
+      output: part.role === "toolResult",
+      lang: "",
+      copy,
+      onText: (t) => texts.push(t),
+      onCall(id, view) {
+        if (view.kind === "read") readLanguage.set(id, languageOfPath(view.path));
+      },
+    };
     for (const block of part.blocks) appendBlock(block);
   }
 
@@ -245,11 +313,17 @@ export function createHistory(container, onLink) {
     append(parts) {
       for (const part of parts) appendPart(part);
     },
-    elementOf: (entry) => entries.get(entry) ?? null,
+    elementOf: (entry) => entries.get(entry)?.article ?? null,
+    /** Every part's first article, in order: what j/k step through. */
+    articles: () => [...entries.values()].map((e) => e.article),
+    totals: () => total,
     clear() {
       run = null;
       body = null;
+      ctx = null;
+      total = null;
       entries.clear();
+      readLanguage.clear();
       container.replaceChildren();
     },
   };

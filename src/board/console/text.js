@@ -65,13 +65,52 @@ export function textEl(tag, className, text, oneLine = false) {
   return appendText(el(tag, className), text, oneLine);
 }
 
-/** `2026-01-01 12:34` in local time, or "—". */
+/** The local zone of `d` as "UTC", "UTC+2" or "UTC-3:30". */
+function zoneOf(d) {
+  const off = -d.getTimezoneOffset();
+  if (off === 0) return "UTC";
+  const h = Math.trunc(Math.abs(off) / 60);
+  const m = Math.abs(off) % 60;
+  return `UTC${off > 0 ? "+" : "-"}${h}${m ? `:${String(m).padStart(2, "0")}` : ""}`;
+}
+
+/** `2026-01-01 12:34 UTC+1` in local time with its zone, or "—". */
 export function formatTime(iso) {
   if (typeof iso !== "string") return "—";
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return iso.slice(0, 40);
   const p = (n) => String(n).padStart(2, "0");
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}`;
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())} ${zoneOf(d)}`;
+}
+
+/** "just now", "5 min ago", "3 h ago", "2 days ago", or "" for a bad or future time. */
+export function relativeTime(iso, now = Date.now()) {
+  const t = new Date(typeof iso === "string" ? iso : "").getTime();
+  if (Number.isNaN(t)) return "";
+  const s = Math.round((now - t) / 1000);
+  if (s < -60) return "";
+  if (s < 60) return "just now";
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+  const days = Math.floor(s / 86400);
+  return days === 1 ? "1 day ago" : `${days} days ago`;
+}
+
+/** A `<time>`: local date, time and zone, how long ago, and the full UTC time on hover. */
+export function timeEl(iso, className = "when") {
+  const node = el("time", className);
+  if (typeof iso !== "string") {
+    node.textContent = "—";
+    return node;
+  }
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return appendText(node, iso.slice(0, 40), true);
+  node.dateTime = d.toISOString();
+  node.title = `${d.toISOString().replace("T", " ").replace("Z", "")} UTC`;
+  node.append(formatTime(iso));
+  const ago = relativeTime(iso);
+  if (ago) node.append(el("span", "ago", ` · ${ago}`));
+  return node;
 }
 
 export function formatSize(bytes) {
