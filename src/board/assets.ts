@@ -15,6 +15,7 @@ const ASSET_FILES: Readonly<Record<string, readonly [file: string, contentType: 
   "/api.js": ["api.js", "text/javascript; charset=utf-8"],
   "/render.js": ["render.js", "text/javascript; charset=utf-8"],
   "/text.js": ["text.js", "text/javascript; charset=utf-8"],
+  "/live-run.js": ["live-run.js", "text/javascript; charset=utf-8"],
   "/markdown.js": ["markdown.js", "text/javascript; charset=utf-8"],
   "/markup.js": ["markup.js", "text/javascript; charset=utf-8"],
   "/present.js": ["present.js", "text/javascript; charset=utf-8"],

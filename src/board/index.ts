@@ -4,6 +4,8 @@ export {
   type Board,
   type BoardOptions,
   type BoardReading,
+  type ControlCall,
+  type ControlRoute,
   loopbackAddress,
   type ReaderSources,
   startBoard,
@@ -11,6 +13,7 @@ export {
 export {
   BOARD_REFUSAL_STATUS,
   type BoardRefusalCode,
+  CONTROL_REFUSAL_STATUS,
   REFUSAL_STATUS,
   statusOf,
 } from "./status.ts";

@@ -42,28 +42,10 @@ export function createHandler(options: HandlerOptions): Handler {
   };
 }
 
-function handle(options: HandlerOptions, { method, target, host }: BoardRequest): Reply {
-  if (target.length > MAX_TARGET_LENGTH) {
-    return boardRefusal("uri-too-long", `Request targets are limited to ${MAX_TARGET_LENGTH}.`);
-  }
-  if (host === undefined || host === "") {
-    return boardRefusal("bad-request", "The request has no Host header.");
-  }
-  if (!options.hosts.has(host.toLowerCase())) {
-    return boardRefusal(
-      "misdirected-request",
-      "The Host header does not name this board's loopback address and port.",
-    );
-  }
-  if (method !== "GET" && method !== "HEAD") {
-    return boardRefusal("method-not-allowed", "The board serves GET and HEAD only.", {
-      Allow: ALLOW,
-    });
-  }
-  // Origin-form only: an absolute URI or `*` names no path of ours.
-  if (!target.startsWith("/")) {
-    return boardRefusal("bad-request", "The request target must be a path.");
-  }
+function handle(options: HandlerOptions, request: BoardRequest): Reply {
+  const refused = checkRequest(options.hosts, request);
+  if (refused !== null) return refused;
+  const { target } = request;
   const q = target.indexOf("?");
   const path = q < 0 ? target : target.slice(0, q);
   const query = q < 0 ? "" : target.slice(q + 1);
@@ -94,6 +76,39 @@ function handle(options: HandlerOptions, { method, target, host }: BoardRequest)
     return readExport(options.reader, conversation, params);
   }
   return boardRefusal("not-found", "No such route on this board.");
+}
+
+/**
+ * What every route refuses before it is routed (the live route too, which is answered on the
+ * request loop, live.ts): an overlong target, a missing or foreign Host, another method, a
+ * target that is not a path. Null when the request passes.
+ */
+export function checkRequest(
+  hosts: ReadonlySet<string>,
+  { method, target, host }: BoardRequest,
+): Reply | null {
+  if (target.length > MAX_TARGET_LENGTH) {
+    return boardRefusal("uri-too-long", `Request targets are limited to ${MAX_TARGET_LENGTH}.`);
+  }
+  if (host === undefined || host === "") {
+    return boardRefusal("bad-request", "The request has no Host header.");
+  }
+  if (!hosts.has(host.toLowerCase())) {
+    return boardRefusal(
+      "misdirected-request",
+      "The Host header does not name this board's loopback address and port.",
+    );
+  }
+  if (method !== "GET" && method !== "HEAD") {
+    return boardRefusal("method-not-allowed", "The board serves GET and HEAD only.", {
+      Allow: ALLOW,
+    });
+  }
+  // Origin-form only: an absolute URI or `*` names no path of ours.
+  if (!target.startsWith("/")) {
+    return boardRefusal("bad-request", "The request target must be a path.");
+  }
+  return null;
 }
 
 /** `open` without a cursor, `next` with one; a cursor needs the branch it was issued for. */

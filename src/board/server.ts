@@ -7,11 +7,15 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from "node:net";
 import { availableParallelism } from "node:os";
 import type { Reader } from "../reader/reader.ts";
+import { type Root, rootsFromSpecs } from "../reader/sources.ts";
 import { loadAssets } from "./assets.ts";
+import { BoardAuth } from "./auth.ts";
+import { createControlRoute } from "./control-route.ts";
+import { LIVE_ROUTE, LiveHub, type LiveStats } from "./live.ts";
 import type { ReaderSources } from "./read-messages.ts";
 import { MAX_LANES, startReadPool } from "./read-pool.ts";
 import { boardRefusal, type Reply, rawResponse, SECURITY_HEADERS } from "./reply.ts";
-import { type BoardRequest, createHandler } from "./routes.ts";
+import { type BoardRequest, checkRequest, createHandler } from "./routes.ts";
 import type { BoardSearch } from "./search-route.ts";
 
 export type { ReaderSources } from "./read-messages.ts";
@@ -22,12 +26,19 @@ export type { ReaderSources } from "./read-messages.ts";
  * the request loop (tests and embedders that wrap a reader of their own).
  */
 export type BoardReading =
-  | { reader: Reader; sources?: never; lanes?: never }
+  | {
+      reader: Reader;
+      /** The reader's roots, for the live route's watch; without them the route is 404. */
+      roots?: () => Root[];
+      sources?: never;
+      lanes?: never;
+    }
   | {
       sources: ReaderSources;
       /** Worker threads for conversations, beside the catalogue's one; default 2 to 4 by cores. */
       lanes?: number;
       reader?: never;
+      roots?: never;
     };
 
 export type BoardOptions = BoardReading & {
@@ -37,12 +48,28 @@ export type BoardOptions = BoardReading & {
   port?: number;
   /** Where internal errors are reported; defaults to stderr. */
   log?: (line: string) => void;
+  /** The grant the board's controller connections use; `operator` unless configured. */
+  grant?: string;
+  /**
+   * What `POST /api/conversations/:id/control` does once the login, Origin and content-type
+   * checks passed (control-route.ts); without it the route is 404, after the same checks.
+   */
+  control?: ControlRoute;
   /**
    * Full-text search for GET /api/search when reading with `reader` (on the loop); with
    * `sources`, `sources.search` starts a search lane instead. Without either, 503.
    */
   search?: BoardSearch;
 };
+
+/** One steering call from a logged-in browser session: `session` names its connection. */
+export type ControlCall = { session: string; conversation: string; body: Record<string, unknown> };
+export type ControlRoute = (call: ControlCall) => Promise<Reply>;
+
+/** Largest POST body read; a steering call is a prompt and a few fields. */
+export const MAX_POST_BYTES = 64 * 1024;
+
+const CONTROL_ROUTE = /^\/api\/conversations\/([^/?]+)\/control$/;
 
 export type Board = {
   /** `http://127.0.0.1:<port>/` or `http://[::1]:<port>/`. */
@@ -55,6 +82,13 @@ export type Board = {
    * being sent (0 once every answer is over). Both 0 for a board reading on its loop.
    */
   readers(): { running: number; slabChunksInUse: number };
+  /**
+   * The operator link, `http://127.0.0.1:PORT/login?token=…`: print it for the operator and
+   * nowhere else (never to a log); it is drawn fresh at every start.
+   */
+  loginUrl: string;
+  /** The live route now: open streams, files watched, follow reads made since the start. */
+  live(): LiveStats;
 };
 
 /** Answers one request that passed the HTTP-level checks; never rejects. */
@@ -104,7 +138,28 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
   let readers = () => ({ running: 0, slabChunksInUse: 0 });
 
   // requireHostHeader is off so a request without Host gets the board's refusal and headers.
+  let live: LiveHub | null = null;
+  let auth: BoardAuth | null = null;
+  let control = options.control;
+  let stopControl = async () => {};
   const server = createServer({ requireHostHeader: false }, (req, res) => {
+    const target = req.url ?? "";
+    if (auth !== null && refuseAtHttpLevel(req) === null && actsOrLogsIn(req)) {
+      const acting = act(req, res, auth, hosts, control).catch((e: unknown) => {
+        log(`board: internal error on a POST or login: ${e instanceof Error ? e.stack : e}`);
+        res.destroy();
+      });
+      void acting;
+      return;
+    }
+    if (live !== null && LIVE_ROUTE.test(target) && refuseAtHttpLevel(req) === null) {
+      req.resume();
+      live.serve(req, res, requestOf(req)).catch((e: unknown) => {
+        log(`board: internal error on the live route: ${e instanceof Error ? e.stack : e}`);
+        res.destroy();
+      });
+      return;
+    }
     respond(req, res, dispatch).catch((e: unknown) => {
       // Dispatch never rejects and a write to a closed socket does not throw: a bug, so the
       // socket goes (its client sees a reset) and the board keeps serving.
@@ -137,6 +192,7 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
   const bound = server.address();
   if (bound === null || typeof bound === "string") throw new Error("The board has no TCP port.");
   for (const h of allowedHosts(urlHost, bound.port)) hosts.add(h);
+  auth = new BoardAuth(bound.port);
   server.on("error", (e) => log(`board: server error: ${e.stack ?? e}`));
 
   try {
@@ -150,6 +206,8 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
         ...search,
       });
       dispatch = (request) => Promise.resolve(handle(request));
+      const roots = options.roots;
+      if (roots !== undefined) live = new LiveHub({ roots, read: dispatch, hosts, log });
     } else {
       const pool = await startReadPool({
         sources: options.sources,
@@ -160,6 +218,25 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
       dispatch = (request) => pool.handle(request);
       stopReading = () => pool.close();
       readers = () => ({ running: pool.running, slabChunksInUse: pool.slabInUse });
+      const { specs, registrations } = options.sources;
+      const { liveRegistry: registryDir } = options.sources;
+      if (registryDir !== undefined && control === undefined) {
+        const made = createControlRoute({
+          registryDir,
+          log,
+          ...(options.grant === undefined ? {} : { grant: options.grant }),
+        });
+        control = made.route;
+        stopControl = made.close;
+      }
+      live = new LiveHub({
+        ...(registryDir === undefined ? {} : { registryDir }),
+        ...(options.grant === undefined ? {} : { grant: options.grant }),
+        roots: () => rootsFromSpecs(specs, registrations),
+        read: dispatch,
+        hosts,
+        log,
+      });
     }
   } catch (e) {
     server.closeAllConnections();
@@ -170,13 +247,19 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
   let closing: Promise<void> | undefined;
   return {
     url: `http://${urlHost}:${bound.port}/`,
+    loginUrl: `http://${urlHost}:${bound.port}/login?token=${auth.token}`,
     port: bound.port,
     close: () => {
       // Once: a second call gets the first one's outcome rather than "not running".
-      closing ??= stopServing(server, handedOver, stopReading);
+      closing ??= Promise.all([
+        live?.close(),
+        stopControl(),
+        stopServing(server, handedOver, stopReading),
+      ]).then(() => {});
       return closing;
     },
     readers: () => readers(),
+    live: () => live?.stats() ?? { followers: 0, watching: 0, reads: 0 },
   };
 }
 
@@ -270,4 +353,110 @@ function rejectMalformed(error: NodeJS.ErrnoException, socket: Socket): void {
     .map(([k, v]) => `${k}: ${v}\r\n`)
     .join("");
   socket.end(`HTTP/1.1 ${status}\r\n${headers}Content-Length: 0\r\nConnection: close\r\n\r\n`);
+}
+
+/**
+ * The requests answered on the loop by auth.ts: `/login`, and any request to the control route
+ * (the only one that acts). Other routes have no POST: the handler refuses it 405, as before.
+ */
+function actsOrLogsIn(req: IncomingMessage): boolean {
+  const target = req.url ?? "";
+  if (CONTROL_ROUTE.test(target.split("?", 1)[0] ?? "")) return true;
+  return target === "/login" || target.startsWith("/login?");
+}
+
+/**
+ * A login, or a POST: Host first (as every route), then the login, Origin and content-type
+ * checks; the body is read only after they pass, and only then is a controller asked.
+ */
+async function act(
+  req: IncomingMessage,
+  res: ServerResponse,
+  auth: BoardAuth,
+  hosts: ReadonlySet<string>,
+  control: ControlRoute | undefined,
+): Promise<void> {
+  const request = requestOf(req);
+  const refused = checkRequest(hosts, { ...request, method: "GET" });
+  const finish = (out: Reply) => {
+    if (req.method === "POST") req.resume();
+    // A refused POST's body is not read; the connection closes rather than drain it.
+    if (out.status >= 400 && req.method === "POST") res.shouldKeepAlive = false;
+    res.writeHead(out.status, out.headers);
+    res.end(req.method === "HEAD" ? undefined : out.body);
+  };
+  if (refused !== null) return finish(refused);
+  const target = request.target;
+  const q = target.indexOf("?");
+  const path = q < 0 ? target : target.slice(0, q);
+  if (CONTROL_ROUTE.test(path) && req.method !== "POST") {
+    return finish(
+      boardRefusal("method-not-allowed", "The control route takes POST only.", { Allow: "POST" }),
+    );
+  }
+  if (req.method !== "POST") {
+    if (req.method !== "GET") {
+      return finish(
+        boardRefusal("method-not-allowed", "Log in with GET /login?token=…", { Allow: "GET" }),
+      );
+    }
+    return finish(auth.login(q < 0 ? "" : target.slice(q + 1)));
+  }
+  const check = auth.checkPost(req.headers, request.host ?? "");
+  if (!check.ok) return finish(check.reply);
+  const match = CONTROL_ROUTE.exec(path);
+  if (match?.[1] === undefined || control === undefined) {
+    return finish(boardRefusal("not-found", "No such route on this board."));
+  }
+  let conversation: string;
+  try {
+    conversation = decodeURIComponent(match[1]);
+  } catch {
+    return finish(
+      boardRefusal("bad-request", "The conversation id is not valid percent-encoding."),
+    );
+  }
+  const body = await readBody(req);
+  if (body === "too-large") {
+    return finish(
+      boardRefusal("payload-too-large", `A POST body is limited to ${MAX_POST_BYTES} bytes.`),
+    );
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return finish(boardRefusal("bad-request", "The body is not JSON."));
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    return finish(
+      boardRefusal("bad-request", 'The body must be a JSON object: { "op", ...fields }.'),
+    );
+  }
+  if (res.destroyed) return;
+  finish(
+    await control({
+      session: check.session,
+      conversation,
+      body: parsed as Record<string, unknown>,
+    }),
+  );
+}
+
+function readBody(req: IncomingMessage): Promise<string | "too-large"> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_POST_BYTES) {
+        req.pause();
+        resolve("too-large");
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
 }

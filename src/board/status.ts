@@ -1,6 +1,7 @@
 // HTTP statuses for the board's two GET routes: one table for every reader refusal code, and a
 // closed set of the board's own codes for what the HTTP layer refuses before the reader is asked.
 // The refusal code in the body is the contract; the status is for people and tools (curl, logs).
+import { CONTROL_REFUSAL_CODES, type ControlRefusalCode } from "../control/refusal.ts";
 import { READER_REFUSAL_CODES, type ReaderRefusalCode } from "../protocol/chat-01.ts";
 
 /**
@@ -53,6 +54,15 @@ export const REFUSAL_STATUS: Record<ReaderRefusalCode, number> = {
  *   loopback address and port (DNS rebinding). `internal-error` 500: a bug, logged to stderr.
  * - `http-version-not-supported` 505: a request line that is not HTTP/1.0 or HTTP/1.1. A 5xx
  *   because HTTP says so (RFC 9110 §15.6.6), not because anything failed.
+ * - Acting (issue 15, auth.ts), all 403 and all answered before a body is read:
+ *   `login-refused` (a login link whose token is not this start's), `origin-refused` (a POST
+ *   without an Origin, or from another origin — another port of 127.0.0.1 included),
+ *   `content-type-refused` (a POST that is not `application/json`: every HTML form),
+ *   `not-logged-in` (no session cookie of this board). `payload-too-large` 413: a POST body
+ *   over 64 KiB.
+ * - Steering (control-route.ts): `no-controller` 404 (the registry names no running controller
+ *   for this conversation now), `outcome-unknown` 502 (the request reached the controller and
+ *   its reply was lost: never resent; look at the transcript).
  */
 export const BOARD_REFUSAL_STATUS = {
   "bad-request": 400,
@@ -62,15 +72,79 @@ export const BOARD_REFUSAL_STATUS = {
   "misdirected-request": 421,
   "internal-error": 500,
   "http-version-not-supported": 505,
+  "login-refused": 403,
+  "origin-refused": 403,
+  "content-type-refused": 403,
+  "not-logged-in": 403,
+  "payload-too-large": 413,
+  "no-controller": 404,
+  "outcome-unknown": 502,
   "bad-query": 400,
   "search-unavailable": 503,
 } as const satisfies Record<string, number>;
 
 export type BoardRefusalCode = keyof typeof BOARD_REFUSAL_STATUS;
 
-/** The status of any refusal code the board can send: the reader's or its own. */
+/**
+ * The HTTP status of each controller refusal, for `POST /api/conversations/:id/control`
+ * (control-route.ts). The code in the body is the contract, as for the reader's.
+ *
+ * - 400: the request itself is wrong (`malformed`, `unsupported-capability`, `text-policy`).
+ * - 403: this grant or this host may not (`grant`, `scope`, `mapping`, `capability`,
+ *   `foreign-host`, `unsealed-engine`).
+ * - 409: the controller's state says no now, and another step may change it: not the
+ *   controller, a newer generation, busy, a confirmation missing or used, a run already
+ *   active, a replacement that would not be safe…
+ * - 410 `cursor`: the observe cursor is gone, as the reader's `cursor-*`.
+ * - 503: the controller cannot act at all now (`channel`: its connection is down; `audit`:
+ *   it cannot write its evidence; `configuration`: it is set up wrong) — not the caller's
+ *   fault, and not a bug of the board either.
+ */
+export const CONTROL_REFUSAL_STATUS: Record<ControlRefusalCode, number> = {
+  malformed: 400,
+  grant: 403,
+  channel: 503,
+  "unsupported-capability": 400,
+  scope: 403,
+  mapping: 403,
+  audit: 503,
+  capability: 403,
+  target: 409,
+  generation: 409,
+  controller: 409,
+  "conflicting-request": 409,
+  "stale-incarnation": 409,
+  fenced: 409,
+  busy: 409,
+  "text-policy": 400,
+  draft: 409,
+  "no-turn": 409,
+  "already-controller": 409,
+  "controller-present": 409,
+  confirmation: 409,
+  "stop-proof": 409,
+  preflight: 409,
+  cursor: 410,
+  eligibility: 409,
+  "already-active": 409,
+  "unsafe-replacement": 409,
+  "foreign-host": 403,
+  "live-session-refused": 409,
+  "unsealed-engine": 403,
+  "engine-pin-mismatch": 409,
+  configuration: 503,
+};
+
+const CONTROL_CODES: ReadonlySet<string> = new Set(CONTROL_REFUSAL_CODES);
+
+function isControlCode(code: string): code is ControlRefusalCode {
+  return CONTROL_CODES.has(code);
+}
+
+/** The status of any refusal code the board can send: the reader's, the controller's or its own. */
 export function statusOf(code: string): number {
   if (isReaderCode(code)) return REFUSAL_STATUS[code];
+  if (isControlCode(code)) return CONTROL_REFUSAL_STATUS[code];
   if (isBoardCode(code)) return BOARD_REFUSAL_STATUS[code];
   // The reader's codes are a closed union; a code outside both tables is a broken invariant.
   throw new Error(`No HTTP status for refusal code ${JSON.stringify(code)}`);

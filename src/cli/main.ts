@@ -300,6 +300,8 @@ async function serve(
   }
   const { board } = started;
   io.out(`The board is serving on ${board.url}\nOpen it in a browser; Ctrl-C stops it.\n`);
+  // To stdout for the operator, once; never to a log (the token is the key to acting).
+  io.out(`To act (steer a run) from the Console, log in with: ${board.loginUrl}\n`);
   await whenAborted(signal);
   await board.close();
   return EXIT.ok;

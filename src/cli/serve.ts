@@ -3,7 +3,8 @@
 // The board module is loaded only here, so the other commands never load it.
 import type { BoardReading } from "../board/index.ts";
 
-export type Serving = { url: string; port: number; close(): Promise<void> };
+/** `loginUrl`: the operator link (a fresh token per start); printed for the operator only. */
+export type Serving = { url: string; loginUrl: string; port: number; close(): Promise<void> };
 /** `reading`: the sources, so the board reads in worker threads off its request loop. */
 export type ServeRequest = {
   reading: BoardReading;

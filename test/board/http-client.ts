@@ -20,6 +20,8 @@ export function send(
     headers?: Record<string, string>;
     /** The deadline; 5 s unless a test expects a slow answer. */
     timeoutMs?: number;
+    /** A request body (a POST's). */
+    body?: string;
   } = {},
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
@@ -54,7 +56,7 @@ export function send(
       },
     );
     req.on("error", reject);
-    req.end();
+    req.end(opts.body);
   });
 }
 

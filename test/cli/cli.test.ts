@@ -371,6 +371,15 @@ describe("conversation cli", { concurrency: 4 }, () => {
     const child = startCli(t, ["serve", "--port", "0", ...f.sources]);
     await child.waitFor("the URL", (c) => /http:\/\/127\.0\.0\.1:\d+\//.test(c.stdout()));
     const url = /http:\/\/127\.0\.0\.1:\d+\//.exec(child.stdout())?.[0] ?? "";
+    await child.waitFor("the login link", (c) => /\/login\?token=/.test(c.stdout()));
+    const link = /(http:\/\/127\.0\.0\.1:\d+\/login\?token=[A-Za-z0-9_-]{43})\n/.exec(
+      child.stdout(),
+    );
+    assert.ok(link?.[1]?.startsWith(url), "serve prints the operator link for its own port");
+    const logged = await fetch(link?.[1] ?? "", { redirect: "manual" });
+    assert.equal(logged.status, 303);
+    assert.match(logged.headers.get("set-cookie") ?? "", /HttpOnly; SameSite=Strict/);
+    assert.ok(!child.stderr().includes("token"), "the token is not logged");
     const res = await fetch(`${url}api/conversations`);
     assert.equal(res.status, 200);
     const body: unknown = await res.json();

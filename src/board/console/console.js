@@ -3,6 +3,7 @@
 // themes and keys. Every refusal is shown with its code. Conversation text reaches the page
 // only through text.js, markup.js and render.js, as text nodes.
 import { exportPath, fetchCatalogue, fetchPage, fetchSearch, isId } from "./api.js";
+import { createLiveRun } from "./live-run.js";
 import { formatTokens, usageText } from "./present.js";
 import { createHistory } from "./render.js";
 import { el, formatSize, textEl, timeEl } from "./text.js";
@@ -404,6 +405,7 @@ function takeResult(result) {
 async function openConversation(id, branch, entry) {
   const gen = ++generation;
   clearTimeout(pollTimer);
+  stopListening(conv);
   conv = { id, branch: branch ?? null, next: null, follow: null, paused: false, refused: null };
   ui.empty.hidden = true;
   ui.conv.hidden = false;
@@ -459,7 +461,64 @@ function schedulePoll() {
   clearTimeout(pollTimer);
   if (!conv?.follow || conv.paused || conv.refused) return;
   const gen = generation;
+  // The board pushes appends on its live route; a poll is only the fallback for a board that
+  // cannot watch (one given a reader without roots answers the route 404).
+  if (!conv.noLive) {
+    listen(gen);
+    return;
+  }
   pollTimer = setTimeout(() => void poll(gen), FOLLOW_INTERVAL_MS);
+}
+
+/** Follows the end over Server-Sent Events: each `page` event is a follow read's result. */
+function listen(gen) {
+  const c = conv;
+  if (c.stream) return;
+  const q = new URLSearchParams({ branch: c.branch, cursor: c.follow });
+  const stream = new EventSource(`/api/conversations/${encodeURIComponent(c.id)}/live?${q}`);
+  c.stream = stream;
+  liveRun.attach(c.id);
+  const relay = (name, fn) =>
+    stream.addEventListener(name, (ev) => {
+      if (gen === generation && c.stream === stream) fn(JSON.parse(ev.data));
+    });
+  relay("controller", (m) => liveRun.onController(m));
+  relay("state", (m) => liveRun.onState(m));
+  relay("event", (m) => liveRun.onEvent(m));
+  relay("dialog", (m) => liveRun.onDialog(m));
+  stream.addEventListener("page", (ev) => {
+    if (gen !== generation || c.stream !== stream) return;
+    const result = JSON.parse(ev.data);
+    const stick = isNearBottom();
+    // The board reads on to the end itself; the event's id is the cursor it will use next.
+    c.next = null;
+    c.follow = ev.lastEventId;
+    timeline.append(result.page.parts);
+    renderView(result.view);
+    updateFoot();
+    if (stick && !c.paused) scrollToBottom();
+  });
+  stream.addEventListener("refusal", (ev) => {
+    if (gen !== generation || c.stream !== stream) return;
+    stopListening(c);
+    takeResult(JSON.parse(ev.data));
+  });
+  stream.addEventListener("error", () => {
+    if (gen !== generation || c.stream !== stream) return;
+    // CLOSED: the route answered with a refusal, not a stream. CONNECTING: EventSource
+    // reconnects by itself, resuming from the last id.
+    if (stream.readyState !== EventSource.CLOSED) return;
+    stopListening(c);
+    c.noLive = true;
+    schedulePoll();
+  });
+}
+
+const liveRun = createLiveRun();
+
+function stopListening(c) {
+  c?.stream?.close();
+  if (c) c.stream = null;
 }
 
 async function poll(gen) {
@@ -486,6 +545,7 @@ function pause() {
   if (!conv?.follow || conv.paused) return;
   conv.paused = true;
   clearTimeout(pollTimer);
+  stopListening(conv);
   updateFoot();
 }
 
@@ -712,6 +772,7 @@ async function applyHash() {
   if (!c) {
     generation++;
     clearTimeout(pollTimer);
+    stopListening(conv);
     conv = null;
     ui.conv.hidden = true;
     ui.empty.hidden = false;

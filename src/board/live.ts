@@ -1,0 +1,424 @@
+// The live route, `GET /api/conversations/:id/live?branch=&cursor=` (issue 15): follow pushed
+// as Server-Sent Events. It is answered on the request loop, because a stream is held open for
+// as long as the page is; the loop watches the directories of the followed files (inotify
+// through fs.watch, a slow stat poll only where a watch cannot be set) and, when one of them
+// changes, reads only what was appended with the follower's follow cursor — through the same
+// dispatch as the page route, so the read runs in a worker lane with the reader's cursor rules.
+// Nothing is read while nothing changes: a hundred idle followers cost no reads.
+import { type FSWatcher, type StatWatcher, unwatchFile, watch, watchFile } from "node:fs";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { join } from "node:path";
+import { listRoot } from "../reader/catalogue.ts";
+import { expandRoots } from "../reader/pi-store.ts";
+import { conversationIdOf, type Root } from "../reader/sources.ts";
+import { DEFAULT_GRANT, type Relay, relayController } from "./live-control.ts";
+import { boardRefusal, type Reply, SECURITY_HEADERS } from "./reply.ts";
+import { type BoardRequest, checkRequest, readParams } from "./routes.ts";
+
+export const LIVE_ROUTE = /^\/api\/conversations\/([^/?]+)\/live(?:\?|$)/;
+
+/** The stat poll used only where fs.watch fails (no inotify watches left, say). */
+export const FALLBACK_POLL_MS = 2000;
+
+export type LiveOptions = {
+  /** The approved roots now; a conversation's file is found in them by its id. */
+  roots: () => Root[];
+  /** Answers a page request (a worker lane, or the loop's own handler). */
+  read: (request: BoardRequest) => Promise<Reply>;
+  hosts: ReadonlySet<string>;
+  log: (line: string) => void;
+  /** Tests force the fallback poll with true. */
+  pollOnly?: boolean;
+  /** The registry of running controllers (`serve --state-dir`): their streams are relayed. */
+  registryDir?: string;
+  /** The grant the board's connections use; `operator` unless configured. */
+  grant?: string;
+};
+
+/** A reader cursor id: a Last-Event-ID of this shape resumes the follow. */
+const CURSOR_ID = /^c-[0-9a-f]{40}$/;
+
+export type LiveStats = { followers: number; watching: number; reads: number };
+
+type Follower = {
+  conversation: string;
+  branch: string;
+  /** The cursor the next read takes: a follow cursor, or a page cursor while catching up. */
+  cursor: string;
+  res: ServerResponse;
+  reading: boolean;
+  /** The observer connection to the conversation's controller, while one runs. */
+  relay: Relay | null;
+  /** A change arrived during a read: read again once it ends. */
+  again: boolean;
+  closed: boolean;
+};
+
+/** One directory watched for the followed files in it. */
+type DirWatch = {
+  /** File name → conversation id, for the followed files of this directory. */
+  files: Map<string, string>;
+  watcher: FSWatcher | null;
+  /** Files polled instead, when the directory watch could not be set. */
+  polled: Map<string, StatWatcher>;
+};
+
+export class LiveHub {
+  readonly #options: LiveOptions;
+  readonly #followers = new Map<string, Set<Follower>>();
+  readonly #dirs = new Map<string, DirWatch>();
+  /** Where each followed conversation's file is: directory and name. */
+  readonly #files = new Map<string, { dir: string; name: string }>();
+  #reads = 0;
+
+  constructor(options: LiveOptions) {
+    this.#options = options;
+  }
+
+  /** The Host the reads present: the page route checks it as every route does. */
+  get #host(): string {
+    for (const host of this.#options.hosts) return host;
+    return "";
+  }
+
+  stats(): LiveStats {
+    let followers = 0;
+    for (const set of this.#followers.values()) followers += set.size;
+    return { followers, watching: this.#files.size, reads: this.#reads };
+  }
+
+  /** Ends every stream and stops every watch. */
+  async close(): Promise<void> {
+    const relays: Promise<void>[] = [];
+    for (const set of this.#followers.values()) {
+      for (const f of set) {
+        f.closed = true;
+        if (f.relay) relays.push(f.relay.close().catch(() => {}));
+        f.relay = null;
+        f.res.end();
+      }
+    }
+    for (const [dir] of this.#dirs) this.#stopDir(dir);
+    this.#followers.clear();
+    this.#files.clear();
+    await Promise.all(relays);
+  }
+
+  /** Serves one live request; answers with a refusal (not a stream) when it cannot follow. */
+  async serve(req: IncomingMessage, res: ServerResponse, request: BoardRequest): Promise<void> {
+    const refused = checkRequest(this.#options.hosts, request);
+    if (refused !== null) return send(res, refused, req.method);
+    if (request.method !== "GET") {
+      return send(
+        res,
+        boardRefusal("method-not-allowed", "The live route is a stream: GET only.", {
+          Allow: "GET",
+        }),
+        req.method,
+      );
+    }
+    const raw = LIVE_ROUTE.exec(request.target)?.[1] ?? "";
+    let conversation: string;
+    try {
+      conversation = decodeURIComponent(raw);
+    } catch {
+      return send(
+        res,
+        boardRefusal("bad-request", "The conversation id is not valid percent-encoding."),
+      );
+    }
+    const q = request.target.indexOf("?");
+    const params = readParams(q < 0 ? "" : request.target.slice(q + 1), ["branch", "cursor"]);
+    if (typeof params === "string") return send(res, boardRefusal("bad-request", params));
+    // EventSource sends the last `id:` it saw when it reconnects: the cursor to go on from,
+    // the one in the URL having been used by then.
+    // An event's id (a controller event) names no cursor: the URL's is taken then, and the
+    // Console reopens with its latest cursor rather than rely on EventSource's reconnect.
+    const resume = req.headers["last-event-id"];
+    const cursor = typeof resume === "string" && CURSOR_ID.test(resume) ? resume : params.cursor;
+    const { branch } = params;
+    if (branch === undefined || cursor === undefined) {
+      return send(
+        res,
+        boardRefusal(
+          "bad-request",
+          "Follow the end of a page: pass branch= and cursor= with the page's follow cursor.",
+        ),
+      );
+    }
+    let place: { dir: string; name: string } | null;
+    try {
+      place = this.#files.get(conversation) ?? this.#locate(conversation);
+    } catch (e) {
+      this.#options.log(
+        `board: live: listing the roots failed: ${e instanceof Error ? e.stack : e}`,
+      );
+      place = null;
+    }
+    if (place === null) {
+      return send(
+        res,
+        boardRefusal(
+          "not-found",
+          "No approved root holds this conversation now; reload the catalogue.",
+        ),
+      );
+    }
+    res.writeHead(200, {
+      ...SECURITY_HEADERS,
+      "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'; sandbox",
+      "Content-Type": "text/event-stream; charset=utf-8",
+      // Each event is written as it happens: no proxy or buffer may hold it.
+      "X-Accel-Buffering": "no",
+    });
+    res.flushHeaders();
+    res.write("retry: 1000\n\n");
+    const follower: Follower = {
+      conversation,
+      branch,
+      cursor,
+      res,
+      reading: false,
+      relay: null,
+      again: false,
+      closed: false,
+    };
+    this.#add(follower, place);
+    res.on("close", () => this.#remove(follower));
+    // Anything appended between the page the client read and this stream is read at once.
+    this.#readFor(follower);
+    const { registryDir } = this.#options;
+    if (registryDir === undefined) return;
+    const relay = await relayController(
+      registryDir,
+      conversation,
+      this.#options.grant ?? DEFAULT_GRANT,
+      {
+        send: (event, id, data) => {
+          if (!follower.closed) writeEvent(res, event, id, data);
+        },
+        log: this.#options.log,
+      },
+    );
+    if (follower.closed) await relay?.close();
+    else follower.relay = relay;
+  }
+
+  /** The directory and file name of a conversation: its id is a hash, so the roots are listed. */
+  #locate(conversation: string): { dir: string; name: string } | null {
+    for (const root of expandRoots(this.#options.roots())) {
+      if (root.kind !== "pi") continue;
+      let names: string[];
+      try {
+        names = listRoot(root).names;
+      } catch {
+        // A root that cannot be listed now holds nothing to follow now.
+        continue;
+      }
+      for (const name of names) {
+        if (conversationIdOf(root, name) === conversation) return { dir: root.sessionsDir, name };
+      }
+    }
+    return null;
+  }
+
+  #add(follower: Follower, place: { dir: string; name: string }): void {
+    let set = this.#followers.get(follower.conversation);
+    if (!set) {
+      set = new Set();
+      this.#followers.set(follower.conversation, set);
+      this.#files.set(follower.conversation, place);
+      this.#watchFile(place.dir, place.name, follower.conversation);
+    }
+    set.add(follower);
+  }
+
+  #remove(follower: Follower): void {
+    follower.closed = true;
+    const relay = follower.relay;
+    follower.relay = null;
+    relay?.close().catch((e: unknown) => {
+      this.#options.log(
+        `board: live: closing an observer failed: ${e instanceof Error ? e.message : e}`,
+      );
+    });
+    const set = this.#followers.get(follower.conversation);
+    if (!set) return;
+    set.delete(follower);
+    if (set.size > 0) return;
+    this.#followers.delete(follower.conversation);
+    const place = this.#files.get(follower.conversation);
+    this.#files.delete(follower.conversation);
+    if (!place) return;
+    const dir = this.#dirs.get(place.dir);
+    if (!dir) return;
+    dir.files.delete(place.name);
+    const polled = dir.polled.get(place.name);
+    if (polled) {
+      unwatchFile(join(place.dir, place.name));
+      dir.polled.delete(place.name);
+    }
+    if (dir.files.size === 0) this.#stopDir(place.dir);
+  }
+
+  #watchFile(dirPath: string, name: string, conversation: string): void {
+    let dir = this.#dirs.get(dirPath);
+    if (!dir) {
+      dir = { files: new Map(), watcher: null, polled: new Map() };
+      this.#dirs.set(dirPath, dir);
+      if (!this.#options.pollOnly) {
+        try {
+          // The directory, not the file: a file replaced by rename is still seen (the reader
+          // then refuses source-replaced, which the page shows).
+          const watcher = watch(dirPath, { persistent: false }, (_event, file) => {
+            this.#changed(dirPath, typeof file === "string" ? file : null);
+          });
+          watcher.on("error", (e) => {
+            this.#options.log(`board: live: watching a sessions directory failed: ${e.message}`);
+            this.#fallBack(dirPath);
+          });
+          dir.watcher = watcher;
+        } catch (e) {
+          this.#options.log(
+            `board: live: no inotify watch (${e instanceof Error ? e.message : e}); polling every ${FALLBACK_POLL_MS} ms`,
+          );
+        }
+      }
+    }
+    dir.files.set(name, conversation);
+    if (dir.watcher === null) this.#poll(dirPath, dir, name);
+  }
+
+  /** The watch failed after it was set: every followed file of the directory is polled. */
+  #fallBack(dirPath: string): void {
+    const dir = this.#dirs.get(dirPath);
+    if (!dir) return;
+    dir.watcher?.close();
+    dir.watcher = null;
+    for (const name of dir.files.keys()) this.#poll(dirPath, dir, name);
+  }
+
+  #poll(dirPath: string, dir: DirWatch, name: string): void {
+    if (dir.polled.has(name)) return;
+    // A stat every FALLBACK_POLL_MS, never a read: a read happens only when size or time moved.
+    const watcher = watchFile(
+      join(dirPath, name),
+      { persistent: false, interval: FALLBACK_POLL_MS },
+      (now, before) => {
+        if (now.size !== before.size || now.mtimeMs !== before.mtimeMs || now.ino !== before.ino) {
+          this.#changed(dirPath, name);
+        }
+      },
+    );
+    dir.polled.set(name, watcher);
+  }
+
+  #stopDir(dirPath: string): void {
+    const dir = this.#dirs.get(dirPath);
+    if (!dir) return;
+    dir.watcher?.close();
+    for (const name of dir.polled.keys()) unwatchFile(join(dirPath, name));
+    this.#dirs.delete(dirPath);
+  }
+
+  /** A change in a watched directory: the followers of that file read (all, if unnamed). */
+  #changed(dirPath: string, name: string | null): void {
+    const dir = this.#dirs.get(dirPath);
+    if (!dir) return;
+    const ids = name === null ? [...dir.files.values()] : [dir.files.get(name)];
+    for (const id of ids) {
+      if (id === undefined) continue;
+      for (const follower of this.#followers.get(id) ?? []) this.#readFor(follower);
+    }
+  }
+
+  /** Reads on from the follower's cursor to the file's end; one read at a time per follower. */
+  #readFor(follower: Follower): void {
+    if (follower.closed) return;
+    if (follower.reading) {
+      follower.again = true;
+      return;
+    }
+    follower.reading = true;
+    void this.#readOn(follower)
+      .catch((e: unknown) => {
+        this.#options.log(`board: live: a follow read failed: ${e instanceof Error ? e.stack : e}`);
+        follower.res.end();
+      })
+      .finally(() => {
+        follower.reading = false;
+        if (follower.again && !follower.closed) {
+          follower.again = false;
+          this.#readFor(follower);
+        }
+      });
+  }
+
+  async #readOn(follower: Follower): Promise<void> {
+    // A follow page can be one of several when much was appended: read on to the new end.
+    for (;;) {
+      const query = new URLSearchParams({ branch: follower.branch, cursor: follower.cursor });
+      const target = `/api/conversations/${encodeURIComponent(follower.conversation)}/page?${query}`;
+      this.#reads++;
+      const out = await this.#options.read({ method: "GET", target, host: this.#host });
+      let body: unknown;
+      try {
+        body = JSON.parse(out.body.toString("utf8"));
+      } finally {
+        out.release?.();
+      }
+      if (follower.closed) return;
+      const next = nextCursor(body);
+      if (next === null) {
+        // A refusal (source-replaced, cursor-expired…): sent once, then the stream ends; the
+        // page shows it in words and reopens as it does for a refused read.
+        writeEvent(follower.res, "refusal", null, JSON.stringify(body));
+        follower.closed = true;
+        follower.res.end();
+        return;
+      }
+      follower.cursor = next.cursor;
+      // The event's id is the cursor that goes on after it: a reconnect resumes there.
+      writeEvent(follower.res, "page", next.cursor, JSON.stringify(body));
+      if (!next.more) return;
+    }
+  }
+}
+
+/** The cursor a read result hands on, and whether it is a page cursor (more to read now). */
+function nextCursor(body: unknown): { cursor: string; more: boolean } | null {
+  if (typeof body !== "object" || body === null || !("ok" in body) || body.ok !== true) return null;
+  if ("follow" in body && isCursor(body.follow)) return { cursor: body.follow.id, more: false };
+  if ("cursor" in body && isCursor(body.cursor)) return { cursor: body.cursor.id, more: true };
+  return null;
+}
+
+function isCursor(value: unknown): value is { id: string } {
+  return (
+    typeof value === "object" && value !== null && "id" in value && typeof value.id === "string"
+  );
+}
+
+const LINE_BREAK = /[\r\n]/;
+
+/**
+ * One SSE event. A field never holds a raw CR or LF (each would end the field early): JSON
+ * escapes them, and anything else that has one is a bug, refused here rather than sent split.
+ */
+export function writeEvent(
+  res: ServerResponse,
+  event: string,
+  id: string | null,
+  data: string,
+): void {
+  for (const field of [event, id ?? "", data]) {
+    if (LINE_BREAK.test(field)) throw new Error("An SSE field would hold a line break.");
+  }
+  res.write(`event: ${event}\n${id === null ? "" : `id: ${id}\n`}data: ${data}\n\n`);
+}
+
+function send(res: ServerResponse, out: Reply, method?: string): void {
+  res.writeHead(out.status, out.headers);
+  res.end(method === "HEAD" ? undefined : out.body);
+  out.release?.();
+}

@@ -1,0 +1,140 @@
+// Steering from the board (issue 15 item 2): `POST /api/conversations/:id/control` against the
+// real Controller over fake-pi. Each logged-in session is its own connection: one takes
+// control and prompts, another is refused `controller`; force-stop takes the confirm step;
+// every controller refusal code has its status in one table.
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { describe, it, type TestContext } from "node:test";
+import { type Board, CONTROL_REFUSAL_STATUS, startBoard, statusOf } from "../../src/board/index.ts";
+import { CONTROL_REFUSAL_CODES } from "../../src/control/refusal.ts";
+import { register } from "../../src/control/registry/registry.ts";
+import { conversationId } from "../../src/reader/sources.ts";
+import { startController } from "../control/controller-fixture.ts";
+import { type Answer, send } from "./http-client.ts";
+
+type Body = {
+  ok: boolean;
+  refusal?: { code: string; message: string };
+  role?: string;
+  receipt?: { id: string; state: string };
+  confirmation?: string;
+};
+
+/** A board over a running controller registered in --state-dir's registry. */
+async function controlled(t: TestContext) {
+  const { ctl, f } = await startController(t);
+  const conversation = conversationId(f.projectRoot, "main", "s.jsonl");
+  const registryDir = join(f.root, "state", "controllers");
+  const reg = await register(registryDir, {
+    conversation,
+    project: f.projectRoot,
+    seat: "main",
+    sessionFile: f.sessionFile,
+    socket: ctl.socketPath,
+    execution: "ex-test",
+    grants: ["g-op"],
+    startedAt: new Date().toISOString(),
+  });
+  t.after(() => reg.remove());
+  const board = await startBoard({
+    sources: {
+      specs: [{ kind: "repository", projectRoot: f.projectRoot, seat: "main" }],
+      registrations: [],
+      liveRegistry: registryDir,
+    },
+    lanes: 1,
+    grant: "g-op",
+  });
+  t.after(() => board.close());
+  return { board, conversation, ctl };
+}
+
+async function login(board: Board): Promise<string> {
+  const r = await send(board.port, board.loginUrl.slice(board.url.length - 1));
+  assert.equal(r.status, 303);
+  return (r.headers["set-cookie"]?.[0] ?? "").split(";", 1)[0] ?? "";
+}
+
+function steer(board: Board, cookie: string, id: string, body: object): Promise<Answer> {
+  return send(board.port, `/api/conversations/${id}/control`, {
+    method: "POST",
+    headers: {
+      cookie,
+      origin: `http://127.0.0.1:${board.port}`,
+      "content-type": "application/json",
+    },
+    body: JSON.stringify(body),
+    timeoutMs: 20_000,
+  });
+}
+
+const bodyOf = (a: Answer) => a.json as Body;
+
+describe("board control route", () => {
+  it("has one HTTP status for every controller refusal code", () => {
+    assert.deepEqual(Object.keys(CONTROL_REFUSAL_STATUS).sort(), [...CONTROL_REFUSAL_CODES].sort());
+    for (const code of CONTROL_REFUSAL_CODES) {
+      const status = statusOf(code);
+      assert.ok([400, 403, 409, 410, 503].includes(status), `${code} → ${status}`);
+    }
+    assert.equal(statusOf("no-controller"), 404);
+    assert.equal(statusOf("outcome-unknown"), 502);
+  });
+
+  it("each login is its own connection: takeover, prompt, refusals, force-stop with confirm", async (t) => {
+    const { board, conversation } = await controlled(t);
+    const a = await login(board);
+    const b = await login(board);
+    assert.notEqual(a, b);
+
+    const bad = await steer(board, a, conversation, { op: "dance" });
+    assert.equal(bad.status, 400);
+    assert.equal(bodyOf(bad).refusal?.code, "bad-request");
+    const none = await steer(board, a, "pi-0000000000000000000000000000000000000000", {
+      op: "takeover",
+    });
+    assert.equal(none.status, 404);
+    assert.equal(bodyOf(none).refusal?.code, "no-controller");
+
+    const early = await steer(board, a, conversation, { op: "prompt", text: "too early" });
+    assert.equal(early.status, 409, JSON.stringify(early.json));
+    assert.equal(bodyOf(early).refusal?.code, "controller", "an observer may not prompt");
+    assert.ok((bodyOf(early).refusal?.message ?? "").length > 0, "the refusal is in words");
+
+    const took = await steer(board, a, conversation, { op: "takeover" });
+    assert.equal(took.status, 200, JSON.stringify(took.json));
+    assert.equal(bodyOf(took).role, "controller");
+    const again = await steer(board, a, conversation, { op: "takeover" });
+    assert.equal(again.status, 409);
+    assert.equal(bodyOf(again).refusal?.code, "already-controller", "the same connection");
+
+    const fromB = await steer(board, b, conversation, { op: "prompt", text: "from b" });
+    assert.equal(fromB.status, 409, JSON.stringify(fromB.json));
+    assert.equal(bodyOf(fromB).refusal?.code, "controller", "another login is another connection");
+    // Takeover moves control (as on the socket): A is an observer again until it takes back.
+    const bTakes = await steer(board, b, conversation, { op: "takeover" });
+    assert.equal(bTakes.status, 200, JSON.stringify(bTakes.json));
+    const lost = await steer(board, a, conversation, { op: "prompt", text: "after the takeover" });
+    assert.equal(lost.status, 409);
+    assert.equal(bodyOf(lost).refusal?.code, "controller");
+    assert.equal((await steer(board, a, conversation, { op: "takeover" })).status, 200);
+
+    const noText = await steer(board, a, conversation, { op: "prompt" });
+    assert.equal(noText.status, 400);
+    const prompted = await steer(board, a, conversation, { op: "prompt", text: "hello" });
+    assert.equal(prompted.status, 200, JSON.stringify(prompted.json));
+    assert.equal(bodyOf(prompted).receipt?.state, "admitted");
+
+    const noConfirmation = await steer(board, a, conversation, { op: "force-stop" });
+    assert.equal(noConfirmation.status, 400);
+    const made = await steer(board, a, conversation, { op: "confirm", operation: "force-stop" });
+    assert.equal(made.status, 200, JSON.stringify(made.json));
+    const confirmation = bodyOf(made).confirmation ?? "";
+    assert.ok(confirmation !== "");
+    const stopped = await steer(board, a, conversation, { op: "force-stop", confirmation });
+    assert.equal(stopped.status, 200, JSON.stringify(stopped.json));
+    const reused = await steer(board, a, conversation, { op: "force-stop", confirmation });
+    assert.notEqual(reused.status, 200, "a confirmation is used once");
+    assert.equal(statusOf(bodyOf(reused).refusal?.code ?? "internal-error"), reused.status);
+  });
+});

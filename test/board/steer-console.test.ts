@@ -1,0 +1,143 @@
+// Watching and steering a controlled run from the Console in Chromium (issue 15 item 4), with
+// the real Controller over fake-pi: a prompt from a terminal client streams into an open page
+// without reload; a logged-in page takes control, sends (Enter), sees the answer, interrupts a
+// slow reply and force-stops through the confirming dialog; a page that is not logged in
+// watches, and every action it tries is refused in words.
+import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { startBoard } from "../../src/board/index.ts";
+import { ConversationClient } from "../../src/control/client/client.ts";
+import { register } from "../../src/control/registry/registry.ts";
+import { conversationId } from "../../src/reader/sources.ts";
+import { startController } from "../control/controller-fixture.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const skip = !existsSync(CHROMIUM) && !process.env.CI ? `${CHROMIUM} is missing` : false;
+
+describe("steering from the Console in Chromium", { skip }, () => {
+  let browser: Browser;
+  let profile: string;
+  before(async () => {
+    profile = mkdtempSync(join(tmpdir(), "board-steer-chromium-"));
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      timeout: 20_000,
+      args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"],
+    });
+  });
+  after(async () => {
+    await browser?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+  });
+
+  it("watches a terminal's prompt, then takes control, sends, interrupts, force-stops", async (t) => {
+    const { ctl, f } = await startController(t);
+    const conversation = conversationId(f.projectRoot, "main", "s.jsonl");
+    const registryDir = join(f.root, "state", "controllers");
+    const reg = await register(registryDir, {
+      conversation,
+      project: f.projectRoot,
+      seat: "main",
+      sessionFile: f.sessionFile,
+      socket: ctl.socketPath,
+      execution: "ex-test",
+      grants: ["g-op"],
+      startedAt: new Date().toISOString(),
+    });
+    t.after(() => reg.remove());
+    const board = await startBoard({
+      sources: {
+        specs: [{ kind: "repository", projectRoot: f.projectRoot, seat: "main" }],
+        registrations: [],
+        liveRegistry: registryDir,
+      },
+      lanes: 1,
+      grant: "g-op",
+    });
+    t.after(() => board.close());
+
+    const errors: string[] = [];
+    const pageIn = async (loggedIn: boolean): Promise<Page> => {
+      const context = await browser.newContext();
+      t.after(() => context.close());
+      const page = await context.newPage();
+      page.setDefaultTimeout(15_000);
+      page.on("pageerror", (e) => errors.push(e.message));
+      if (loggedIn) await page.goto(board.loginUrl);
+      await page.goto(`${board.url}#c=${conversation}`);
+      await page.locator("#live-run").waitFor();
+      return page;
+    };
+    const operator = await pageIn(true);
+    const watcher = await pageIn(false);
+    const who = (page: Page) => page.locator("#live-who");
+    await who(operator).getByText("Nobody controls this run.").waitFor();
+
+    // A terminal client prompts: the open pages show it without reload.
+    const terminal = new ConversationClient({ socketPath: ctl.socketPath, grant: "g-op" });
+    t.after(() => terminal.close());
+    await terminal.connect();
+    assert.equal((await terminal.takeover()).outcome, "admitted");
+    await who(operator).getByText("Another client controls this run.").waitFor();
+    assert.equal((await terminal.prompt("from the terminal")).outcome, "admitted");
+    for (const page of [operator, watcher]) {
+      await page.locator("#parts").getByText("echo: from the terminal").waitFor();
+    }
+
+    // The page that is not logged in watches; each action is refused in words, text kept.
+    await watcher.getByRole("button", { name: "Take control" }).click();
+    await watcher.locator("#live-refusal").getByText("not-logged-in").waitFor();
+    await watcher.getByRole("textbox", { name: "Message" }).fill("let me in");
+    await watcher.getByRole("textbox", { name: "Message" }).press("Enter");
+    await watcher
+      .locator("#live-refusal")
+      .getByText(/Log in first/)
+      .waitFor();
+    assert.equal(await watcher.getByRole("textbox", { name: "Message" }).inputValue(), "let me in");
+
+    // The operator takes control and sends with Enter; Shift+Enter is a newline.
+    await operator.getByRole("button", { name: "Take control" }).click();
+    await who(operator)
+      .getByText(/^You control this run\./)
+      .waitFor();
+    const box = operator.getByRole("textbox", { name: "Message" });
+    await box.fill("hello");
+    await box.press("Shift+Enter");
+    assert.equal(await box.inputValue(), "hello\n", "Shift+Enter adds a newline");
+    await box.fill("hello from the page");
+    await box.press("Enter");
+    await operator.locator("#parts").getByText("echo: hello from the page").waitFor();
+    assert.equal(await box.inputValue(), "", "a sent message leaves the box");
+    assert.equal(await operator.locator("#live-refusal").isHidden(), true);
+
+    // A slow reply streams into the live area; Interrupt stops it.
+    await box.fill("be slow please");
+    await operator.getByRole("button", { name: "Send" }).click();
+    await operator.locator("#live-activity .streaming").waitFor();
+    await operator.getByRole("button", { name: "Interrupt" }).click();
+    await operator.locator("#live-activity .streaming").waitFor({ state: "detached" });
+    assert.equal(await operator.locator("#live-refusal").isHidden(), true);
+
+    // Force stop asks first, in a dialog; Cancel does nothing, Force stop stops.
+    await operator.getByRole("button", { name: "Force stop" }).click();
+    const dialog = operator.getByRole("dialog", { name: "Force stop" });
+    await dialog.waitFor();
+    await dialog.getByRole("button", { name: "Cancel" }).click();
+    await dialog.waitFor({ state: "hidden" });
+    await operator.getByRole("button", { name: "Force stop" }).click();
+    await dialog.getByRole("button", { name: "Force stop" }).click();
+    await dialog.waitFor({ state: "hidden" });
+    await operator.waitForTimeout(500);
+    assert.equal(
+      await operator.locator("#live-refusal").isHidden(),
+      true,
+      (await operator.locator("#live-refusal").textContent()) ?? "",
+    );
+    assert.deepEqual(errors, []);
+  });
+});
