@@ -8,7 +8,7 @@
 // lost outcome is reported, never resent.
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { ConnectError, ConversationClient } from "../control/client/client.ts";
+import { ConnectError, ConversationClient, RECONNECT_DELAYS_MS } from "../control/client/client.ts";
 import { Transcript, type TranscriptItem } from "../control/client/transcript.ts";
 import type { ControllerState } from "../control/protocol.ts";
 import { placesFor } from "../control/registry/places.ts";
@@ -174,6 +174,9 @@ export async function runAttach(
     socketPath,
     grant: cmd.grant,
     clientName: "conversation attach",
+    // A short drop (a restarted controller socket, a suspended laptop) resumes by itself, and
+    // the replay fills the gap, so the transcript shows no seam (issue 16).
+    reconnect: { delaysMs: RECONNECT_DELAYS_MS },
   });
   const transcript = new Transcript({ client });
   try {
@@ -247,6 +250,7 @@ class AttachApp {
 
   constructor(client: ConversationClient, transcript: Transcript, screen: Screen, alt: boolean) {
     this.#client = client;
+    this.#lastWelcome = client.welcome;
     this.#transcript = transcript;
     this.#screen = screen;
     this.#altScreen = alt;
@@ -260,7 +264,12 @@ class AttachApp {
     this.#observeState(c.state);
     this.#detach.push(
       c.onState((s) => this.#observeState(s)),
-      c.onClose(() => this.#say("disconnected; Ctrl-O reconnects")),
+      c.onClose(() =>
+        this.#say(
+          c.reconnecting ? "disconnected; reconnecting…" : "disconnected; Ctrl-O reconnects",
+        ),
+      ),
+      c.onState(() => this.#sayResumed()),
       c.onDialog((d) => this.#say(`a dialog from Pi, not answered here: ${JSON.stringify(d)}`)),
       c.onError((issue) => this.#say(`${issue.code}: ${issue.message}`)),
       this.#transcript.onChange(() => this.#draw()),
@@ -412,6 +421,20 @@ class AttachApp {
     if ("refusal" in o) this.#say(`not admitted: ${o.refusal}: ${o.message}`);
     else if (o.outcome === "unknown") this.#say("outcome unknown, check the transcript");
     else this.#say(ok);
+  }
+
+  #lastWelcome: unknown = null;
+
+  // A new welcome after a drop: say whether the replay covered the gap.
+  #sayResumed(): void {
+    const w = this.#client.welcome;
+    if (w === null || w === this.#lastWelcome) return;
+    this.#lastWelcome = w;
+    if (w.replay === undefined) return;
+    if (w.replay === "unavailable")
+      this.#say(`reconnected; no replay (${w.replayReason}): page re-read`);
+    else
+      this.#say(`reconnected; ${w.replay.toSequence - w.replay.fromSequence + 1} events replayed`);
   }
 
   async #reread(): Promise<void> {

@@ -19,6 +19,7 @@ import {
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { Controller } from "../control/controller/controller.ts";
+import { isPiVersion, PI_VERSIONS } from "../control/engine/pi-pin.ts";
 import { type Grant, OPERATIONS, type Operation } from "../control/protocol.ts";
 import { isControlRefusal } from "../control/refusal.ts";
 import { placesFor } from "../control/registry/places.ts";
@@ -52,6 +53,8 @@ export type ControlCommand = {
   thinking?: string;
   agentDir?: string;
   agentFrom?: string;
+  /** Which pinned Pi runs (`--pi-version`); absent: the default, 0.85.1. */
+  piVersion?: string;
 };
 
 export type ControlParsed =
@@ -63,6 +66,7 @@ export const CONTROL_HELP = `Usage: conversation control --project DIR --seat NA
                             [--model M] [--provider P] [--thinking LEVEL]
                             [--agent-from DIR | --agent-dir DIR]
                             [--grants FILE] [--state-dir DIR]
+                            [--pi-version 0.85.1|1.6.0]
 
 Starts a controller on one conversation of a project: takes the writer
 claim, launches the pinned Pi sealed (RPC mode, no extensions, offline),
@@ -95,6 +99,8 @@ exits 0.
                       ~/.local/state/mosaic-conversation; sockets and the
                       registry in $XDG_RUNTIME_DIR/mosaic-conversation when
                       set, else there too)
+  --pi-version V      which pinned Pi runs: 0.85.1 (the default) or 1.6.0,
+                      each checked against its integrity (docs/seal-and-pin.md)
   -h, --help          this help
 
 For tests: --fixture-root DIR (the session must be in DIR; fixtures only),
@@ -149,6 +155,7 @@ export function parseControl(args: string[]): ControlParsed {
       thinking: { type: "string" },
       "agent-dir": { type: "string" },
       "agent-from": { type: "string" },
+      "pi-version": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     allowPositionals: true,
@@ -156,7 +163,11 @@ export function parseControl(args: string[]): ControlParsed {
   });
   if (values.help) return { ok: true, command: { name: "help", text: CONTROL_HELP } };
   if (positionals.length > 0) return bad(`unexpected argument ${JSON.stringify(positionals[0])}`);
-  for (const flag of [...PATH_FLAGS, "seat", "title", "model", "provider", "thinking"] as const) {
+  const valued = [
+    ...PATH_FLAGS,
+    ...(["seat", "title", "model", "provider", "thinking", "pi-version"] as const),
+  ];
+  for (const flag of valued) {
     if (values[flag] === "") return bad(`--${flag} needs a value`);
   }
   const fixtureRoot = values["fixture-root"];
@@ -189,6 +200,12 @@ export function parseControl(args: string[]): ControlParsed {
     engineArgs.push(`--${flag}`, v);
     engine[flag] = v;
   }
+  const piVersion = values["pi-version"];
+  if (piVersion !== undefined && !isPiVersion(piVersion)) {
+    return bad(
+      `--pi-version is one of ${PI_VERSIONS.join(", ")}, not ${JSON.stringify(piVersion)}`,
+    );
+  }
   const target: ControlTarget =
     values.session === undefined
       ? { kind: "new", ...(values.title === undefined ? {} : { title: values.title }) }
@@ -209,6 +226,7 @@ export function parseControl(args: string[]): ControlParsed {
       ...path("agent-dir"),
       ...path("agent-from"),
       ...(values.grants === undefined ? {} : { grants: values.grants }),
+      ...(piVersion === undefined ? {} : { piVersion }),
     },
   };
 }
@@ -352,7 +370,12 @@ async function controlUntilStopped(
       // The seal and the pin first: a refused flag must not leave a new conversation behind.
       const { engineCommand, sealedArgv } = await import("../control/engine/pi-pin.ts");
       engineCommand({
-        argv: sealedArgv({ sessionFile: join(sessions, "new.jsonl"), extraArgs: cmd.engineArgs }),
+        argv: sealedArgv({
+          sessionFile: join(sessions, "new.jsonl"),
+          extraArgs: cmd.engineArgs,
+          piVersion: cmd.piVersion,
+        }),
+        piVersion: cmd.piVersion,
       });
       const { writeNewSession } = await import("./new-session.ts");
       sessionFile = await writeNewSession({
@@ -386,6 +409,7 @@ async function controlUntilStopped(
       launcherReason: choice.reason,
       engine: { extraArgs: cmd.engineArgs },
       ...(agentDir === undefined ? {} : { agentDir }),
+      ...(cmd.piVersion === undefined ? {} : { piVersion: cmd.piVersion }),
       // A binding record marks each execution (a recovery mints a new one): keep the entry true.
       audit: (record) => {
         if (record.kind !== "binding") return;
@@ -408,6 +432,9 @@ async function controlUntilStopped(
         execution: ctl.execution?.execution ?? "none",
         grants: grants.map((g) => g.id),
         startedAt: new Date().toISOString(),
+        ...(ctl.execution?.binding.engine
+          ? { piVersion: ctl.execution.binding.engine.version }
+          : {}),
       });
     } catch (e) {
       await ctl.stop().catch(() => undefined);
@@ -569,6 +596,7 @@ export function describeStarted(
   const lines = [
     `Controlling ${ctl.conversation}`,
     `  session ${visible(ctl.sessionFile)}`,
+    ...(binding?.engine ? [`Engine: Pi ${binding.engine.version}`] : []),
     ...(binding ? describeLauncher(binding.launcher, binding.launcherReason) : []),
     `Socket: ${visible(socket)}`,
     "Grants:",

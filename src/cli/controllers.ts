@@ -36,7 +36,7 @@ export function listRunning(cmd: ControllersCommand, io: Io): number {
       `${e.conversation}  ${v(`${e.project.split("/").at(-1) ?? e.project}/${e.seat}`)}`,
       `  session ${v(e.sessionFile)}`,
       `  socket ${v(e.socket)}`,
-      `  pid ${e.pid}, since ${e.startedAt}, grants ${v(e.grants.join(" "))}`,
+      `  ${e.piVersion === undefined ? "" : `Pi ${e.piVersion}, `}pid ${e.pid}, since ${e.startedAt}, grants ${v(e.grants.join(" "))}`,
       `  ${v(commandLine(["attach", e.conversation, ...stateArgs, "--grant", steer]))}`,
     ].join("\n");
   });

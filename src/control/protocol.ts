@@ -62,7 +62,17 @@ export type Request =
   | (RequestBase & { op: "recover"; confirmation: string })
   | (RequestBase & { op: "launch"; eligibility: string });
 
-export type Hello = { type: "hello"; protocol: number; grant: string; client?: string };
+/** Where a client's view of the stream stopped: the last event it applied. */
+export type ResumePoint = { streamEpoch: string; afterSequence: number };
+
+export type Hello = {
+  type: "hello";
+  protocol: number;
+  grant: string;
+  client?: string;
+  /** Asks for the events after this point, before any live one (docs: Replay). */
+  resume?: ResumePoint;
+};
 
 export type ClientMessage = Hello | Request;
 
@@ -100,6 +110,14 @@ export type ControllerState = {
   binding: "bound" | "uncertain";
 };
 
+/** Why a resume is not replayed (see EventStream.plan). */
+export const REPLAY_REASONS = ["another-epoch", "older-than-kept", "ahead-of-stream"] as const;
+export type ReplayReason = (typeof REPLAY_REASONS)[number];
+
+/** The events a welcome replays: fromSequence..toSequence of the epoch (empty when toSequence
+ * is fromSequence - 1). */
+export type ReplayRange = { streamEpoch: string; fromSequence: number; toSequence: number };
+
 export type Welcome = {
   type: "welcome";
   protocol: number;
@@ -107,6 +125,18 @@ export type Welcome = {
   role: Role;
   conversation: string;
   state: ControllerState;
+  /**
+   * The live stream as of this welcome: the first event sent live has `nextSequence` (after
+   * any replayed ones). A client that has seen no event yet resumes from here after a drop.
+   * Absent only before the first execution.
+   */
+  stream?: { streamEpoch: string; nextSequence: number };
+  /** Only when the hello carried `resume`: what follows the welcome, or "unavailable". */
+  replay?: ReplayRange | "unavailable";
+  /** With `replay: "unavailable"`: why. */
+  replayReason?: ReplayReason;
+  /** With `replay: "unavailable"`: for people. */
+  replayMessage?: string;
 };
 
 export type Reply = {
@@ -179,7 +209,7 @@ export function parseClientMessage(line: string): Parsed {
   if (!isObj(v)) return bad("a message is a JSON object");
   if (v.type === "hello") {
     for (const k of Object.keys(v)) {
-      if (!["type", "protocol", "grant", "client"].includes(k))
+      if (!["type", "protocol", "grant", "client", "resume"].includes(k))
         return bad(`hello has an unknown field ${k}`);
     }
     if (v.protocol !== PROTOCOL_VERSION) return bad(`hello must name protocol ${PROTOCOL_VERSION}`);
@@ -189,6 +219,15 @@ export function parseClientMessage(line: string): Parsed {
     }
     const hello: Hello = { type: "hello", protocol: v.protocol, grant: v.grant };
     if (typeof v.client === "string") hello.client = v.client;
+    if (v.resume !== undefined) {
+      const r = v.resume;
+      const keysOk =
+        isObj(r) && Object.keys(r).every((k) => k === "streamEpoch" || k === "afterSequence");
+      if (!keysOk || !isId(r.streamEpoch) || !isCount(r.afterSequence)) {
+        return bad("hello's resume is { streamEpoch, afterSequence }");
+      }
+      hello.resume = { streamEpoch: r.streamEpoch, afterSequence: r.afterSequence };
+    }
     return { ok: true, message: hello };
   }
   if (v.type !== "request") return bad("a message is a hello or a request");

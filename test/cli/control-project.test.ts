@@ -16,6 +16,8 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
+import { ConversationClient } from "../../src/control/client/client.ts";
+import type { Receipt, StreamEvent } from "../../src/control/protocol.ts";
 import type { RegistryEntry } from "../../src/control/registry/registry.ts";
 import { sessionsDirOf } from "../../src/reader/sources.ts";
 import { until } from "../helpers/deadline.ts";
@@ -24,6 +26,7 @@ import { assertUnchanged, fingerprintTree } from "../helpers/fingerprint.ts";
 import {
   assistantEntry,
   headerLine,
+  REAL_PI_VERSIONS,
   readLines,
   userEntry,
   writeAgentFiles,
@@ -61,6 +64,30 @@ async function started(cli: Child): Promise<{ conversation: string; socket: stri
   const socket = /^Socket: (.+)$/m.exec(out)?.[1];
   assert.ok(conversation && socket, out);
   return { conversation, socket };
+}
+
+/** A ConversationClient on the controller's socket, keeping what it is pushed; closed at the end. */
+async function connect(
+  t: TestContext,
+  socketPath: string,
+  grant: string,
+): Promise<{ client: ConversationClient; events: StreamEvent[] }> {
+  const client = new ConversationClient({ socketPath, grant, requestTimeoutMs: 15_000 });
+  t.after(() => client.close());
+  const events: StreamEvent[] = [];
+  client.onEvent((e) => events.push(e));
+  await client.connect();
+  return { client, events };
+}
+
+async function settledReceipt(events: StreamEvent[], id: string): Promise<Receipt> {
+  const find = () =>
+    events
+      .filter((e) => e.event.kind === "receipt")
+      .map((e) => e.event.receipt as Receipt)
+      .find((r) => r.id === id && r.state === "settled");
+  await until(() => find() !== undefined, "the receipt to settle", 30_000);
+  return find() as Receipt;
 }
 
 async function controllers(t: TestContext, state: string): Promise<RegistryEntry[]> {
@@ -151,8 +178,11 @@ describe("conversation control on a project", { concurrency: 1 }, () => {
     assert.equal(entry.sessionFile, file);
     assert.deepEqual(entry.grants, ["operator", "observer"]);
     assert.equal(entry.pid, cli.proc.pid);
+    assert.equal(entry.piVersion, "0.85.1", "the entry names the engine");
+    assert.match(out, /^Engine: Pi 0\.85\.1$/m);
     const text = await runCli(t, ["controllers", "--state-dir", p.state]);
     assert.ok(text.stdout.includes(`  ${attach} --grant operator\n`), text.stdout);
+    assert.match(text.stdout, /^ {2}Pi 0\.85\.1, pid \d+, since /m);
 
     // The catalogue marks it live, and stays CHAT-01.
     const cat = await runCli(t, [
@@ -316,6 +346,77 @@ describe("conversation control on a project", { concurrency: 1 }, () => {
       await stopWithSigterm(cli);
     },
   );
+
+  it("--new with --pi-version 1.6.0: its startup append is accepted, a prompt runs, the registry names it", {
+    ...REAL,
+    skip: !REAL_PI_VERSIONS.includes("1.6.0") && "PI_TEST_VERSIONS leaves out 1.6.0",
+  }, async (t) => {
+    const p = await project(t, "hello from 1.6.0's loopback model");
+    const cli = startCli(t, [
+      ...["control", "--project", p.project, "--seat", "main", "--new", "--pi-version", "1.6.0"],
+      ...["--model", "loopback/fake-1", "--thinking", "off", "--agent-from", p.agentSrc],
+      ...["--state-dir", p.state],
+    ]);
+    const { conversation, socket } = await started(cli);
+    assert.equal(cli.stderr(), "", "no load-check warning: 1.6.0's startup append was accepted");
+    assert.match(cli.stdout(), /^Engine: Pi 1\.6\.0$/m);
+    const [entry] = await controllers(t, p.state);
+    assert.equal(entry?.conversation, conversation);
+    assert.equal(entry?.piVersion, "1.6.0");
+    // 1.6.0 appends the same pair as 0.85.1 to a session with no messages (sdk.js 296-303).
+    const file = entry?.sessionFile ?? "";
+    const lines = readLines(file);
+    assert.deepEqual(
+      lines.map((l) => l.type),
+      ["session", "model_change", "thinking_level_change", "model_change", "thinking_level_change"],
+    );
+    assert.deepEqual(
+      lines.slice(3).map((l) => l.parentId),
+      [lines[2]?.id, lines[3]?.id],
+    );
+
+    const { client, events } = await connect(t, socket, "operator");
+    assert.equal(client.state?.binding, "bound");
+    assert.equal((await client.takeover()).outcome, "admitted");
+    const r = await client.prompt("are you there?");
+    assert.ok(r.outcome === "admitted", JSON.stringify(r));
+    const receipt = await settledReceipt(events, r.receipt.id);
+    assert.equal(receipt.reason, "completed");
+    assert.match(readFileSync(file, "utf8"), /hello from 1\.6\.0's loopback model/);
+    await client.close();
+    await stopWithSigterm(cli);
+    assert.deepEqual(await controllers(t, p.state), []);
+  });
+
+  it("--new with --pi-version 1.6.0 and no model: the startup append is accepted; a prompt settles handled-without-run with Pi's reason", {
+    ...REAL,
+    skip: !REAL_PI_VERSIONS.includes("1.6.0") && "PI_TEST_VERSIONS leaves out 1.6.0",
+  }, async (t) => {
+    const p = await project(t, "unused");
+    const cli = startCli(t, [
+      ...["control", "--project", p.project, "--seat", "main", "--new", "--pi-version", "1.6.0"],
+      ...["--state-dir", p.state],
+    ]);
+    const { socket } = await started(cli);
+    assert.equal(cli.stderr(), "", "the startup append of a model-less session is accepted");
+    const file = (await controllers(t, p.state))[0]?.sessionFile ?? "";
+    assert.deepEqual(
+      readLines(file).map((l) => l.type),
+      ["session", "thinking_level_change"],
+      "no model: Pi appends only its thinking entry",
+    );
+    const { client, events } = await connect(t, socket, "operator");
+    assert.equal((await client.takeover()).outcome, "admitted");
+    const r = await client.prompt("hello?");
+    assert.ok(r.outcome === "admitted", JSON.stringify(r));
+    const receipt = await settledReceipt(events, r.receipt.id);
+    assert.equal(receipt.reason, "handled-without-run");
+    // Pi's own words: 1.6.0 answers the prompt with success false and its reason.
+    t.diagnostic(`detail: ${receipt.detail}`);
+    assert.match(receipt.detail ?? "", /No API key found|No model/, JSON.stringify(receipt));
+    await client.close();
+    await stopWithSigterm(cli);
+  });
 
   it("refuses a session outside the seat's sessions directory, saying where it must be", async (t) => {
     const p = await project(t, "unused");

@@ -18,7 +18,13 @@ import { describe, it, type TestContext } from "node:test";
 import { startDemoControl } from "../../src/cli/demo-control.ts";
 import { DEMO_FILE } from "../../src/cli/demo-model.ts";
 import { startFakeModel } from "../helpers/fake-model.ts";
-import { MODEL, settledSession, writeAgentDir, writeLines } from "../helpers/real-pi.ts";
+import {
+  MODEL,
+  REAL_PI_VERSIONS,
+  settledSession,
+  writeAgentDir,
+  writeLines,
+} from "../helpers/real-pi.ts";
 import { runCli, startCli } from "./run-cli.ts";
 
 const REAL = { timeout: 60_000 };
@@ -149,6 +155,10 @@ describe("conversation control", { concurrency: 4 }, () => {
       [[...f.args, "--seat"], /argument missing/],
       [[...f.args, "--model", ""], /--model needs a value/],
       [withFlag(f.args, "--fixture-root", ""), /--fixture-root needs a value/],
+      [
+        [...f.args, "--pi-version", "1.5.0"],
+        /--pi-version is one of 0\.85\.1, 1\.6\.0, not "1\.5\.0"/,
+      ],
     ];
     const results = await Promise.all(cases.map(([args]) => runCli(t, args)));
     for (const [i, r] of results.entries()) {
@@ -228,100 +238,104 @@ describe("conversation control", { concurrency: 4 }, () => {
     assert.equal(existsSync(join(f.root, "claims")), false, "no claim was taken");
   });
 
-  it(
-    "serves the real pinned Pi on a socket and stops it cleanly when sent SIGTERM",
-    REAL,
-    async (t) => {
-      const f = fixture(t);
-      const model = await startFakeModel({
-        replies: [{ kind: "text", text: "hello from the loopback model" }],
-      });
-      t.after(() => model.close());
-      const home = join(f.root, "h");
-      writeAgentDir(home, model.baseUrl);
-      const before = readFileSync(f.session, "utf8");
-      const agentDir = join(home, ".pi", "agent");
-      const cli = startCli(t, [...f.args, "--model", MODEL, "--agent-dir", agentDir]);
-      await cli.waitFor("the socket path", (c) => /\nAttach: .*\n/.test(c.stdout()), 30_000);
-      const out = cli.stdout();
-      const socketPath = /^Socket: (.+)$/m.exec(out)?.[1] ?? "";
-      assert.equal(socketPath, join(f.root, "s", "control.sock"));
-      assert.match(out, /^Controlling pi-[0-9a-f]+$/m);
-      // The launcher chooseLauncher() picked, and why: what the stop's outcome depends on.
-      const launcher = /^Launcher: (cgroup|pgroup): .+? \((scope: .+)\)$/m.exec(out);
-      assert.ok(launcher, out);
-      const kind = launcher[1];
-      t.diagnostic(`launcher: ${kind}`);
-      assert.match(launcher[2] ?? "", kind === "cgroup" ? /cgroup: cgroup2 at / : /pgroup: /);
-      assert.match(out, /^ {2}g-op \(local-operator\): observe takeover prompt$/m);
-      assert.match(out, /^ {2}g-ro \(watcher\): observe$/m);
-      const conversation = /^Controlling (pi-[0-9a-f]+)$/m.exec(out)?.[1] ?? "";
-      // A line that runs as printed: from the checkout's sources, through npm, with the
-      // registry's state dir.
-      const attach = `attach ${conversation} --state-dir ${join(f.root, "st")} --grant g-op`;
-      assert.ok(out.includes(`\nAttach: npm run conversation -- ${attach}\n`), out);
-      assert.ok(out.includes("--grant g-ro\n"), "each grant has its attach line");
-      assert.equal(cli.stderr(), "", "no load-check warning");
+  for (const piVersion of REAL_PI_VERSIONS)
+    it(
+      `serves the real pinned Pi ${piVersion} on a socket and stops it cleanly when sent SIGTERM`,
+      REAL,
+      async (t) => {
+        const f = fixture(t);
+        const model = await startFakeModel({
+          replies: [{ kind: "text", text: "hello from the loopback model" }],
+        });
+        t.after(() => model.close());
+        const home = join(f.root, "h");
+        writeAgentDir(home, model.baseUrl);
+        const before = readFileSync(f.session, "utf8");
+        const agentDir = join(home, ".pi", "agent");
+        const version = piVersion === "0.85.1" ? [] : ["--pi-version", piVersion];
+        const cli = startCli(t, [...f.args, "--model", MODEL, "--agent-dir", agentDir, ...version]);
+        await cli.waitFor("the socket path", (c) => /\nAttach: .*\n/.test(c.stdout()), 30_000);
+        const out = cli.stdout();
+        const socketPath = /^Socket: (.+)$/m.exec(out)?.[1] ?? "";
+        assert.equal(socketPath, join(f.root, "s", "control.sock"));
+        assert.match(out, /^Controlling pi-[0-9a-f]+$/m);
+        assert.ok(out.includes(`\nEngine: Pi ${piVersion}\n`), out);
+        // The launcher chooseLauncher() picked, and why: what the stop's outcome depends on.
+        const launcher = /^Launcher: (cgroup|pgroup): .+? \((scope: .+)\)$/m.exec(out);
+        assert.ok(launcher, out);
+        const kind = launcher[1];
+        t.diagnostic(`launcher: ${kind}`);
+        assert.match(launcher[2] ?? "", kind === "cgroup" ? /cgroup: cgroup2 at / : /pgroup: /);
+        assert.match(out, /^ {2}g-op \(local-operator\): observe takeover prompt$/m);
+        assert.match(out, /^ {2}g-ro \(watcher\): observe$/m);
+        const conversation = /^Controlling (pi-[0-9a-f]+)$/m.exec(out)?.[1] ?? "";
+        // A line that runs as printed: from the checkout's sources, through npm, with the
+        // registry's state dir.
+        const attach = `attach ${conversation} --state-dir ${join(f.root, "st")} --grant g-op`;
+        assert.ok(out.includes(`\nAttach: npm run conversation -- ${attach}\n`), out);
+        assert.ok(out.includes("--grant g-ro\n"), "each grant has its attach line");
+        assert.equal(cli.stderr(), "", "no load-check warning");
 
-      const client = await rawClient(t, socketPath);
-      client.send({ type: "hello", protocol: 2, grant: "g-op", client: "control-test" });
-      const welcome = await client.waitFor("the welcome", (m) => m.type === "welcome");
-      assert.equal(welcome.role, "observer");
-      const state = welcome.state as { admission: string; binding: string; generation: number };
-      assert.deepEqual([state.admission, state.binding], ["open", "bound"]);
-      client.send({ type: "request", id: "q-1", op: "observe" });
-      const observed = await client.waitFor("observe's reply", (m) => m.id === "q-1");
-      assert.equal(observed.outcome, "admitted", JSON.stringify(observed));
-      const page = (observed.result as { page: { parts: unknown[] } }).page;
-      assert.equal(page.parts.length, 2, "the fixture's two messages");
-      // Starting the controller wrote nothing to the session.
-      assert.equal(readFileSync(f.session, "utf8"), before);
+        const client = await rawClient(t, socketPath);
+        client.send({ type: "hello", protocol: 2, grant: "g-op", client: "control-test" });
+        const welcome = await client.waitFor("the welcome", (m) => m.type === "welcome");
+        assert.equal(welcome.role, "observer");
+        const state = welcome.state as { admission: string; binding: string; generation: number };
+        assert.deepEqual([state.admission, state.binding], ["open", "bound"]);
+        client.send({ type: "request", id: "q-1", op: "observe" });
+        const observed = await client.waitFor("observe's reply", (m) => m.id === "q-1");
+        assert.equal(observed.outcome, "admitted", JSON.stringify(observed));
+        const page = (observed.result as { page: { parts: unknown[] } }).page;
+        assert.equal(page.parts.length, 2, "the fixture's two messages");
+        // Starting the controller wrote nothing to the session.
+        assert.equal(readFileSync(f.session, "utf8"), before);
 
-      // --model and --agent-dir reached Pi: a prompt goes to the loopback model.
-      client.send({ type: "request", id: "q-2", op: "takeover", generation: state.generation });
-      await client.waitFor("takeover's reply", (m) => m.id === "q-2" && m.outcome === "admitted");
-      client.send({
-        type: "request",
-        id: "q-3",
-        op: "prompt",
-        generation: state.generation + 1,
-        text: "hi",
-        draft: { id: "d-1", revision: 1 },
-      });
-      const settled = await client.waitFor(
-        "the prompt's receipt to settle",
-        (m) => m.type === "event" && (m.event as { kind: string }).kind === "receipt",
-      );
-      const receipt = (settled.event as { receipt: { request: string; reason?: string } }).receipt;
-      assert.equal(receipt.request, "q-3");
-      assert.equal(model.requests.length, 1);
-      assert.match(readFileSync(f.session, "utf8"), /hello from the loopback model/);
-
-      cli.proc.kill("SIGTERM");
-      const exit = await Promise.race([
-        cli.exited,
-        new Promise<never>((_, reject) =>
-          setTimeout(() => reject(new Error(`no exit: ${cli.stderr()}`)), 15_000),
-        ),
-      ]);
-      assert.deepEqual(exit, { code: 0, signal: null }, cli.stderr());
-      assert.equal(existsSync(socketPath), false, "the socket is gone");
-      assert.match(cli.stderr(), /^Stopping the engine\.\.\.\n$/);
-      if (kind === "cgroup") {
-        // Pinned Pi exits on EOF; the cgroup launcher proves the stop and the claim ends.
-        assert.match(
-          cli.stdout(),
-          /\nStopped: the engine's stop is proven; claim stopped-proven\.\n$/,
+        // --model and --agent-dir reached Pi: a prompt goes to the loopback model.
+        client.send({ type: "request", id: "q-2", op: "takeover", generation: state.generation });
+        await client.waitFor("takeover's reply", (m) => m.id === "q-2" && m.outcome === "admitted");
+        client.send({
+          type: "request",
+          id: "q-3",
+          op: "prompt",
+          generation: state.generation + 1,
+          text: "hi",
+          draft: { id: "d-1", revision: 1 },
+        });
+        const settled = await client.waitFor(
+          "the prompt's receipt to settle",
+          (m) => m.type === "event" && (m.event as { kind: string }).kind === "receipt",
         );
-      } else {
-        // Pinned Pi exits on EOF; the process-group launcher can't prove the stop (K2).
-        assert.match(
-          cli.stdout(),
-          /\nStopped: Pi exited \(code 0\), stop uncertain: the process-group launcher cannot prove a stop; claim uncertain, held until a proven stop/,
-        );
-      }
-    },
-  );
+        const receipt = (settled.event as { receipt: { request: string; reason?: string } })
+          .receipt;
+        assert.equal(receipt.request, "q-3");
+        assert.equal(model.requests.length, 1);
+        assert.match(readFileSync(f.session, "utf8"), /hello from the loopback model/);
+
+        cli.proc.kill("SIGTERM");
+        const exit = await Promise.race([
+          cli.exited,
+          new Promise<never>((_, reject) =>
+            setTimeout(() => reject(new Error(`no exit: ${cli.stderr()}`)), 15_000),
+          ),
+        ]);
+        assert.deepEqual(exit, { code: 0, signal: null }, cli.stderr());
+        assert.equal(existsSync(socketPath), false, "the socket is gone");
+        assert.match(cli.stderr(), /^Stopping the engine\.\.\.\n$/);
+        if (kind === "cgroup") {
+          // Pinned Pi exits on EOF; the cgroup launcher proves the stop and the claim ends.
+          assert.match(
+            cli.stdout(),
+            /\nStopped: the engine's stop is proven; claim stopped-proven\.\n$/,
+          );
+        } else {
+          // Pinned Pi exits on EOF; the process-group launcher can't prove the stop (K2).
+          assert.match(
+            cli.stdout(),
+            /\nStopped: Pi exited \(code 0\), stop uncertain: the process-group launcher cannot prove a stop; claim uncertain, held until a proven stop/,
+          );
+        }
+      },
+    );
 });
 
 describe("npm start's demo controller", () => {

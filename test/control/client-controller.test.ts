@@ -114,7 +114,7 @@ describe("ConversationClient against the Controller (fake-pi)", () => {
     const execution = ctrl.execution;
     assert.ok(execution);
     assert.deepEqual(seen.seam, {
-      replay: "unavailable",
+      replay: "available", // the controller keeps the epoch's events from fromSequence on
       streamEpoch: execution.stream.epoch,
       fromSequence: 1,
       reconcile: true,

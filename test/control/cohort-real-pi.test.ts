@@ -16,11 +16,12 @@ import {
   FixtureVerifier,
   type StopRecord,
 } from "../../src/control/controller/records.ts";
+import { PI_VERSION, type PiVersion } from "../../src/control/engine/pi-pin.ts";
 import type { Receipt, StreamEvent } from "../../src/control/protocol.ts";
 import { until, within } from "../helpers/deadline.ts";
 import { type FakeModel, type ModelReply, startFakeModel } from "../helpers/fake-model.ts";
 import { isAlive, killQuietly } from "../helpers/processes.ts";
-import { MODEL, settledSession, writeAgentFiles } from "../helpers/real-pi.ts";
+import { MODEL, REAL_PI_VERSIONS, settledSession, writeAgentFiles } from "../helpers/real-pi.ts";
 import {
   controllerOptions,
   type Fixture,
@@ -101,7 +102,11 @@ type Real = {
 };
 
 /** A started Controller over the real pinned Pi, cgroup launcher, and a connected client. */
-async function startReal(t: TestContext, replies: ModelReply[]): Promise<Real> {
+async function startReal(
+  t: TestContext,
+  replies: ModelReply[],
+  piVersion: PiVersion = PI_VERSION,
+): Promise<Real> {
   assert.ok(probe.ok, probe.ok ? "" : probe.reason);
   const executions: CohortExecution[] = [];
   const removals: (() => void)[] = [];
@@ -122,6 +127,7 @@ async function startReal(t: TestContext, replies: ModelReply[]): Promise<Real> {
     launcherReason: "test: CgroupLauncher.probe() succeeded",
     engine: { extraArgs: ["--model", MODEL] },
     agentDir,
+    piVersion,
   });
   await within(ctrl.start(), "controller start");
   const launched = note(ctrl, executions);
@@ -169,104 +175,111 @@ const FAMILY = [
 ].join("\n");
 const FAMILY_PIDS = ["escaped.pid", "stayed.pid", "stayed-child.pid"];
 
-describe("force stop through the controller, real pinned Pi, cgroup launcher", { skip }, () => {
-  after(() => {
-    const left = [...scopes].filter((d) => existsSync(d));
-    assert.deepEqual(left, [], "no scope of ours is left behind");
-  });
+for (const piVersion of REAL_PI_VERSIONS)
+  describe(`force stop through the controller, real pinned Pi ${piVersion}, cgroup launcher`, {
+    skip,
+  }, () => {
+    after(() => {
+      const left = [...scopes].filter((d) => existsSync(d));
+      assert.deepEqual(left, [], "no scope of ours is left behind");
+    });
 
-  it(
-    "Pi's bash tool starts a setsid child and a TERM-ignoring child and grandchild: all in the proof, none alive",
-    T,
-    async (t) => {
-      const run = await startReal(t, [
-        {
-          kind: "tool-calls",
-          calls: [{ id: "call_1", name: "bash", arguments: { command: FAMILY } }],
-        },
-        { kind: "text", text: "the family runs" },
-      ]);
-      const { ctrl, f, launched, client, events } = run;
-      assert.equal(ctrl.state().binding, "bound");
-      const engine = launched.link.pid;
-      assert.ok(engine !== undefined);
-
-      const p = await within(client.prompt("start the family"), "prompt");
-      assert.ok(p.outcome === "admitted", JSON.stringify(p));
-      await until(() => settled(events, p.receipt.id) !== null, "receipt settled", 30_000);
-      assert.equal(settled(events, p.receipt.id), "completed");
-      assert.equal(run.model.requests.length, 2, "the tool call, then the answer after it");
-      await until(
-        () => FAMILY_PIDS.every((n) => readPid(f.projectRoot, n) !== null),
-        "the family's pid files",
-      );
-      const family = FAMILY_PIDS.map((n) => readPid(f.projectRoot, n) as number);
-      for (const pid of family) strays.add(pid);
-      for (const pid of family) assert.equal(isAlive(pid), true, `family member ${pid} runs`);
-      const escaped = family[0] as number;
-      // It really left Pi's session and process group.
-      const stat = readFileSync(`/proc/${escaped}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      assert.equal(Number(fields[3]), escaped, "the setsid child leads its own session");
-      for (const pid of family) {
-        const cg = readFileSync(`/proc/${pid}/cgroup`, "utf8");
-        assert.match(
-          cg,
-          new RegExp(`0::${launched.scope.enginePath}(/|\\n|$)`),
-          `${pid} in engine`,
+    it(
+      "Pi's bash tool starts a setsid child and a TERM-ignoring child and grandchild: all in the proof, none alive",
+      T,
+      async (t) => {
+        const run = await startReal(
+          t,
+          [
+            {
+              kind: "tool-calls",
+              calls: [{ id: "call_1", name: "bash", arguments: { command: FAMILY } }],
+            },
+            { kind: "text", text: "the family runs" },
+          ],
+          piVersion,
         );
-      }
+        const { ctrl, f, launched, client, events } = run;
+        assert.equal(ctrl.state().binding, "bound");
+        const engine = launched.link.pid;
+        assert.ok(engine !== undefined);
 
-      const t0 = performance.now();
-      const stop = await forceStop(run);
-      const stopMs = Math.round(performance.now() - t0);
-      assert.ok(stop.proof);
-      const proofPids = stop.proof.enumerated.pids;
-      for (const pid of [engine, ...family]) {
-        assert.ok(proofPids.includes(pid), `${pid} in the proof's enumeration ${proofPids}`);
-        assert.ok(stop.members.includes(pid), `${pid} in the stop's members`);
-        assert.equal(isAlive(pid), false, `${pid} is gone (/proc)`);
-      }
-      const outcome = await launched.forceStop();
-      assert.equal(outcome.result, "stopped");
-      assert.equal(digestOf(outcome.proof), stop.proofDigest);
-      assert.deepEqual(outcome.removal?.failed, []);
-      const survivors = outcome.log.find((o) => o.kind === "survivors");
-      assert.ok(survivors?.status === "observed" && survivors.alive.length === 0);
-      const verdict = new FixtureVerifier({ fixtureRoot: f.fixtureRoot }).verifyStop(outcome, {
-        pid: engine,
-      });
-      assert.equal(verdict.verified, true, JSON.stringify(verdict));
-      assert.equal(existsSync(launched.scope.dir), false, "the proven stop removed the scope");
-      validateRecords(ctrl);
-      t.diagnostic(
-        `stop ${stopMs} ms; proof phase ${stop.proof.enumerated.phase}; pids ${proofPids}`,
-      );
-    },
-  );
+        const p = await within(client.prompt("start the family"), "prompt");
+        assert.ok(p.outcome === "admitted", JSON.stringify(p));
+        await until(() => settled(events, p.receipt.id) !== null, "receipt settled", 30_000);
+        assert.equal(settled(events, p.receipt.id), "completed");
+        assert.equal(run.model.requests.length, 2, "the tool call, then the answer after it");
+        await until(
+          () => FAMILY_PIDS.every((n) => readPid(f.projectRoot, n) !== null),
+          "the family's pid files",
+        );
+        const family = FAMILY_PIDS.map((n) => readPid(f.projectRoot, n) as number);
+        for (const pid of family) strays.add(pid);
+        for (const pid of family) assert.equal(isAlive(pid), true, `family member ${pid} runs`);
+        const escaped = family[0] as number;
+        // It really left Pi's session and process group.
+        const stat = readFileSync(`/proc/${escaped}/stat`, "utf8");
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        assert.equal(Number(fields[3]), escaped, "the setsid child leads its own session");
+        for (const pid of family) {
+          const cg = readFileSync(`/proc/${pid}/cgroup`, "utf8");
+          assert.match(
+            cg,
+            new RegExp(`0::${launched.scope.enginePath}(/|\\n|$)`),
+            `${pid} in engine`,
+          );
+        }
 
-  it(
-    "Pi exits by itself on stdin EOF: the force stop is still proven, the exit observed",
-    T,
-    async (t) => {
-      const run = await startReal(t, []);
-      const { ctrl, launched } = run;
-      const engine = launched.link.pid;
-      launched.link.endInput();
-      const exit = await within(launched.link.exited, "Pi's exit on EOF");
-      assert.equal(exit.exitCode, 0, JSON.stringify(exit));
-      const stop = await forceStop(run);
-      assert.ok(stop.proof);
-      assert.deepEqual(stop.proof.enumerated.pids, [], "nothing was left to enumerate");
-      const outcome = await launched.forceStop();
-      const seen = outcome.observations.find((o) => o.kind === "engine-exit");
-      assert.ok(seen?.status === "observed" && seen.exitCode === 0, JSON.stringify(seen));
-      if (engine !== undefined) assert.equal(isAlive(engine), false);
-      assert.equal(existsSync(launched.scope.dir), false);
-      validateRecords(ctrl);
-    },
-  );
-});
+        const t0 = performance.now();
+        const stop = await forceStop(run);
+        const stopMs = Math.round(performance.now() - t0);
+        assert.ok(stop.proof);
+        const proofPids = stop.proof.enumerated.pids;
+        for (const pid of [engine, ...family]) {
+          assert.ok(proofPids.includes(pid), `${pid} in the proof's enumeration ${proofPids}`);
+          assert.ok(stop.members.includes(pid), `${pid} in the stop's members`);
+          assert.equal(isAlive(pid), false, `${pid} is gone (/proc)`);
+        }
+        const outcome = await launched.forceStop();
+        assert.equal(outcome.result, "stopped");
+        assert.equal(digestOf(outcome.proof), stop.proofDigest);
+        assert.deepEqual(outcome.removal?.failed, []);
+        const survivors = outcome.log.find((o) => o.kind === "survivors");
+        assert.ok(survivors?.status === "observed" && survivors.alive.length === 0);
+        const verdict = new FixtureVerifier({ fixtureRoot: f.fixtureRoot }).verifyStop(outcome, {
+          pid: engine,
+        });
+        assert.equal(verdict.verified, true, JSON.stringify(verdict));
+        assert.equal(existsSync(launched.scope.dir), false, "the proven stop removed the scope");
+        validateRecords(ctrl);
+        t.diagnostic(
+          `stop ${stopMs} ms; proof phase ${stop.proof.enumerated.phase}; pids ${proofPids}`,
+        );
+      },
+    );
+
+    it(
+      "Pi exits by itself on stdin EOF: the force stop is still proven, the exit observed",
+      T,
+      async (t) => {
+        const run = await startReal(t, [], piVersion);
+        const { ctrl, launched } = run;
+        const engine = launched.link.pid;
+        launched.link.endInput();
+        const exit = await within(launched.link.exited, "Pi's exit on EOF");
+        assert.equal(exit.exitCode, 0, JSON.stringify(exit));
+        const stop = await forceStop(run);
+        assert.ok(stop.proof);
+        assert.deepEqual(stop.proof.enumerated.pids, [], "nothing was left to enumerate");
+        const outcome = await launched.forceStop();
+        const seen = outcome.observations.find((o) => o.kind === "engine-exit");
+        assert.ok(seen?.status === "observed" && seen.exitCode === 0, JSON.stringify(seen));
+        if (engine !== undefined) assert.equal(isAlive(engine), false);
+        assert.equal(existsSync(launched.scope.dir), false);
+        validateRecords(ctrl);
+      },
+    );
+  });
 
 describe("H10 with the cgroup launcher: a force stop racing an interrupt (fake-pi)", {
   skip,

@@ -95,6 +95,7 @@ export type StartOptions = {
   session?: (cwd: string) => Line[];
   fixture?: Fixture;
   maxQueuedBytes?: number;
+  replay?: ControllerOptions["replay"];
 };
 
 export function controllerOptions(f: Fixture, o: StartOptions = {}): ControllerOptions {
@@ -121,6 +122,7 @@ export function controllerOptions(f: Fixture, o: StartOptions = {}): ControllerO
     },
     ...(o.audit ? { audit: o.audit } : {}),
     ...(o.maxQueuedBytes === undefined ? {} : { maxQueuedBytes: o.maxQueuedBytes }),
+    ...(o.replay === undefined ? {} : { replay: o.replay }),
   };
 }
 
@@ -261,6 +263,8 @@ export type Tap = {
   path: string;
   lines: { client: number; controller: number };
   problems: string[];
+  /** Cuts every connection through the tap now, as a network drop would (both sides close). */
+  drop(): void;
 };
 
 /**
@@ -274,8 +278,16 @@ export async function tapController(
   target: string,
   path: string,
 ): Promise<Tap> {
-  const tap: Tap = { path, lines: { client: 0, controller: 0 }, problems: [] };
   const sockets = new Set<Socket>();
+  const tap: Tap = {
+    path,
+    lines: { client: 0, controller: 0 },
+    problems: [],
+    drop: () => {
+      for (const s of sockets) s.destroy();
+      sockets.clear();
+    },
+  };
   const pipe = (from: Socket, to: Socket, side: "client" | "controller", def: SchemaDef) => {
     const splitter = new LineSplitter();
     from.on("data", (chunk: Buffer) => {

@@ -20,6 +20,7 @@ import {
   FixtureVerifier,
   type StopRecord,
 } from "../../src/control/controller/records.ts";
+import { PI_VERSION, type PiVersion } from "../../src/control/engine/pi-pin.ts";
 import { readSessionHead } from "../../src/control/engine/session-head.ts";
 import type {
   ControllerState,
@@ -30,7 +31,13 @@ import type {
 import { until, within } from "../helpers/deadline.ts";
 import { type FakeModel, type ModelReply, startFakeModel } from "../helpers/fake-model.ts";
 import { isAlive } from "../helpers/processes.ts";
-import { MODEL, readLines, settledSession, writeAgentFiles } from "../helpers/real-pi.ts";
+import {
+  MODEL,
+  REAL_PI_VERSIONS,
+  readLines,
+  settledSession,
+  writeAgentFiles,
+} from "../helpers/real-pi.ts";
 import {
   controllerOptions,
   type Fixture,
@@ -88,7 +95,11 @@ type Running = {
  * clients closed, the controller stopped, any scope a failed assertion left given up, the
  * model closed, the temp dir removed.
  */
-async function startReal(t: TestContext, replies: ModelReply[]): Promise<Running> {
+async function startReal(
+  t: TestContext,
+  replies: ModelReply[],
+  piVersion: PiVersion = PI_VERSION,
+): Promise<Running> {
   assert.ok(probe.ok, probe.ok ? "" : probe.reason);
   const clients: ConversationClient[] = [];
   const removals: (() => void)[] = [];
@@ -123,6 +134,7 @@ async function startReal(t: TestContext, replies: ModelReply[]): Promise<Running
     launcherReason: "test: CgroupLauncher.probe() succeeded",
     engine: { extraArgs: ["--model", MODEL] },
     agentDir,
+    piVersion,
   });
   await within(ctrl.start(), "controller start");
   const started = ctrl;
@@ -169,206 +181,219 @@ async function forceStop(run: Running, client: ConversationClient): Promise<Stop
   return stop;
 }
 
-describe("recovery after a proven stop, real pinned Pi, cgroup launcher", { skip }, () => {
-  after(() => {
-    assert.deepEqual(leftoverScopes(), [], "no scope of ours is left behind");
-  });
-
-  it(
-    "K7, K17: recover, launch a new execution and incarnation on the same leaf, refuse reuse",
-    T,
-    async (t) => {
-      const run = await startReal(t, [
-        { kind: "text", text: "first answer" },
-        { kind: "text", text: "second answer" },
-      ]);
-      const { ctrl, f } = run;
-      assert.equal(ctrl.state().binding, "bound", "K8: Pi appended nothing at start");
-      const first = ctrl.execution;
-      assert.ok(first);
-      const firstScope = run.executions[0];
-      assert.ok(firstScope);
-      const firstPid = first.link.pid;
-
-      const { client: a, events } = await run.client();
-      assert.equal((await within(a.takeover(), "takeover")).outcome, "admitted");
-      const r = await within(a.prompt("before the stop"), "prompt");
-      assert.ok(r.outcome === "admitted", JSON.stringify(r));
-      await until(() => settled(events, r.receipt.id) !== null, "first receipt settled");
-      assert.equal(settled(events, r.receipt.id), "completed");
-
-      // Recovery before a proven stop refuses; the confirmation is spent by the refusal.
-      const early = await within(a.confirmed("recover"), "early recover");
-      assert.deepEqual([early.outcome, early.step], ["refused:stop-proof", "use"]);
-
-      const stop = await forceStop(run, a);
-      assert.equal(stop.trigger, "force-stop");
-      assert.equal(stop.execution, first.execution);
-      assert.ok(!existsSync(firstScope.scope.dir), "the proven stop removed the scope");
-      if (firstPid !== undefined) assert.equal(isAlive(firstPid), false, "the engine is gone");
-      // The verifier accepts the proof again, for this engine.
-      const again = await firstScope.forceStop();
-      assert.equal(again.result, "stopped");
-      assert.equal(digestOf(again.proof), stop.proofDigest);
-      const verdict = new FixtureVerifier({ fixtureRoot: f.fixtureRoot }).verifyStop(again, {
-        pid: firstPid,
-      });
-      assert.equal(verdict.verified, true, JSON.stringify(verdict));
-
-      const leaf = readSessionHead(f.sessionFile).leafId;
-      const linesAtStop = readLines(f.sessionFile).length;
-      assert.deepEqual(
-        readLines(f.sessionFile)
-          .slice(4)
-          .map((e) => (e.message as { role: string }).role),
-        ["user", "assistant"],
-        "the prompt's two entries after the fixture",
-      );
-
-      // Two records, both for the stopped incarnation.
-      const rec1 = await within(a.confirmed("recover"), "recover");
-      assert.ok(rec1.outcome === "admitted", JSON.stringify(rec1));
-      const rec2 = await within(a.confirmed("recover"), "second recover");
-      assert.ok(rec2.outcome === "admitted", JSON.stringify(rec2));
-      assert.notEqual(rec1.eligibility, rec2.eligibility);
-      const el = (rec1.result as { eligibility: EligibilityRecord }).eligibility;
-      assert.deepEqual(
-        [el.kind, el.execution, el.incarnation, el.stop, el.proofDigest, el.leafId],
-        ["eligibility", first.execution, first.incarnation, stop.id, stop.proofDigest, leaf],
-      );
-      assert.deepEqual(el.reservation, ctrl.claim?.revisions);
-
-      const before = a.state;
-      assert.ok(before);
-      const launched = await within(a.launch(rec1.eligibility), "launch");
-      assert.ok(launched.outcome === "admitted", JSON.stringify(launched));
-      const state = (launched.result as { state: ControllerState }).state;
-      const second = ctrl.execution;
-      assert.ok(second && second !== first);
-      const secondScope = run.note();
-      assert.notEqual(secondScope, firstScope);
-      assert.ok(existsSync(secondScope.scope.dir), "the new engine runs in a new scope");
-      assert.notEqual(state.execution, before.execution);
-      assert.notEqual(state.incarnation, before.incarnation);
-      assert.equal(state.execution, second.execution);
-      assert.equal(state.incarnation, second.incarnation);
-      assert.equal(state.generation, before.generation + 1, "generation + 1");
-      assert.equal(state.controllerConnection, null);
-      assert.deepEqual([state.admission, state.binding], ["open", "bound"]);
-      // Same leaf: the K8 check read get_state and get_tree from the new Pi; nothing appended.
-      assert.equal(second.binding.expected.leafId, leaf);
-      assert.equal(second.binding.loaded?.leafId, leaf);
-      assert.equal(second.binding.generation, state.generation);
-      assert.equal(readLines(f.sessionFile).length, linesAtStop, "Pi appended nothing");
-      assert.equal(ctrl.claim?.state, "held");
-      assert.equal(ctrl.claim?.holder.incarnation, second.incarnation);
-      assert.equal(ctrl.claim?.holder.execution, second.execution);
-
-      // K17: the used record refuses; so does the other record, from the stopped incarnation.
-      const reused = await within(a.launch(rec1.eligibility), "launch again");
-      assert.equal(reused.outcome, "refused:eligibility", JSON.stringify(reused));
-      const foreign = await within(a.launch(rec2.eligibility), "launch other incarnation");
-      assert.equal(foreign.outcome, "refused:eligibility", JSON.stringify(foreign));
-      assert.ok(
-        foreign.outcome === "refused:eligibility" && /another incarnation/.test(foreign.message),
-        JSON.stringify(foreign),
-      );
-      assert.equal(ctrl.execution, second, "no refused launch started anything");
-
-      // A prompt works on the new execution.
-      assert.equal((await within(a.takeover(), "takeover again")).outcome, "admitted");
-      const next = await within(a.prompt("after the launch"), "second prompt");
-      assert.ok(next.outcome === "admitted", JSON.stringify(next));
-      assert.equal(next.receipt.execution, second.execution);
-      await until(() => settled(events, next.receipt.id) !== null, "second receipt settled");
-      assert.equal(settled(events, next.receipt.id), "completed");
-      assert.equal(run.model.requests.length, 2);
-      const added = readLines(f.sessionFile).slice(linesAtStop);
-      assert.deepEqual(
-        added.map((e) => `${e.type}/${(e.message as { role: string }).role}`),
-        ["message/user", "message/assistant"],
-      );
-      assert.equal(added[0]?.parentId, leaf, "the new run continued from the recovered leaf");
-      const seen = await within(a.observe(), "observe");
-      assert.ok(seen.outcome === "admitted", JSON.stringify(seen));
-      assert.equal(seen.seam.streamEpoch, second.stream.epoch);
-      const page = JSON.stringify(seen.result.page);
-      for (const text of ["before the stop", "first answer", "after the launch", "second answer"]) {
-        assert.ok(page.includes(text), `${text} in the page`);
-      }
-
-      // The new execution ends proven too.
-      await within(ctrl.stop(), "controller stop");
-      assert.equal(ctrl.claim?.state, "stopped-proven");
-      assert.ok(!existsSync(secondScope.scope.dir));
-      validateRecords(ctrl);
-    },
-  );
-
-  it("K17: a reservation that changed after recover refuses eligibility", T, async (t) => {
-    const run = await startReal(t, []);
-    const { ctrl, f } = run;
-    const { client: a } = await run.client();
-    assert.equal((await within(a.takeover(), "takeover")).outcome, "admitted");
-    await forceStop(run, a);
-    const rec = await within(a.confirmed("recover"), "recover");
-    assert.ok(rec.outcome === "admitted", JSON.stringify(rec));
-    const reserved = (rec.result as { eligibility: EligibilityRecord }).eligibility.reservation;
-
-    // Another holder takes the ended claim and gives it back: the revisions move on.
-    const store = new ClaimStore({ root: f.claimRoot });
-    const keys = { seatKey: { projectRoot: ctrl.projectRoot, seat: ctrl.seat } };
-    const other = await store.acquire({
-      ...keys,
-      sessionKey: ctrl.sessionKey,
-      holder: await store.holderFor({ execution: "ex-other", incarnation: "in-other" }),
+for (const piVersion of REAL_PI_VERSIONS)
+  describe(`recovery after a proven stop, real pinned Pi ${piVersion}, cgroup launcher`, {
+    skip,
+  }, () => {
+    after(() => {
+      assert.deepEqual(leftoverScopes(), [], "no scope of ours is left behind");
     });
-    await store.release(other, "another-holder-left");
-    assert.notDeepEqual(other.revisions, reserved);
 
-    const launched = await within(a.launch(rec.eligibility), "launch");
-    assert.equal(launched.outcome, "refused:eligibility", JSON.stringify(launched));
-    assert.ok(
-      launched.outcome === "refused:eligibility" &&
-        /changed since it was reserved/.test(launched.message),
-      JSON.stringify(launched),
+    it(
+      "K7, K17: recover, launch a new execution and incarnation on the same leaf, refuse reuse",
+      T,
+      async (t) => {
+        const run = await startReal(
+          t,
+          [
+            { kind: "text", text: "first answer" },
+            { kind: "text", text: "second answer" },
+          ],
+          piVersion,
+        );
+        const { ctrl, f } = run;
+        assert.equal(ctrl.state().binding, "bound", "K8: Pi appended nothing at start");
+        const first = ctrl.execution;
+        assert.ok(first);
+        const firstScope = run.executions[0];
+        assert.ok(firstScope);
+        const firstPid = first.link.pid;
+
+        const { client: a, events } = await run.client();
+        assert.equal((await within(a.takeover(), "takeover")).outcome, "admitted");
+        const r = await within(a.prompt("before the stop"), "prompt");
+        assert.ok(r.outcome === "admitted", JSON.stringify(r));
+        await until(() => settled(events, r.receipt.id) !== null, "first receipt settled");
+        assert.equal(settled(events, r.receipt.id), "completed");
+
+        // Recovery before a proven stop refuses; the confirmation is spent by the refusal.
+        const early = await within(a.confirmed("recover"), "early recover");
+        assert.deepEqual([early.outcome, early.step], ["refused:stop-proof", "use"]);
+
+        const stop = await forceStop(run, a);
+        assert.equal(stop.trigger, "force-stop");
+        assert.equal(stop.execution, first.execution);
+        assert.ok(!existsSync(firstScope.scope.dir), "the proven stop removed the scope");
+        if (firstPid !== undefined) assert.equal(isAlive(firstPid), false, "the engine is gone");
+        // The verifier accepts the proof again, for this engine.
+        const again = await firstScope.forceStop();
+        assert.equal(again.result, "stopped");
+        assert.equal(digestOf(again.proof), stop.proofDigest);
+        const verdict = new FixtureVerifier({ fixtureRoot: f.fixtureRoot }).verifyStop(again, {
+          pid: firstPid,
+        });
+        assert.equal(verdict.verified, true, JSON.stringify(verdict));
+
+        const leaf = readSessionHead(f.sessionFile).leafId;
+        const linesAtStop = readLines(f.sessionFile).length;
+        assert.deepEqual(
+          readLines(f.sessionFile)
+            .slice(4)
+            .map((e) => (e.message as { role: string }).role),
+          // 1.6.0 persists the run's system prompt before the user's message.
+          [...(piVersion === "0.85.1" ? [] : ["system"]), "user", "assistant"],
+          "the prompt's entries after the fixture",
+        );
+
+        // Two records, both for the stopped incarnation.
+        const rec1 = await within(a.confirmed("recover"), "recover");
+        assert.ok(rec1.outcome === "admitted", JSON.stringify(rec1));
+        const rec2 = await within(a.confirmed("recover"), "second recover");
+        assert.ok(rec2.outcome === "admitted", JSON.stringify(rec2));
+        assert.notEqual(rec1.eligibility, rec2.eligibility);
+        const el = (rec1.result as { eligibility: EligibilityRecord }).eligibility;
+        assert.deepEqual(
+          [el.kind, el.execution, el.incarnation, el.stop, el.proofDigest, el.leafId],
+          ["eligibility", first.execution, first.incarnation, stop.id, stop.proofDigest, leaf],
+        );
+        assert.deepEqual(el.reservation, ctrl.claim?.revisions);
+
+        const before = a.state;
+        assert.ok(before);
+        const launched = await within(a.launch(rec1.eligibility), "launch");
+        assert.ok(launched.outcome === "admitted", JSON.stringify(launched));
+        const state = (launched.result as { state: ControllerState }).state;
+        const second = ctrl.execution;
+        assert.ok(second && second !== first);
+        const secondScope = run.note();
+        assert.notEqual(secondScope, firstScope);
+        assert.ok(existsSync(secondScope.scope.dir), "the new engine runs in a new scope");
+        assert.notEqual(state.execution, before.execution);
+        assert.notEqual(state.incarnation, before.incarnation);
+        assert.equal(state.execution, second.execution);
+        assert.equal(state.incarnation, second.incarnation);
+        assert.equal(state.generation, before.generation + 1, "generation + 1");
+        assert.equal(state.controllerConnection, null);
+        assert.deepEqual([state.admission, state.binding], ["open", "bound"]);
+        // Same leaf: the K8 check read get_state and get_tree from the new Pi; nothing appended.
+        assert.equal(second.binding.expected.leafId, leaf);
+        assert.equal(second.binding.loaded?.leafId, leaf);
+        assert.equal(second.binding.generation, state.generation);
+        assert.equal(readLines(f.sessionFile).length, linesAtStop, "Pi appended nothing");
+        assert.equal(ctrl.claim?.state, "held");
+        assert.equal(ctrl.claim?.holder.incarnation, second.incarnation);
+        assert.equal(ctrl.claim?.holder.execution, second.execution);
+
+        // K17: the used record refuses; so does the other record, from the stopped incarnation.
+        const reused = await within(a.launch(rec1.eligibility), "launch again");
+        assert.equal(reused.outcome, "refused:eligibility", JSON.stringify(reused));
+        const foreign = await within(a.launch(rec2.eligibility), "launch other incarnation");
+        assert.equal(foreign.outcome, "refused:eligibility", JSON.stringify(foreign));
+        assert.ok(
+          foreign.outcome === "refused:eligibility" && /another incarnation/.test(foreign.message),
+          JSON.stringify(foreign),
+        );
+        assert.equal(ctrl.execution, second, "no refused launch started anything");
+
+        // A prompt works on the new execution.
+        assert.equal((await within(a.takeover(), "takeover again")).outcome, "admitted");
+        const next = await within(a.prompt("after the launch"), "second prompt");
+        assert.ok(next.outcome === "admitted", JSON.stringify(next));
+        assert.equal(next.receipt.execution, second.execution);
+        await until(() => settled(events, next.receipt.id) !== null, "second receipt settled");
+        assert.equal(settled(events, next.receipt.id), "completed");
+        assert.equal(run.model.requests.length, 2);
+        const added = readLines(f.sessionFile).slice(linesAtStop);
+        assert.deepEqual(
+          added.map((e) => `${e.type}/${(e.message as { role: string }).role}`),
+          ["message/user", "message/assistant"],
+        );
+        assert.equal(added[0]?.parentId, leaf, "the new run continued from the recovered leaf");
+        const seen = await within(a.observe(), "observe");
+        assert.ok(seen.outcome === "admitted", JSON.stringify(seen));
+        assert.equal(seen.seam.streamEpoch, second.stream.epoch);
+        const page = JSON.stringify(seen.result.page);
+        for (const text of [
+          "before the stop",
+          "first answer",
+          "after the launch",
+          "second answer",
+        ]) {
+          assert.ok(page.includes(text), `${text} in the page`);
+        }
+
+        // The new execution ends proven too.
+        await within(ctrl.stop(), "controller stop");
+        assert.equal(ctrl.claim?.state, "stopped-proven");
+        assert.ok(!existsSync(secondScope.scope.dir));
+        validateRecords(ctrl);
+      },
     );
-    assert.equal(run.executions.length, 1, "nothing was launched");
-    assert.equal(ctrl.execution?.launched, run.executions[0]);
-    assert.equal(ctrl.state().admission, "fenced");
+
+    it("K17: a reservation that changed after recover refuses eligibility", T, async (t) => {
+      const run = await startReal(t, [], piVersion);
+      const { ctrl, f } = run;
+      const { client: a } = await run.client();
+      assert.equal((await within(a.takeover(), "takeover")).outcome, "admitted");
+      await forceStop(run, a);
+      const rec = await within(a.confirmed("recover"), "recover");
+      assert.ok(rec.outcome === "admitted", JSON.stringify(rec));
+      const reserved = (rec.result as { eligibility: EligibilityRecord }).eligibility.reservation;
+
+      // Another holder takes the ended claim and gives it back: the revisions move on.
+      const store = new ClaimStore({ root: f.claimRoot });
+      const keys = { seatKey: { projectRoot: ctrl.projectRoot, seat: ctrl.seat } };
+      const other = await store.acquire({
+        ...keys,
+        sessionKey: ctrl.sessionKey,
+        holder: await store.holderFor({ execution: "ex-other", incarnation: "in-other" }),
+      });
+      await store.release(other, "another-holder-left");
+      assert.notDeepEqual(other.revisions, reserved);
+
+      const launched = await within(a.launch(rec.eligibility), "launch");
+      assert.equal(launched.outcome, "refused:eligibility", JSON.stringify(launched));
+      assert.ok(
+        launched.outcome === "refused:eligibility" &&
+          /changed since it was reserved/.test(launched.message),
+        JSON.stringify(launched),
+      );
+      assert.equal(run.executions.length, 1, "nothing was launched");
+      assert.equal(ctrl.execution?.launched, run.executions[0]);
+      assert.equal(ctrl.state().admission, "fenced");
+    });
+
+    it("K18: a leaf that moved after recover refuses target at launch", T, async (t) => {
+      const run = await startReal(t, [], piVersion);
+      const { ctrl, f } = run;
+      const { client: a } = await run.client();
+      assert.equal((await within(a.takeover(), "takeover")).outcome, "admitted");
+      await forceStop(run, a);
+      const rec = await within(a.confirmed("recover"), "recover");
+      assert.ok(rec.outcome === "admitted", JSON.stringify(rec));
+      const leaf = readSessionHead(f.sessionFile).leafId;
+      assert.equal((rec.result as { eligibility: EligibilityRecord }).eligibility.leafId, leaf);
+
+      // A raw entry appended behind the controller's back moves the leaf.
+      appendFileSync(
+        f.sessionFile,
+        `${JSON.stringify({
+          type: "thinking_level_change",
+          id: "bbbb0001",
+          parentId: leaf,
+          timestamp: "2026-01-01T00:01:00.000Z",
+          thinkingLevel: "low",
+        })}\n`,
+      );
+      assert.equal(readSessionHead(f.sessionFile).leafId, "bbbb0001");
+
+      const launched = await within(a.launch(rec.eligibility), "launch");
+      assert.equal(launched.outcome, "refused:target", JSON.stringify(launched));
+      assert.equal(run.executions.length, 1, "nothing was launched");
+      assert.equal(ctrl.execution?.launched, run.executions[0]);
+      assert.equal(ctrl.claim?.state, "stopped-proven", "the claim was not taken again");
+      // A fresh recover refuses too: the leaf moved since the proof.
+      const again = await within(a.confirmed("recover"), "recover again");
+      assert.equal(again.outcome, "refused:target", JSON.stringify(again));
+    });
   });
-
-  it("K18: a leaf that moved after recover refuses target at launch", T, async (t) => {
-    const run = await startReal(t, []);
-    const { ctrl, f } = run;
-    const { client: a } = await run.client();
-    assert.equal((await within(a.takeover(), "takeover")).outcome, "admitted");
-    await forceStop(run, a);
-    const rec = await within(a.confirmed("recover"), "recover");
-    assert.ok(rec.outcome === "admitted", JSON.stringify(rec));
-    const leaf = readSessionHead(f.sessionFile).leafId;
-    assert.equal((rec.result as { eligibility: EligibilityRecord }).eligibility.leafId, leaf);
-
-    // A raw entry appended behind the controller's back moves the leaf.
-    appendFileSync(
-      f.sessionFile,
-      `${JSON.stringify({
-        type: "thinking_level_change",
-        id: "bbbb0001",
-        parentId: leaf,
-        timestamp: "2026-01-01T00:01:00.000Z",
-        thinkingLevel: "low",
-      })}\n`,
-    );
-    assert.equal(readSessionHead(f.sessionFile).leafId, "bbbb0001");
-
-    const launched = await within(a.launch(rec.eligibility), "launch");
-    assert.equal(launched.outcome, "refused:target", JSON.stringify(launched));
-    assert.equal(run.executions.length, 1, "nothing was launched");
-    assert.equal(ctrl.execution?.launched, run.executions[0]);
-    assert.equal(ctrl.claim?.state, "stopped-proven", "the claim was not taken again");
-    // A fresh recover refuses too: the leaf moved since the proof.
-    const again = await within(a.confirmed("recover"), "recover again");
-    assert.equal(again.outcome, "refused:target", JSON.stringify(again));
-  });
-});

@@ -189,7 +189,11 @@ describe("registry entries", () => {
   it("parses only whole, well-typed entries", async () => {
     const good = await deadEntry();
     assert.deepEqual(parseEntry(good), good);
+    // The engine's version is optional (entries written before --pi-version have none).
+    assert.deepEqual(parseEntry({ ...good, piVersion: "1.6.0" }), { ...good, piVersion: "1.6.0" });
     for (const bad of [
+      { ...good, piVersion: 1.6 },
+      { ...good, piVersion: "1.6.0\u001b[2J" },
       { ...good, version: 2 },
       { ...good, pid: -1 },
       { ...good, pid: 1.5 },

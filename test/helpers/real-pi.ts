@@ -6,6 +6,13 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { TestContext } from "node:test";
 import { EngineLink, type EngineSpec } from "../../src/control/engine/engine.ts";
+import {
+  PI_PINS,
+  PI_VERSION,
+  PI_VERSIONS,
+  type PiVersion,
+  piCliPath,
+} from "../../src/control/engine/pi-pin.ts";
 import { RecordLog } from "../control/link-watch.ts";
 import { type FakeModel, type ModelReply, startFakeModel } from "./fake-model.ts";
 
@@ -14,6 +21,23 @@ export const PI_CLI = join(
   REPO_ROOT,
   "node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js",
 );
+/**
+ * The pinned Pi versions the real-Pi suites run against (issue 16): each suite loops over
+ * them. PI_TEST_VERSIONS (comma-separated) narrows the list, e.g. to one version while
+ * debugging; the default is every pinned version.
+ */
+export const REAL_PI_VERSIONS: readonly PiVersion[] = (() => {
+  const only = process.env.PI_TEST_VERSIONS?.split(",").filter((v) => v.length > 0);
+  return only === undefined || only.length === 0
+    ? PI_VERSIONS
+    : PI_VERSIONS.filter((v) => only.includes(v));
+})();
+
+/** The CLI of a pinned version in this checkout. */
+export function piCli(version: PiVersion = PI_VERSION): string {
+  return piCliPath(REPO_ROOT, version);
+}
+
 export const MODEL = "loopback/fake-1";
 export const SESSION_ID = "01a00000-0000-7000-8000-0000000000c3";
 
@@ -68,7 +92,10 @@ export function writeAgentFiles(agentDir: string, baseUrl: string): void {
 }
 
 /** The sealed argv after the CLI path (seed: Choices, Seal; `--offline` per issue 5). */
-export function sealedArgs(sessionFile: string, options: { model?: string | null } = {}): string[] {
+export function sealedArgs(
+  sessionFile: string,
+  options: { model?: string | null; piVersion?: PiVersion } = {},
+): string[] {
   const model = options.model === undefined ? MODEL : options.model;
   return [
     "--mode",
@@ -77,16 +104,20 @@ export function sealedArgs(sessionFile: string, options: { model?: string | null
     "--no-prompt-templates",
     "--no-themes",
     "--offline",
+    ...PI_PINS[options.piVersion ?? PI_VERSION].sealFlags,
     ...(model === null ? [] : ["--model", model]),
     "--session",
     sessionFile,
   ];
 }
 
-export function realPiSpec(scratch: Scratch, options: { model?: string | null } = {}): EngineSpec {
+export function realPiSpec(
+  scratch: Scratch,
+  options: { model?: string | null; piVersion?: PiVersion } = {},
+): EngineSpec {
   return {
     command: process.execPath,
-    args: [PI_CLI, ...sealedArgs(scratch.sessionFile, options)],
+    args: [piCli(options.piVersion), ...sealedArgs(scratch.sessionFile, options)],
     env: { PATH: `${dirname(process.execPath)}:/usr/bin:/bin`, HOME: scratch.home },
     cwd: scratch.projectRoot,
   };
@@ -198,6 +229,8 @@ export type RealPiOptions = {
   /** Write models.json and settings.json. Default true. */
   agentDir?: boolean;
   replies?: ModelReply[];
+  /** Which pinned Pi; default 0.85.1. */
+  piVersion?: PiVersion;
 };
 
 /**
@@ -222,7 +255,10 @@ export async function startRealPi(
   const session = typeof given === "function" ? given(scratch.projectRoot) : given;
   if (session !== null) writeLines(scratch.sessionFile, session);
   link = EngineLink.start(
-    realPiSpec(scratch, options.model === undefined ? {} : { model: options.model }),
+    realPiSpec(scratch, {
+      ...(options.model === undefined ? {} : { model: options.model }),
+      ...(options.piVersion === undefined ? {} : { piVersion: options.piVersion }),
+    }),
   );
   const log = new RecordLog(link);
   return { link, log, model, scratch };

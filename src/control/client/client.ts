@@ -17,6 +17,7 @@ import {
   type Receipt,
   type Reply,
   type Request,
+  type ResumePoint,
   type Role,
   type StreamEvent,
   type Welcome,
@@ -53,7 +54,12 @@ export type RecoverOutcome = Outcome<{ eligibility: string; result: unknown }>;
 
 /** The seam between an observe page and the live stream (seed: The seam). */
 export type Seam = {
-  replay: "unavailable";
+  /**
+   * `available`: the controller still keeps the events from `fromSequence` on, so a client
+   * that resumes at `{ streamEpoch, afterSequence: fromSequence - 1 }` misses nothing after the
+   * page; `unavailable`: those events are no longer kept.
+   */
+  replay: "available" | "unavailable";
   streamEpoch: string;
   /** The first live sequence number that follows the page. */
   fromSequence: number;
@@ -99,7 +105,8 @@ export type ClientIssue = {
     | "late-reply"
     | "line-refused"
     | "unexpected-reply"
-    | "socket-error";
+    | "socket-error"
+    | "reconnect-failed";
   message: string;
   /** The first 200 characters of an invalid line. */
   line?: string;
@@ -116,7 +123,32 @@ export type ConversationClientOptions = {
   requestTimeoutMs?: number;
   /** The longest line accepted from the controller, in bytes. Default framing.ts's 64 MiB. */
   maxLineBytes?: number;
+  /**
+   * Where the first connect resumes (a board maps an SSE `Last-Event-ID` here with
+   * parseEventId). Later connects resume from the last event this client received.
+   */
+  resume?: ResumePoint;
+  /**
+   * Reconnect by itself when the socket drops (not after close()): one attempt after each
+   * delay, in order, until a welcome. Each attempt resumes, so a short drop loses nothing the
+   * controller still keeps. Default: no automatic reconnect (connect() again resumes too).
+   */
+  reconnect?: { delaysMs: readonly number[] };
 };
+
+/** Default reconnect delays: about 15 s of attempts, fast at first. */
+export const RECONNECT_DELAYS_MS: readonly number[] = [50, 100, 250, 500, 1000, 2000, 4000, 7000];
+
+/**
+ * The resume point an event id names (`<streamEpoch>.<sequence>`, the controller's ids), or
+ * null: an SSE `Last-Event-ID` header becomes a `resume` option this way.
+ */
+export function parseEventId(id: string): ResumePoint | null {
+  const m = /^(.+)\.(\d{1,15})$/.exec(id);
+  if (!m || !isId(m[1])) return null;
+  const afterSequence = Number(m[2]);
+  return Number.isSafeInteger(afterSequence) ? { streamEpoch: m[1], afterSequence } : null;
+}
 
 type Body<R> = R extends unknown
   ? Omit<R, "type" | "id" | "target" | "generation" | "incarnation">
@@ -159,10 +191,17 @@ export class ConversationClient {
   readonly #stateFns = new Set<(s: ControllerState) => void>();
   readonly #issueFns = new Set<(i: ClientIssue) => void>();
   readonly #closeFns = new Set<() => void>();
+  readonly #reconnectDelays: readonly number[] | null;
   #conn: Conn | null = null;
   #welcome: Welcome | null = null;
   #state: ControllerState | null = null;
   #nextId = 1;
+  /** The last event received (or the resume option until one is): where a connect resumes. */
+  #position: ResumePoint | null;
+  /** Set by close(): no automatic reconnect after it. */
+  #closedByUser = false;
+  #reconnectTimer: NodeJS.Timeout | null = null;
+  #reconnecting = false;
 
   constructor(options: ConversationClientOptions) {
     this.#socketPath = options.socketPath;
@@ -170,6 +209,27 @@ export class ConversationClient {
     this.#clientName = options.clientName;
     this.#timeoutMs = options.requestTimeoutMs ?? 60_000;
     this.#maxLineBytes = options.maxLineBytes;
+    this.#position = options.resume ? { ...options.resume } : null;
+    this.#reconnectDelays = options.reconnect ? [...options.reconnect.delaysMs] : null;
+  }
+
+  /**
+   * Where the next connect resumes: the last event received, or where the last welcome joined
+   * the stream; null before any welcome (unless the `resume` option set it).
+   */
+  get position(): ResumePoint | null {
+    return this.#position === null ? null : { ...this.#position };
+  }
+
+  /** The id of the last event received (an SSE `id:`), or null. */
+  get lastEventId(): string | null {
+    const p = this.#position;
+    return p === null ? null : `${p.streamEpoch}.${p.afterSequence}`;
+  }
+
+  /** True while an automatic reconnect is waiting or trying. */
+  get reconnecting(): boolean {
+    return this.#reconnecting;
   }
 
   /** True between a welcome and the socket closing. */
@@ -204,6 +264,8 @@ export class ConversationClient {
     if (this.#conn !== null) {
       return Promise.reject(new ConnectError("already-connected", "the client is connected"));
     }
+    this.#closedByUser = false;
+    this.#cancelReconnect();
     return new Promise((resolve, reject) => {
       const socket = createConnection(this.#socketPath);
       let markClosed!: () => void;
@@ -231,6 +293,7 @@ export class ConversationClient {
       socket.on("connect", () => {
         const hello: Hello = { type: "hello", protocol: PROTOCOL_VERSION, grant: this.#grant };
         if (this.#clientName !== undefined) hello.client = this.#clientName;
+        if (this.#position !== null) hello.resume = { ...this.#position };
         socket.write(encodeLine(hello));
       });
       socket.on("data", (chunk: Buffer) => this.#feed(conn, () => conn.splitter.push(chunk)));
@@ -258,6 +321,9 @@ export class ConversationClient {
    * Resolves once the socket has closed.
    */
   async close(): Promise<void> {
+    this.#closedByUser = true;
+    this.#cancelReconnect();
+    this.#reconnecting = false;
     const conn = this.#conn;
     if (conn === null) return;
     conn.socket.destroy();
@@ -477,6 +543,9 @@ export class ConversationClient {
         this.#onReply(conn, m);
         break;
       case "event":
+        // Replayed events come first and in order, so the last one received is always where
+        // this client's view of the stream stops.
+        this.#position = { streamEpoch: m.streamEpoch, afterSequence: m.sequence };
         emit(this.#eventFns, m);
         break;
       case "dialog":
@@ -507,6 +576,14 @@ export class ConversationClient {
       conn.hello = null;
       conn.welcome = m;
       this.#welcome = m;
+      // Where this connection joins the stream: after the replayed range, or (no resume, or
+      // one that could not be replayed) wherever the stream is now; the events in between
+      // are gone for this client, and its view must be re-read (Transcript does).
+      if (m.replay === undefined || m.replay === "unavailable") {
+        this.#position = m.stream
+          ? { streamEpoch: m.stream.streamEpoch, afterSequence: m.stream.nextSequence - 1 }
+          : null;
+      }
       this.#state = m.state;
       hello.resolve(m);
       emit(this.#stateFns, m.state);
@@ -547,7 +624,48 @@ export class ConversationClient {
     }
     conn.pending.clear();
     if (this.#conn === conn) this.#conn = null;
+    // Scheduled first, so a close listener can already tell a reconnect is coming.
+    if (conn.welcome && !this.#closedByUser && this.#reconnectDelays !== null) {
+      this.#reconnect(0);
+    }
     if (conn.welcome) emit(this.#closeFns, undefined);
+  }
+
+  // One attempt after delays[n]; a failed attempt schedules the next, the last gives up.
+  #reconnect(n: number): void {
+    const delays = this.#reconnectDelays;
+    if (delays === null || this.#closedByUser) return;
+    const delay = delays[n];
+    if (delay === undefined) {
+      this.#reconnecting = false;
+      const message = `gave up reconnecting after ${delays.length} attempts; connect() to retry`;
+      this.#issue({ code: "reconnect-failed", message });
+      return;
+    }
+    this.#reconnecting = true;
+    this.#reconnectTimer = setTimeout(() => {
+      this.#reconnectTimer = null;
+      if (this.#closedByUser || this.#conn !== null) return;
+      this.connect().then(
+        () => {
+          this.#reconnecting = false;
+        },
+        (e: unknown) => {
+          // A refused hello (a revoked grant) will not change by retrying.
+          if (e instanceof ConnectError && e.code === "refused") {
+            this.#reconnecting = false;
+            this.#issue({ code: "reconnect-failed", message: e.message });
+            return;
+          }
+          this.#reconnect(n + 1);
+        },
+      );
+    }, delay);
+  }
+
+  #cancelReconnect(): void {
+    if (this.#reconnectTimer !== null) clearTimeout(this.#reconnectTimer);
+    this.#reconnectTimer = null;
   }
 
   #issue(issue: ClientIssue): void {
@@ -569,13 +687,15 @@ function unmatched(reply: Reply, late: boolean): ClientIssue {
 
 function readSeam(v: unknown): Seam | string {
   if (!isObj(v)) return "observe's result has no seam";
-  if (v.replay !== "unavailable") return "seam.replay is not unavailable";
+  if (v.replay !== "available" && v.replay !== "unavailable") {
+    return "seam.replay is not available or unavailable";
+  }
   if (!isId(v.streamEpoch)) return "seam.streamEpoch is not an id";
   if (!isCount(v.fromSequence)) return "seam.fromSequence is not a count";
   if (v.reconcile !== true) return "seam.reconcile is not true";
   if (typeof v.quiet !== "boolean") return "seam.quiet is not a boolean";
   return {
-    replay: "unavailable",
+    replay: v.replay,
     streamEpoch: v.streamEpoch,
     fromSequence: v.fromSequence,
     reconcile: true,

@@ -3,9 +3,11 @@ import {
   type ControllerMessage,
   type ControllerState,
   RECEIPT_REASONS,
+  REPLAY_REASONS,
   type Receipt,
   type Reply,
   type Role,
+  type Welcome,
 } from "../protocol.ts";
 import { CONTROL_REFUSAL_CODES, type ControlRefusalCode } from "../refusal.ts";
 
@@ -77,14 +79,7 @@ export function readMessage(value: unknown): ControllerMessage {
   const o = obj(value, "a message");
   switch (o.type) {
     case "welcome":
-      return {
-        type: "welcome",
-        protocol: isCount(o.protocol) ? o.protocol : fail("welcome.protocol is not a count"),
-        connection: id(o, "connection", "welcome"),
-        role: oneOf<Role>(o, "role", "welcome", ["observer", "controller"]),
-        conversation: id(o, "conversation", "welcome"),
-        state: readState(o.state),
-      };
+      return readWelcome(o);
     case "reply":
       return readReply(o);
     case "event": {
@@ -113,6 +108,40 @@ export function readMessage(value: unknown): ControllerMessage {
     default:
       return fail("type is not welcome, reply, event, dialog or state");
   }
+}
+
+export function readWelcome(o: Obj): Welcome {
+  const welcome: Welcome = {
+    type: "welcome",
+    protocol: isCount(o.protocol) ? o.protocol : fail("welcome.protocol is not a count"),
+    connection: id(o, "connection", "welcome"),
+    role: oneOf<Role>(o, "role", "welcome", ["observer", "controller"]),
+    conversation: id(o, "conversation", "welcome"),
+    state: readState(o.state),
+  };
+  if (o.stream !== undefined) {
+    const st = obj(o.stream, "welcome.stream");
+    const next = st.nextSequence;
+    if (!isCount(next) || next < 1) fail("welcome.stream.nextSequence is not a sequence");
+    welcome.stream = { streamEpoch: id(st, "streamEpoch", "welcome.stream"), nextSequence: next };
+  }
+  if (o.replay === "unavailable") {
+    welcome.replay = "unavailable";
+    welcome.replayReason = oneOf(o, "replayReason", "welcome", REPLAY_REASONS);
+    if (o.replayMessage !== undefined) welcome.replayMessage = str(o, "replayMessage", "welcome");
+  } else if (o.replay !== undefined) {
+    const r = obj(o.replay, "welcome.replay");
+    const from = r.fromSequence;
+    const to = r.toSequence;
+    if (!isCount(from) || from < 1) fail("welcome.replay.fromSequence is not a sequence");
+    if (!isCount(to) || to < from - 1) fail("welcome.replay.toSequence is before fromSequence");
+    welcome.replay = {
+      streamEpoch: id(r, "streamEpoch", "welcome.replay"),
+      fromSequence: from,
+      toSequence: to,
+    };
+  }
+  return welcome;
 }
 
 export function readState(value: unknown): ControllerState {

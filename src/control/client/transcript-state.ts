@@ -318,6 +318,11 @@ export class TranscriptState {
     return this.#wantsRead;
   }
 
+  /** The last page read failed (its marker shows until a read succeeds). */
+  get hasReadFailure(): boolean {
+    return this.#readFailure !== null;
+  }
+
   /** A run is visible (from the stream, or a cut that was not quiet). */
   get running(): boolean {
     return this.#live.running;

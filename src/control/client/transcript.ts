@@ -98,7 +98,26 @@ export class Transcript {
     const welcome = this.#client.welcome;
     if (welcome !== undefined && welcome === this.#welcome) return;
     this.#welcome = welcome;
+    if (this.#replayCovers(welcome)) return;
     void this.#read();
+  }
+
+  /**
+   * A reconnect whose welcome replays the events after the last one seen, in the epoch of the
+   * page in view, leaves no seam: the replayed events continue the stream where it broke, so
+   * the page is not read again. A view with no page yet, a failed read or a hole still reads.
+   */
+  #replayCovers(welcome: Welcome | null | undefined): boolean {
+    const replay = welcome?.replay;
+    if (replay === undefined || replay === "unavailable") return false;
+    const seam = this.#state.seam;
+    return (
+      seam !== null &&
+      !this.#reading &&
+      !this.#state.wantsRead &&
+      !this.#state.hasReadFailure &&
+      seam.streamEpoch === replay.streamEpoch
+    );
   }
 
   #onEvent(ev: StreamEvent): void {

@@ -12,9 +12,8 @@ import { type Claim, ClaimStore, type SeatKey } from "../claim/claim.ts";
 import { removeLaunchRecord, writeLaunchRecord } from "../claim/launch-record.ts";
 import { type Recovered, recoverDeadHolder } from "../claim/recovery.ts";
 import { type Launched, type Launcher, PgroupLauncher } from "../cohort/launcher.ts";
-import type { EngineLink } from "../engine/engine.ts";
 import { LiveSessionGuard, type PathStamp } from "../engine/guard.ts";
-import { EventStream, mapEvent } from "./events.ts";
+import { EventStream, mapEvent, REPLAY_MAX_BYTES } from "./events.ts";
 import {
   checkExtraEnv,
   checkLoad,
@@ -27,7 +26,7 @@ import { Operations } from "./operations.ts";
 export type { Execution } from "./execution.ts";
 
 import { bindEngine, type EngineCommand, engineCommand, sealedArgv } from "../engine/pi-pin.ts";
-import { BLOCKING_UI_METHODS } from "../engine/rpc.ts";
+import { BLOCKING_UI_METHODS, promptDisposition } from "../engine/rpc.ts";
 import { readSessionHead } from "../engine/session-head.ts";
 import {
   type ControllerState,
@@ -47,7 +46,13 @@ import {
   isVerifier,
   type Verifier,
 } from "./records.ts";
-import { type Connection, ControlServer, readySocketPath } from "./socket.ts";
+import {
+  type Connection,
+  ControlServer,
+  type HelloAnswer,
+  MAX_QUEUED_BYTES,
+  readySocketPath,
+} from "./socket.ts";
 import { type Closer, StopChain } from "./stops.ts";
 import { Tracker } from "./turns.ts";
 
@@ -71,6 +76,11 @@ export type ControllerOptions = {
   };
   agentDir?: string;
   pinRoot?: string;
+  /**
+   * Which pinned Pi runs: a version from PI_VERSIONS (pi-pin.ts), default "0.85.1". Refuses
+   * `configuration` for any other; the pin and the seal are that version's.
+   */
+  piVersion?: string;
   /** Where records go besides the in-memory evidence; a throw breaks audit (`audit`). */
   audit?: (record: ControlRecord) => void;
   /** Extra homes whose live roots the guard protects (the scratch HOME case). */
@@ -80,6 +90,11 @@ export type ControllerOptions = {
    * (default MAX_QUEUED_BYTES, 8 MiB). Tests set it lower.
    */
   maxQueuedBytes?: number;
+  /**
+   * How much of the current stream epoch is kept for `resume` (default REPLAY_MAX_EVENTS and
+   * REPLAY_MAX_BYTES, events.ts). Tests set it lower.
+   */
+  replay?: { maxEvents?: number; maxBytes?: number };
 };
 
 const DIALOG_REASON = "the controller never answers engine dialogs (lead decision 30)";
@@ -189,6 +204,7 @@ export class Controller {
       state: () => this.state(),
       record: (r) => this.record(r),
       broadcast: (m) => this.#server?.broadcast(m),
+      broadcastLine: (line) => this.#server?.broadcastLine(line),
       relaunch: async (execution, incarnation, leaf) => {
         const old = this.#exec;
         this.#generation++;
@@ -310,7 +326,7 @@ export class Controller {
       link,
       tracker: null as unknown as Tracker,
       stops: null as unknown as StopChain,
-      stream: new EventStream(),
+      stream: new EventStream(undefined, this.#replayBounds()),
       binding: null as unknown as BindingRecord,
       closers,
       dialogs: [],
@@ -330,9 +346,10 @@ export class Controller {
     link.onRecord((r) => {
       if (this.#exec !== exec) return;
       if (r.kind === "response" && r.matched && r.response.command === "prompt") {
+        const res = r.response;
         this.#ops.promptAcked(
-          r.response.success,
-          r.response.success ? undefined : r.response.error,
+          res.success,
+          res.success ? { disposition: promptDisposition(res.data) } : { error: res.error },
         );
         return;
       }
@@ -342,7 +359,7 @@ export class Controller {
       if (e.type === "extension_ui_request" && e.blocking)
         this.#dialog(exec, e.id, e.method, e.title);
       const mapped = mapEvent(e);
-      if (mapped) this.#server?.broadcast(exec.stream.next(mapped));
+      if (mapped) this.#server?.broadcastLine(exec.stream.next(mapped).line);
     });
     void link.exited.then(() => {
       if (this.#exec !== exec) return;
@@ -369,6 +386,7 @@ export class Controller {
       incarnation,
       generation: this.#generation,
       launcher: launched.launcher,
+      engine: { name: bound.pin.name, version: bound.pin.version, integrity: bound.pin.integrity },
       ...(this.#options.launcherReason === undefined
         ? {}
         : { launcherReason: this.#options.launcherReason }),
@@ -441,11 +459,11 @@ export class Controller {
     this.#server?.broadcast({ type: "state", state: this.state() });
   }
 
-  #hello(conn: Connection, hello: Hello): Welcome | ReturnType<typeof refusedGrant> {
+  #hello(conn: Connection, hello: Hello): HelloAnswer {
     const grant = this.#grants.get(hello.grant);
     if (!grant || grant.active === false) return refusedGrant();
     conn.grant = grant.id;
-    return {
+    const welcome: Welcome = {
       type: "welcome",
       protocol: PROTOCOL_VERSION,
       connection: conn.id,
@@ -453,6 +471,29 @@ export class Controller {
       conversation: this.conversation,
       state: this.state(),
     };
+    const stream = this.#exec?.stream;
+    if (stream) welcome.stream = { streamEpoch: stream.epoch, nextSequence: stream.nextSequence };
+    if (hello.resume === undefined) return welcome;
+    // The replayed lines go right after the welcome, in the same tick as the grant is set:
+    // the next broadcast is the first live event, so nothing is missed or sent twice.
+    const { streamEpoch, afterSequence } = hello.resume;
+    const plan = stream
+      ? stream.plan(streamEpoch, afterSequence)
+      : ({ ok: false, reason: "another-epoch", message: "no execution is running" } as const);
+    if (!plan.ok) {
+      return {
+        ...welcome,
+        replay: "unavailable",
+        replayReason: plan.reason,
+        replayMessage: plan.message,
+      };
+    }
+    welcome.replay = {
+      streamEpoch: plan.streamEpoch,
+      fromSequence: plan.fromSequence,
+      toSequence: plan.toSequence,
+    };
+    return { message: welcome, lines: plan.lines };
   }
 
   #closed(conn: Connection): void {
@@ -519,11 +560,24 @@ export class Controller {
     await removeLaunchRecord(this.#options.claimRoot, execution);
   }
 
+  // A full replay is written at once: it must fit well inside the slow-client limit.
+  #replayBounds(): { maxEvents?: number; maxBytes: number } {
+    const queued = this.#options.maxQueuedBytes ?? MAX_QUEUED_BYTES;
+    const bytes = Math.min(this.#options.replay?.maxBytes ?? REPLAY_MAX_BYTES, queued / 2);
+    const events = this.#options.replay?.maxEvents;
+    return events === undefined ? { maxBytes: bytes } : { maxEvents: events, maxBytes: bytes };
+  }
+
   #engineOptions() {
     const e = this.#options.engine ?? {};
     return {
-      argv: sealedArgv({ sessionFile: this.#options.sessionFile, extraArgs: e.extraArgs }),
+      argv: sealedArgv({
+        sessionFile: this.#options.sessionFile,
+        extraArgs: e.extraArgs,
+        piVersion: this.#options.piVersion,
+      }),
       pinRoot: this.#options.pinRoot,
+      piVersion: this.#options.piVersion,
       command: e.command,
       preArgs: e.preArgs,
     };

@@ -5,6 +5,7 @@
 // `conflicting-request`. Every
 // reply is a value: refusals are `{ outcome: "refused:<code>", refusal }`, a lost prompt is
 // `unknown`, never resent.
+
 import { randomUUID } from "node:crypto";
 import { CURSOR_CAP } from "../../reader/cursors.ts";
 import type { Reader } from "../../reader/reader.ts";
@@ -27,6 +28,7 @@ import type { Execution } from "./execution.ts";
 import type { ControlRecord, EligibilityRecord } from "./records.ts";
 import { ReplyWindow } from "./reply-window.ts";
 import type { Connection } from "./socket.ts";
+import type { PromptResponse } from "./turns.ts";
 
 /** Pi's reason on a receipt is Pi's text: bounded, as every string a client renders. */
 const MAX_DETAIL_CHARS = 4000;
@@ -51,6 +53,8 @@ export type OperationsHost = {
   state(): ControllerState;
   record(record: ControlRecord): void;
   broadcast(message: ControllerMessage): void;
+  /** Sends an encoded stream event line to every welcomed connection. */
+  broadcastLine(line: string): void;
   /** A new execution and incarnation (generation + 1), the claim already acquired for it. */
   relaunch(execution: string, incarnation: string, leaf: string | null): Promise<void>;
 };
@@ -114,11 +118,11 @@ export class Operations {
   }
 
   /** The prompt's response record, at its place in the engine's stream. */
-  promptAcked(success: boolean, error?: string): void {
+  promptAcked(success: boolean, response: PromptResponse = {}): void {
     const p = this.#pending;
     if (!p) return;
     this.#pending = null;
-    this.#host.exec()?.tracker.ack(p.receipt.id, success, error);
+    this.#host.exec()?.tracker.ack(p.receipt.id, success, response);
     p.acked(success ? "ok" : "failed");
   }
 
@@ -135,7 +139,8 @@ export class Operations {
     this.#receipts.set(receiptId, settled);
     this.#host.record({ ...settled, version: 2, kind: "receipt", at: new Date().toISOString() });
     const exec = this.#host.exec();
-    if (exec) this.#host.broadcast(exec.stream.next({ kind: "receipt", receipt: settled }));
+    if (exec)
+      this.#host.broadcastLine(exec.stream.next({ kind: "receipt", receipt: settled }).line);
     if (this.#pending?.receipt.id === receiptId) {
       this.#pending.acked("lost");
       this.#pending = null;
@@ -266,8 +271,13 @@ export class Operations {
     }
     const quiet =
       quietBefore && exec.tracker.isQuiet() && exec.stream.nextSequence === fromSequence;
+    // Whether a client that applies this page can rejoin the stream right after it with
+    // `resume: { streamEpoch, afterSequence: fromSequence - 1 }` and miss nothing.
+    const replay = exec.stream.covers(exec.stream.epoch, fromSequence - 1)
+      ? "available"
+      : "unavailable";
     const seam = {
-      replay: "unavailable",
+      replay,
       streamEpoch: exec.stream.epoch,
       fromSequence,
       reconcile: true,

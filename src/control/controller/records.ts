@@ -40,6 +40,8 @@ export type BindingRecord = {
   incarnation: string;
   generation: number;
   launcher: LauncherKind;
+  /** The pinned Pi this execution runs (issue 16); absent in older records. */
+  engine?: { name: string; version: string; integrity: string };
   /** Why the controller's launcher was chosen (chooseLauncher); absent in older records. */
   launcherReason?: string;
   /** The cgroup scope directory the engine runs under (cgroup and scope launchers). */

@@ -42,9 +42,17 @@ export type Connection = {
   end(): void;
 };
 
+/**
+ * A hello's answer: a welcome or a refusal reply (the connection stays unwelcomed), or a welcome
+ * followed by already encoded lines (a replay), written in the same tick so no broadcast can
+ * come between them.
+ */
+export type HelloAnswer =
+  | ControllerMessage
+  | { message: ControllerMessage; lines: readonly string[] };
+
 export type ServerHooks = {
-  /** Answers a hello: a welcome, or a refusal reply (the connection stays unwelcomed). */
-  hello(conn: Connection, hello: Hello): ControllerMessage;
+  hello(conn: Connection, hello: Hello): HelloAnswer;
   request(conn: Connection, request: Request): void;
   closed(conn: Connection): void;
 };
@@ -138,6 +146,14 @@ export class ControlServer {
     }
   }
 
+  /** Sends one already encoded line to every welcomed connection (a stream event, whose bytes
+   * the replay buffer keeps). */
+  broadcastLine(line: string): void {
+    for (const c of this.connections.values()) {
+      if (c.grant !== null) this.#lineWriters.get(c.id)?.(line);
+    }
+  }
+
   async close(): Promise<void> {
     const closed = new Promise<void>((ok) => this.#server.close(() => ok()));
     for (const s of this.#sockets) s.destroy();
@@ -221,7 +237,11 @@ export class ControlServer {
           write(malformed("the first message must be hello", m.id));
           return;
         }
-        write(hooks.hello(conn, m));
+        const answer = hooks.hello(conn, m);
+        if ("lines" in answer) {
+          write(answer.message);
+          for (const l of answer.lines) writeLine(l);
+        } else write(answer);
         return;
       }
       if (m.type === "hello") {

@@ -4,7 +4,7 @@
 // docs/controller.md defines each signal. An `aborted` with no stop that wrote an abort in its
 // chain is an overlap (O6), never a stop link.
 
-import type { RpcEvent, RpcMessage } from "../engine/rpc.ts";
+import type { PromptDisposition, RpcEvent, RpcMessage } from "../engine/rpc.ts";
 import type { ReceiptReason } from "../protocol.ts";
 
 export type OverlapCode = "O1" | "O2" | "O3" | "O4" | "O5" | "O6";
@@ -13,6 +13,9 @@ export type OverlapSignal = { code: OverlapCode; detail: string };
 type SlotPhase = "dispatched" | "acked" | "running";
 type Slot = { receipt: string; text: string; phase: SlotPhase };
 type Run = { ours: boolean; userMessages: number; abortedByStop: boolean };
+
+/** What the prompt's response said beyond success: Pi's reason on a failure, 1.6.0's disposition. */
+export type PromptResponse = { error?: string; disposition?: PromptDisposition | null };
 
 export type TrackerHooks = {
   /** The slot's prompt settled; the slot is free again. `detail` is Pi's reason, if it gave one. */
@@ -58,13 +61,16 @@ export class Tracker {
 
   /**
    * The prompt's response. A failure means Pi handled it without a run (preflight); `error` is
-   * the response's own reason (no model, no credentials), passed on with the receipt.
+   * the response's own reason (no model, no credentials), passed on with the receipt. 1.6.0 also
+   * says so outright on a success when no run will start (`disposition: "handled"`, a command
+   * ran): settle now rather than hold the slot until the engine goes (`ack-without-start`,
+   * 0.85.1's only signal).
    */
-  ack(receipt: string, success: boolean, error?: string): void {
+  ack(receipt: string, success: boolean, response: PromptResponse = {}): void {
     const slot = this.#slot;
     if (slot?.receipt !== receipt || slot.phase !== "dispatched") return;
-    if (!success) {
-      this.#settle("handled-without-run", error);
+    if (!success || response.disposition === "handled") {
+      this.#settle("handled-without-run", success ? undefined : response.error);
       return;
     }
     slot.phase = "acked";

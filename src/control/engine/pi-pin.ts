@@ -26,6 +26,63 @@ const REINSTALL =
   "reinstall it: npm ci in a checkout, or npm install @mosaic/conversation where it is installed";
 
 const LOCK_KEY = `node_modules/${PI_PACKAGE}`;
+
+/**
+ * The Pi versions the controller runs (issue 16), each pinned like 0.85.1: its directory under
+ * node_modules (1.6.0 is installed under an npm alias, so both can be present), the integrity
+ * package-lock.json records, the digest of its files (the installed layout), and the flags its
+ * seal adds. `PI_VERSION` stays the default. A test checks every row against the lock and the
+ * files.
+ */
+export const PI_VERSIONS = ["0.85.1", "1.6.0"] as const;
+export type PiVersion = (typeof PI_VERSIONS)[number];
+
+export type PiVersionPin = {
+  version: PiVersion;
+  /** Where npm installs it: `node_modules/<dir>` (an alias for any but the default). */
+  dir: string;
+  integrity: string;
+  filesDigest: string;
+  /**
+   * Flags this version's seal requires besides the common ones. 1.6.0's parser adds
+   * `--no-mcp` (1.6.0 args.js 163): without it the built-in MCP extension is enabled
+   * (main.js 697 `disabledBuiltinExtensions`), and --no-extensions names only the others.
+   */
+  sealFlags: readonly string[];
+};
+
+export const PI_PINS: Readonly<Record<PiVersion, PiVersionPin>> = {
+  "0.85.1": {
+    version: "0.85.1",
+    dir: PI_PACKAGE,
+    integrity: PI_INTEGRITY,
+    filesDigest: PI_FILES_DIGEST,
+    sealFlags: [],
+  },
+  "1.6.0": {
+    version: "1.6.0",
+    dir: "pi-coding-agent-1.6.0",
+    integrity:
+      "sha512-zX1BVEsshx7A2MRuQ6jfr3RJGWw4Wn+vLq5ZfmlvS1RskhRmByaSZVXH/zcwRrWHO7qPgs98pNCbPOEti/t0fQ==",
+    filesDigest: "f851b7d5c91e28201b5d3cfbbf0e84dc3dd59fe55b38edc4dca0f08a12c16365",
+    sealFlags: ["--no-mcp"],
+  },
+};
+
+export function isPiVersion(v: unknown): v is PiVersion {
+  return (PI_VERSIONS as readonly unknown[]).includes(v);
+}
+
+/** The pin row of `version`; refuses `configuration` for a version not in PI_VERSIONS. */
+export function piVersionPin(version: string = PI_VERSION): PiVersionPin {
+  if (!isPiVersion(version)) {
+    throw new ControlRefusal(
+      "configuration",
+      `Pi ${JSON.stringify(version)} is not pinned; the controller runs ${PI_VERSIONS.join(" or ")}`,
+    );
+  }
+  return PI_PINS[version];
+}
 const CLI_IN_PACKAGE = ["dist", "bundle", "cli.js"];
 
 /** This package's root: src/control/ (or dist/control/ once built) is two levels down. */
@@ -66,7 +123,12 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 }
 
 /** Pi's entry in one lockfile-v2/v3 `packages` map, checked against the pin. */
-function lockEntry(file: string, what: string, key: string = LOCK_KEY): LockPin {
+function lockEntry(
+  file: string,
+  what: string,
+  key: string = LOCK_KEY,
+  want: PiVersionPin = PI_PINS[PI_VERSION],
+): LockPin {
   const lock = readJson(file, what);
   const packages = isRecord(lock) ? lock.packages : undefined;
   if (!isRecord(packages)) throw pinRefusal(`${what} has no "packages" map (lockfile v2 or later)`);
@@ -77,16 +139,16 @@ function lockEntry(file: string, what: string, key: string = LOCK_KEY): LockPin 
   if (entry.name !== undefined && entry.name !== PI_PACKAGE) {
     throw pinRefusal(`${what} installs ${JSON.stringify(entry.name)} as ${PI_PACKAGE}`);
   }
-  if (entry.version !== PI_VERSION) {
+  if (entry.version !== want.version) {
     throw pinRefusal(
-      `${what} pins ${PI_PACKAGE} ${JSON.stringify(entry.version)}, not ${PI_VERSION}`,
+      `${what} pins ${PI_PACKAGE} ${JSON.stringify(entry.version)}, not ${want.version}`,
     );
   }
   if (typeof entry.integrity !== "string") throw pinRefusal(`${what} has no integrity for Pi`);
-  if (entry.integrity !== PI_INTEGRITY) {
-    throw pinRefusal(`${what} has integrity ${entry.integrity}, not the pinned ${PI_INTEGRITY}`);
+  if (entry.integrity !== want.integrity) {
+    throw pinRefusal(`${what} has integrity ${entry.integrity}, not the pinned ${want.integrity}`);
   }
-  const pin: LockPin = { name: PI_PACKAGE, version: PI_VERSION, integrity: PI_INTEGRITY };
+  const pin: LockPin = { name: PI_PACKAGE, version: want.version, integrity: want.integrity };
   if (typeof entry.resolved === "string") pin.resolved = entry.resolved;
   return pin;
 }
@@ -107,11 +169,12 @@ type LockPin = Omit<Pin, "layout" | "location">;
  *
  * Refuses `engine-pin-mismatch` otherwise, saying what differs and how to reinstall.
  */
-export function readPin(pinRoot: string = PACKAGE_ROOT): Pin {
+export function readPin(pinRoot: string = PACKAGE_ROOT, version: string = PI_VERSION): Pin {
+  const want = piVersionPin(version);
   try {
     return existsSync(join(pinRoot, "package-lock.json"))
-      ? readCheckoutPin(pinRoot)
-      : readInstalledPin(pinRoot);
+      ? readCheckoutPin(pinRoot, want)
+      : readInstalledPin(pinRoot, want);
   } catch (e) {
     if (e instanceof ControlRefusal && e.code === "engine-pin-mismatch") {
       throw pinRefusal(`${e.message}; ${REINSTALL}`);
@@ -120,40 +183,41 @@ export function readPin(pinRoot: string = PACKAGE_ROOT): Pin {
   }
 }
 
-function readCheckoutPin(pinRoot: string): Pin {
-  const pin = lockEntry(join(pinRoot, "package-lock.json"), "package-lock.json");
+function readCheckoutPin(pinRoot: string, want: PiVersionPin): Pin {
+  const key = `node_modules/${want.dir}`;
+  const pin = lockEntry(join(pinRoot, "package-lock.json"), "package-lock.json", key, want);
   const hidden = join(pinRoot, "node_modules", ".package-lock.json");
   if (existsSync(hidden)) {
-    const installed = lockEntry(hidden, "node_modules/.package-lock.json");
+    const installed = lockEntry(hidden, "node_modules/.package-lock.json", key, want);
     if (installed.resolved !== undefined && installed.resolved !== pin.resolved) {
       throw pinRefusal(
         "node_modules/.package-lock.json resolves Pi elsewhere than package-lock.json",
       );
     }
   }
-  const location = join(pinRoot, LOCK_KEY);
-  checkManifest(location, `${LOCK_KEY}/package.json`);
+  const location = join(pinRoot, key);
+  checkManifest(location, `${key}/package.json`, want);
   return { ...pin, layout: "checkout", location };
 }
 
-function readInstalledPin(pinRoot: string): Pin {
-  const location = resolvePackageDir(pinRoot, PI_PACKAGE);
+function readInstalledPin(pinRoot: string, want: PiVersionPin): Pin {
+  const location = resolvePackageDir(pinRoot, want.dir);
   if (location === null) {
     throw pinRefusal(
-      `no package-lock.json at ${pinRoot}, and ${PI_PACKAGE} is not installed where Node looks from there`,
+      `no package-lock.json at ${pinRoot}, and ${want.dir} is not installed where Node looks from there`,
     );
   }
-  checkManifest(location, `${location}/package.json`);
+  checkManifest(location, `${location}/package.json`, want);
   let listing: ReturnType<typeof digestPackageFiles>;
   try {
     listing = digestPackageFiles(location);
   } catch (e) {
     throw pinRefusal(`the files of ${location} are unreadable: ${errnoOf(e)}`);
   }
-  if (listing.digest !== PI_FILES_DIGEST) {
+  if (listing.digest !== want.filesDigest) {
     throw pinRefusal(
-      `the files of ${PI_PACKAGE} at ${location} differ from the pinned ${PI_VERSION} ` +
-        `(a file was changed, added or removed: digest ${listing.digest}, pinned ${PI_FILES_DIGEST})`,
+      `the files of ${PI_PACKAGE} at ${location} differ from the pinned ${want.version} ` +
+        `(a file was changed, added or removed: digest ${listing.digest}, pinned ${want.filesDigest})`,
     );
   }
   let integrity: string | undefined;
@@ -163,12 +227,12 @@ function readInstalledPin(pinRoot: string): Pin {
     const packages = isRecord(lock) ? lock.packages : undefined;
     // A hidden lockfile that doesn't list this directory describes another tree.
     if (!isRecord(packages) || !isRecord(packages[key])) continue;
-    integrity = lockEntry(file, file, key).integrity;
+    integrity = lockEntry(file, file, key, want).integrity;
   }
   return {
     name: PI_PACKAGE,
-    version: PI_VERSION,
-    integrity: integrity ?? PI_INTEGRITY,
+    version: want.version,
+    integrity: integrity ?? want.integrity,
     layout: "installed",
     location,
   };
@@ -187,11 +251,11 @@ function hiddenLockfilesAbove(location: string): { file: string; key: string }[]
   return found;
 }
 
-function checkManifest(location: string, what: string): void {
+function checkManifest(location: string, what: string, want: PiVersionPin): void {
   const manifest = readJson(join(location, "package.json"), what);
-  if (!isRecord(manifest) || manifest.name !== PI_PACKAGE || manifest.version !== PI_VERSION) {
+  if (!isRecord(manifest) || manifest.name !== PI_PACKAGE || manifest.version !== want.version) {
     const found = isRecord(manifest) ? `${String(manifest.name)}@${String(manifest.version)}` : "?";
-    throw pinRefusal(`installed ${what} is ${found}, not ${PI_PACKAGE}@${PI_VERSION}`);
+    throw pinRefusal(`installed ${what} is ${found}, not ${PI_PACKAGE}@${want.version}`);
   }
 }
 
@@ -307,7 +371,8 @@ export type SealedArgs = {
  * `--thinking` at most once with one plain value. Order is free. Anything else refuses
  * `unsealed-engine`, naming the argument.
  */
-export function checkSeal(argv: readonly string[]): SealedArgs {
+export function checkSeal(argv: readonly string[], version: string = PI_VERSION): SealedArgs {
+  const required = [...REQUIRED_FLAGS, ...piVersionPin(version).sealFlags];
   const seen = new Set<string>();
   let mode: string | undefined;
   let session: string | undefined;
@@ -316,7 +381,7 @@ export function checkSeal(argv: readonly string[]): SealedArgs {
     const arg = argv[i] as string;
     const shown = JSON.stringify(arg);
     const takesValue = arg === "--mode" || arg === "--session" || isExtraFlag(arg);
-    if (!takesValue && !REQUIRED_FLAGS.includes(arg)) {
+    if (!takesValue && !required.includes(arg)) {
       const known = Object.hasOwn(REFUSED_PI_FLAGS, arg) ? REFUSED_PI_FLAGS[arg] : undefined;
       throw unsealed(`${shown} ${known ?? classifyUnknown(arg)}`);
     }
@@ -346,7 +411,7 @@ export function checkSeal(argv: readonly string[]): SealedArgs {
       extras[arg] = value;
     }
   }
-  for (const flag of REQUIRED_FLAGS) {
+  for (const flag of required) {
     if (!seen.has(flag)) throw unsealed(`${JSON.stringify(flag)} is missing`);
   }
   if (mode === undefined) throw unsealed(`"--mode rpc" is missing`);
@@ -366,9 +431,18 @@ function isExtraFlag(arg: string): arg is (typeof EXTRA_FLAGS)[number] {
 export function sealedArgv(options: {
   sessionFile: string;
   extraArgs?: readonly string[] | undefined;
+  /** The Pi version whose seal applies (its extra flags follow SEALED_ARGS). Default 0.85.1. */
+  piVersion?: string | undefined;
 }): string[] {
-  const argv = [...SEALED_ARGS, "--session", options.sessionFile, ...(options.extraArgs ?? [])];
-  checkSeal(argv);
+  const version = options.piVersion ?? PI_VERSION;
+  const argv = [
+    ...SEALED_ARGS,
+    ...piVersionPin(version).sealFlags,
+    "--session",
+    options.sessionFile,
+    ...(options.extraArgs ?? []),
+  ];
+  checkSeal(argv, version);
   return argv;
 }
 
@@ -380,6 +454,8 @@ export type EngineOptions = {
   command?: string | undefined;
   /** Test hook. Default: `[<Pi's directory (readPin)>/dist/bundle/cli.js]`. */
   preArgs?: readonly string[] | undefined;
+  /** Which pinned Pi runs (PI_VERSIONS); default PI_VERSION, 0.85.1. */
+  piVersion?: string | undefined;
 };
 
 export type EngineCommand = {
@@ -398,10 +474,11 @@ export type EngineCommand = {
  * The pinned Pi's CLI for a pin root: under its node_modules in a checkout, else where Node
  * resolves Pi from it (readPin checks that directory).
  */
-export function piCliPath(pinRoot: string = PACKAGE_ROOT): string {
+export function piCliPath(pinRoot: string = PACKAGE_ROOT, version: string = PI_VERSION): string {
+  const dir = piVersionPin(version).dir;
   const checkout = existsSync(join(pinRoot, "package-lock.json"));
-  const location = checkout ? null : resolvePackageDir(pinRoot, PI_PACKAGE);
-  return join(location ?? join(pinRoot, LOCK_KEY), ...CLI_IN_PACKAGE);
+  const location = checkout ? null : resolvePackageDir(pinRoot, dir);
+  return join(location ?? join(pinRoot, "node_modules", dir), ...CLI_IN_PACKAGE);
 }
 
 function checkPreArgs(preArgs: readonly string[], cli: string): void {
@@ -423,9 +500,10 @@ function checkPreArgs(preArgs: readonly string[], cli: string): void {
  */
 export function engineCommand(options: EngineOptions): EngineCommand {
   const pinRoot = resolve(options.pinRoot ?? PACKAGE_ROOT);
-  const pin = readPin(pinRoot);
+  const version = options.piVersion ?? PI_VERSION;
+  const pin = readPin(pinRoot, version);
   const argv = [...options.argv];
-  const sealed = checkSeal(argv);
+  const sealed = checkSeal(argv, version);
   const cli = join(pin.location, ...CLI_IN_PACKAGE);
   const command = options.command ?? process.execPath;
   const preArgs = [...(options.preArgs ?? [cli])];

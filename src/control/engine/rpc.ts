@@ -249,6 +249,20 @@ export function parseQueue(data: unknown): Parsed<RpcQueue> {
 }
 
 /** The text of a `text_delta`, or null for any other assistant message event. */
+/**
+ * What 1.6.0 says it did with a prompt (`data.disposition` of the prompt response, 1.6.0
+ * rpc-mode.js 329-331, agent-session.d.ts 176-177): `started` a run, `queued` it behind the
+ * running one, or `handled` it without a run (a command). 0.85.1 sends no data: null. An
+ * unknown value is null too, so a newer Pi never makes the tracker guess.
+ */
+export type PromptDisposition = "started" | "queued" | "handled";
+
+export function promptDisposition(data: unknown): PromptDisposition | null {
+  if (typeof data !== "object" || data === null || Array.isArray(data)) return null;
+  const d = (data as { disposition?: unknown }).disposition;
+  return d === "started" || d === "queued" || d === "handled" ? d : null;
+}
+
 export function textDelta(e: AssistantMessageEvent): string | null {
   return e.type === "text_delta" && typeof e.delta === "string" ? e.delta : null;
 }

@@ -1,7 +1,9 @@
 // Slash text (seed: Mediated control, Slash text). Pinned Pi interprets a prompt's leading `/`
 // as an extension command, a skill or a prompt template; the controller refuses such text
 // before it reaches the engine. `PREFIXES` is the table of what Pi interprets, each row with
-// the pinned source lines that show it; test/control/text-policy.test.ts reads them back.
+// the pinned source lines that show it; test/control/text-policy.test.ts reads them back, and
+// test/control/text-policy-1-6.test.ts finds each in Pi 1.6.0's files too (its lines moved; its
+// prompt path tests no other prefix).
 // Never rewrites admitted text: it is sent exactly as given.
 import { LIMITS } from "../../protocol/chat-01.ts";
 import type { ControlRefusalCode } from "../refusal.ts";
@@ -71,7 +73,7 @@ export const PREFIXES: readonly PrefixEntry[] = [
     feature: "extension command (/<name> [args])",
     interpretedOnRpcPrompt: true,
     where:
-      "AgentSession.prompt, first, even while streaming; a registered command runs and no prompt is sent. Under the seal the inline /llama is still registered.",
+      "AgentSession.prompt, first, even while streaming; a registered command runs and no prompt is sent. Under the seal 0.85.1 still registers the inline /llama (1.6.0 registers none).",
     example: "/llama list",
     sources: [
       {

@@ -13,6 +13,8 @@ import { ControlRefusal } from "../refusal.ts";
 
 export const REGISTRY_VERSION = 1;
 const MAX_ENTRY_BYTES = 64 * 1024;
+/** A version as `controllers` prints it: digits and dots (a newer build may pin other ones). */
+const VERSION_TEXT = /^\d+(\.\d+){0,3}$/;
 
 /** What a running controller says about itself. */
 export type RegistryEntry = {
@@ -30,6 +32,8 @@ export type RegistryEntry = {
   boot: string;
   grants: string[];
   startedAt: string;
+  /** The pinned Pi version the controller runs (`--pi-version`); absent in older entries. */
+  piVersion?: string;
 };
 
 export type Registration = {
@@ -246,6 +250,9 @@ export function parseEntry(value: unknown): RegistryEntry | null {
   if (!/^\d+$/.test(s.pidStart as string)) return null;
   if (typeof o.pid !== "number" || !Number.isSafeInteger(o.pid) || o.pid <= 0) return null;
   if (!Array.isArray(o.grants) || !o.grants.every((g) => typeof g === "string")) return null;
+  const piVersion = o.piVersion;
+  if (piVersion !== undefined && (typeof piVersion !== "string" || !VERSION_TEXT.test(piVersion)))
+    return null;
   return {
     version: REGISTRY_VERSION,
     conversation: s.conversation as string,
@@ -259,5 +266,6 @@ export function parseEntry(value: unknown): RegistryEntry | null {
     boot: s.boot as string,
     grants: [...(o.grants as string[])],
     startedAt: s.startedAt as string,
+    ...(piVersion === undefined ? {} : { piVersion }),
   };
 }
