@@ -57,12 +57,21 @@ export function appendingSession(cwd: string): Line[] {
     .map((l) => (l.id === "aaaa0002" ? { ...l, parentId: null } : l));
 }
 
+const fixtureRoots = new Set<string>();
+process.once("exit", () => {
+  for (const root of fixtureRoots) rmSync(root, { recursive: true, force: true });
+});
+
 export function makeFixture(
   t: Pick<TestContext, "after">,
   session: (cwd: string) => Line[] = stableSession,
 ): Fixture {
   const root = mkdtempSync("/tmp/mc-");
   t.after(() => rmSync(root, { recursive: true, force: true }));
+  // After hooks run in the order they were added, so a controller a test stops in a later hook
+  // can write its claim revisions again after this removal: remove every fixture once more as
+  // the test process exits (node --test runs each file in its own process).
+  fixtureRoots.add(root);
   const fixtureRoot = join(root, "fx");
   const projectRoot = join(fixtureRoot, "proj");
   const sessions = join(projectRoot, ".pi", "state", "main", "sessions");
