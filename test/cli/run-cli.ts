@@ -1,6 +1,8 @@
 // Runs the `conversation` command as a child process, as a person or a script would, with a
 // deadline on everything: a child that outlives its test is killed and the test fails.
 import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestContext } from "node:test";
 
@@ -24,7 +26,10 @@ export type CliOptions = { env?: Record<string, string | undefined> };
 
 /** Starts `node src/cli/main.ts ...args`; the child is killed when the test ends. */
 export function startCli(t: TestContext, args: string[], options: CliOptions = {}): Child {
-  const env = options.env ? { ...process.env, ...options.env } : process.env;
+  // Each child gets a TMPDIR of its own, removed when the test ends: a controller killed by a
+  // test cannot remove its engine's scratch HOME, and nothing may be left behind in /tmp.
+  const tmp = mkdtempSync(join(tmpdir(), "cli-tmp-"));
+  const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: tmp, ...options.env };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
   const proc = spawn(process.execPath, [MAIN, ...args], {
     stdio: ["ignore", "pipe", "pipe"],
@@ -50,8 +55,14 @@ export function startCli(t: TestContext, args: string[], options: CliOptions = {
       changed();
     });
   });
-  t.after(() => {
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
+  t.after(async () => {
+    if (proc.exitCode === null && proc.signalCode === null) {
+      // 'exit', not 'close': a detached grandchild may hold the pipes a little longer.
+      const gone = new Promise((resolve) => proc.once("exit", resolve));
+      proc.kill("SIGKILL");
+      await Promise.race([gone, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
+    }
+    rmSync(tmp, { recursive: true, force: true });
   });
   const child: Child = {
     proc,
