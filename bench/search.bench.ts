@@ -22,7 +22,6 @@ import { ensureCached } from "./fixtures.ts";
 import { int, mib, ms, ratio, table } from "./report.ts";
 import { gc, type Series, summarize, timed } from "./stats.ts";
 
-const MIB = 1024 * 1024;
 const QUICK = process.argv.includes("--quick");
 const TOTAL_MIB = Number(process.env.SEARCH_BENCH_MIB ?? (QUICK ? 64 : 1024));
 const FILES = Number(process.env.SEARCH_BENCH_FILES ?? (QUICK ? 32 : 512));
@@ -133,7 +132,7 @@ async function run(): Promise<void> {
     ],
   ];
   process.stdout.write(
-    `\n${table(["search, " + `${files.length} files, ${mib(bytes)} MiB`, "ms", "ratio", "target"], rows)}\n`,
+    `\n${table([`search, ${files.length} files, ${mib(bytes)} MiB`, "ms", "ratio", "target"], rows)}\n`,
   );
   process.stdout.write(`index size: ${mib(indexBytes)} MiB\n`);
   const verdict = {

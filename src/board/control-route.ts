@@ -5,23 +5,18 @@
 // the socket: a session that took control is the controller; another session is an observer.
 // The answer is the controller's reply, with the HTTP status of its refusal code (status.ts).
 import { ConversationClient, type Outcome } from "../control/client/client.ts";
-import { CONFIRMED_OPERATIONS } from "../control/protocol.ts";
+import { CONFIRMED_OPERATIONS, OPERATIONS, type Operation } from "../control/protocol.ts";
 import { findController } from "../control/registry/registry.ts";
 import { DEFAULT_GRANT } from "./live-control.ts";
 import { boardRefusal, jsonReply, type Reply } from "./reply.ts";
 import type { ControlCall, ControlRoute } from "./server.ts";
 import { statusOf } from "./status.ts";
 
-export const CONTROL_OPS = [
-  "takeover",
-  "release",
-  "prompt",
-  "interrupt",
-  "confirm",
-  "force-stop",
-  "recover",
-  "launch",
-] as const;
+/** The socket's operations that act; `observe` is the live route's own connection. */
+type ControlOp = Exclude<Operation, "observe">;
+export const CONTROL_OPS: readonly ControlOp[] = OPERATIONS.filter(
+  (op): op is ControlOp => op !== "observe",
+);
 
 export type ControlRouteOptions = {
   registryDir: string;
@@ -106,7 +101,7 @@ export function createControlRoute(options: ControlRouteOptions): {
         },
       });
     }
-    const outcome = await perform(conn.client, op as (typeof CONTROL_OPS)[number], call);
+    const outcome = await perform(conn.client, op as ControlOp, call);
     if (typeof outcome === "string") return boardRefusal("bad-request", outcome);
     return answer(outcome, conn.client);
   };
@@ -124,7 +119,7 @@ export function createControlRoute(options: ControlRouteOptions): {
 /** The operation on this session's connection; a string says which field is wrong. */
 async function perform(
   client: ConversationClient,
-  op: (typeof CONTROL_OPS)[number],
+  op: ControlOp,
   { body }: ControlCall,
 ): Promise<Outcome<object> | string> {
   const text = (name: string): string | null => {
