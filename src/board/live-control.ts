@@ -3,7 +3,13 @@
 // controller's `event`, `state` and `dialog` messages. The board is one observer connection
 // per stream (ConversationClient), so a page sees exactly what a terminal observer sees; it
 // never acts on this connection (steering is control-route.ts, one connection per login).
+//
+// Resume (issue 16): a reconnecting EventSource sends the last `id:` it saw; when that is a
+// controller event id, this observer's hello resumes from it, so the controller replays what
+// the browser missed before anything live. When it cannot (another epoch, older than it keeps),
+// the stream says so with a `seam` event and goes on live, as a fresh stream would.
 import { ConversationClient } from "../control/client/client.ts";
+import type { ResumePoint } from "../control/protocol.ts";
 import { findController } from "../control/registry/registry.ts";
 
 /** The grant a board's connections use unless configured: `conversation control`'s default. */
@@ -11,7 +17,11 @@ export const DEFAULT_GRANT = "operator";
 
 export type RelayTarget = {
   /** Writes one SSE event; `id` is the controller's event id for `event` messages. */
-  send(event: "event" | "state" | "dialog" | "controller", id: string | null, data: string): void;
+  send(
+    event: "event" | "state" | "dialog" | "controller" | "seam",
+    id: string | null,
+    data: string,
+  ): void;
   log(line: string): void;
 };
 
@@ -27,6 +37,7 @@ export async function relayController(
   conversation: string,
   grant: string,
   target: RelayTarget,
+  resume: ResumePoint | null = null,
 ): Promise<Relay | null> {
   let entry: ReturnType<typeof findController>;
   try {
@@ -41,9 +52,18 @@ export async function relayController(
     socketPath: entry.socket,
     grant,
     clientName: "board-observer",
+    ...(resume === null ? {} : { resume }),
   });
+  // Events (replayed or live) can arrive in the same read as the welcome, before connect()'s
+  // continuation runs: they wait here so the stream says `controller`, `state` and any `seam`
+  // first, then the events in the controller's order.
+  let held: { id: string; data: string }[] | null = [];
   const offs = [
-    client.onEvent((m) => target.send("event", m.id, JSON.stringify(m))),
+    client.onEvent((m) => {
+      const data = JSON.stringify(m);
+      if (held !== null) held.push({ id: m.id, data });
+      else target.send("event", m.id, data);
+    }),
     client.onState((state) => target.send("state", null, JSON.stringify({ type: "state", state }))),
     client.onDialog((m) => target.send("dialog", null, JSON.stringify(m))),
     client.onClose(() =>
@@ -62,6 +82,22 @@ export async function relayController(
       JSON.stringify({ running: true, connection: welcome.connection, role: welcome.role }),
     );
     target.send("state", null, JSON.stringify({ type: "state", state: welcome.state }));
+    if (resume !== null && welcome.replay === "unavailable") {
+      target.send(
+        "seam",
+        null,
+        JSON.stringify({
+          replay: "unavailable",
+          reason: welcome.replayReason ?? null,
+          message:
+            welcome.replayMessage ??
+            "The controller no longer keeps the events missed while disconnected.",
+        }),
+      );
+    }
+    const waiting = held;
+    held = null;
+    for (const e of waiting) target.send("event", e.id, e.data);
   } catch (e) {
     for (const off of offs) off();
     target.send(

@@ -8,6 +8,7 @@
 import { type FSWatcher, type StatWatcher, unwatchFile, watch, watchFile } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
+import { parseEventId } from "../control/client/client.ts";
 import { listRoot } from "../reader/catalogue.ts";
 import { expandRoots } from "../reader/pi-store.ts";
 import { conversationIdOf, type Root } from "../reader/sources.ts";
@@ -38,6 +39,12 @@ export type LiveOptions = {
 /** A reader cursor id: a Last-Event-ID of this shape resumes the follow. */
 const CURSOR_ID = /^c-[0-9a-f]{40}$/;
 
+/**
+ * SSE ids remembered for reconnects, across all streams: a text delta is one id, so this
+ * covers the last few thousand events; a reconnect older than that resumes from the id alone.
+ */
+const POSITIONS_KEPT = 4096;
+
 export type LiveStats = { followers: number; watching: number; reads: number };
 
 type Follower = {
@@ -49,6 +56,8 @@ type Follower = {
   reading: boolean;
   /** The observer connection to the conversation's controller, while one runs. */
   relay: Relay | null;
+  /** The id of the last controller event relayed: where a reconnect's relay resumes. */
+  lastEventId: string | null;
   /** A change arrived during a read: read again once it ends. */
   again: boolean;
   closed: boolean;
@@ -70,6 +79,13 @@ export class LiveHub {
   /** Where each followed conversation's file is: directory and name. */
   readonly #files = new Map<string, { dir: string; name: string }>();
   #reads = 0;
+  /**
+   * Where each SSE id written lately stood on both streams (conversation + id → the follow
+   * cursor after it and the last controller event id before it). A reconnect's Last-Event-ID
+   * is one id, either a page cursor or an event id; this finds the other half, so neither the
+   * follow nor the relay starts over. Bounded: the oldest goes first (POSITIONS_KEPT).
+   */
+  readonly #positions = new Map<string, { cursor: string; eventId: string | null }>();
 
   constructor(options: LiveOptions) {
     this.#options = options;
@@ -130,12 +146,28 @@ export class LiveHub {
     const q = request.target.indexOf("?");
     const params = readParams(q < 0 ? "" : request.target.slice(q + 1), ["branch", "cursor"]);
     if (typeof params === "string") return send(res, boardRefusal("bad-request", params));
-    // EventSource sends the last `id:` it saw when it reconnects: the cursor to go on from,
-    // the one in the URL having been used by then.
-    // An event's id (a controller event) names no cursor: the URL's is taken then, and the
-    // Console reopens with its latest cursor rather than rely on EventSource's reconnect.
-    const resume = req.headers["last-event-id"];
-    const cursor = typeof resume === "string" && CURSOR_ID.test(resume) ? resume : params.cursor;
+    // EventSource sends the last `id:` it saw when it reconnects (the URL's cursor having been
+    // used by then). A page's id is the follow cursor to go on from; a controller event's id
+    // resumes the relay (live-control.ts: the controller replays what it still keeps). The id
+    // names one of the two; #positions remembers the other for ids this board wrote.
+    const lastId = req.headers["last-event-id"];
+    const known =
+      typeof lastId === "string"
+        ? this.#positions.get(`${conversation}\u0000${lastId}`)
+        : undefined;
+    let cursor = params.cursor;
+    let eventId: string | null = null;
+    if (known !== undefined) {
+      cursor = known.cursor;
+      eventId = known.eventId;
+    } else if (typeof lastId === "string" && CURSOR_ID.test(lastId)) {
+      cursor = lastId;
+    } else if (typeof lastId === "string" && parseEventId(lastId) !== null) {
+      // An id this board did not write (it restarted): the relay resumes, the follow starts
+      // at the URL's cursor as before.
+      eventId = lastId;
+    }
+    const resume = eventId === null ? null : parseEventId(eventId);
     const { branch } = params;
     if (branch === undefined || cursor === undefined) {
       return send(
@@ -180,6 +212,7 @@ export class LiveHub {
       res,
       reading: false,
       relay: null,
+      lastEventId: eventId,
       again: false,
       closed: false,
     };
@@ -195,13 +228,32 @@ export class LiveHub {
       this.#options.grant ?? DEFAULT_GRANT,
       {
         send: (event, id, data) => {
-          if (!follower.closed) writeEvent(res, event, id, data);
+          if (follower.closed) return;
+          if (event === "event" && id !== null) {
+            follower.lastEventId = id;
+            this.#remember(follower, id);
+          }
+          writeEvent(res, event, id, data);
         },
         log: this.#options.log,
       },
+      resume,
     );
     if (follower.closed) await relay?.close();
     else follower.relay = relay;
+  }
+
+  /** Records where both streams stood when the SSE id `id` was written to this follower. */
+  #remember(follower: Follower, id: string): void {
+    const key = `${follower.conversation}\u0000${id}`;
+    this.#positions.delete(key);
+    this.#positions.set(key, { cursor: follower.cursor, eventId: follower.lastEventId });
+    if (this.#positions.size > POSITIONS_KEPT) {
+      for (const oldest of this.#positions.keys()) {
+        this.#positions.delete(oldest);
+        break;
+      }
+    }
   }
 
   /** The directory and file name of a conversation: its id is a hash, so the roots are listed. */
@@ -378,6 +430,7 @@ export class LiveHub {
         return;
       }
       follower.cursor = next.cursor;
+      this.#remember(follower, next.cursor);
       // The event's id is the cursor that goes on after it: a reconnect resumes there.
       writeEvent(follower.res, "page", next.cursor, JSON.stringify(body));
       if (!next.more) return;

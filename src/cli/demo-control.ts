@@ -8,15 +8,18 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Grant } from "../control/protocol.ts";
+import { type Registration, register } from "../control/registry/registry.ts";
 import { sessionsDirOf } from "../index.ts";
 import { describeStarted, loadWarning } from "./control.ts";
 import { DEMO_FILE, DEMO_MODEL, demoModelsJson, startDemoModel } from "./demo-model.ts";
 
 /** The demo session's file name under the seat's sessions directory. */
 export const DEMO_CONTROL_FILE = "control.jsonl";
+/** The grant that steers: the attach line's, and the Console's once logged in. */
+export const DEMO_OPERATOR_GRANT = "demo-op";
 export const DEMO_GRANTS: Grant[] = [
   {
-    id: "demo-op",
+    id: DEMO_OPERATOR_GRANT,
     actor: "demo-newcomer",
     capabilities: ["observe", "takeover", "release", "prompt", "interrupt"],
   },
@@ -41,6 +44,8 @@ export async function startDemoControl(options: {
   fixtureRoot: string;
   projectRoot: string;
   seat: string;
+  /** Where the controller registers, for the board (removed again at stop). */
+  registryDir?: string;
 }): Promise<DemoControl> {
   const sessionFile = await ensureControlSession(options.projectRoot, options.seat);
   const { Controller } = await import("../control/controller/controller.ts");
@@ -71,6 +76,24 @@ export async function startDemoControl(options: {
       agentDir,
     });
     await ctl.start();
+    let registration: Registration | null = null;
+    if (options.registryDir !== undefined) {
+      try {
+        registration = await register(options.registryDir, {
+          conversation: ctl.conversation,
+          project: ctl.projectRoot,
+          seat: ctl.seat,
+          sessionFile: ctl.sessionFile,
+          socket: ctl.socketPath,
+          execution: ctl.execution?.execution ?? "none",
+          grants: DEMO_GRANTS.map((g) => g.id),
+          startedAt: new Date().toISOString(),
+        });
+      } catch (e) {
+        await ctl.stop().catch(() => undefined);
+        throw e;
+      }
+    }
     const warning = loadWarning(ctl);
     let stopped: Promise<string> | null = null;
     return {
@@ -78,6 +101,7 @@ export async function startDemoControl(options: {
       socketPath: ctl.socketPath,
       sessionFile,
       stop() {
+        registration?.remove();
         stopped ??= ctl.stop().then(
           async () => {
             await cleanUp();
@@ -152,6 +176,7 @@ export async function tryDemoControl(options: {
   fixtureRoot: string;
   projectRoot: string;
   seat: string;
+  registryDir?: string;
   out: (text: string) => void;
   err: (text: string) => void;
 }): Promise<DemoControl | null> {
@@ -161,8 +186,8 @@ export async function tryDemoControl(options: {
     options.out(
       `\nA real Pi (the pinned one, sealed) runs on the demo conversation "Controlled: steer
 a real Pi through the socket", with a loopback model that echoes: no account, no network.
-${control.text}Prompt it through the socket (docs/control-protocol.md); ask it to "read a file"
-to see a tool call, and watch the conversation on the board as Pi writes it.
+${control.text}Prompt it through the socket (docs/control-protocol.md), or from the Console once
+logged in with the link above; ask it to "read a file" to see a tool call.
 `,
     );
     return control;

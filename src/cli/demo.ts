@@ -9,7 +9,7 @@ import { parseArgs } from "node:util";
 import { conversationId } from "../index.ts";
 import { DEFAULT_HOST, DEFAULT_PORT, parsePort, sourcesOf } from "./args.ts";
 import { type Sources, sourcesFromFlags } from "./config.ts";
-import { type DemoControl, tryDemoControl } from "./demo-control.ts";
+import { DEMO_OPERATOR_GRANT, type DemoControl, tryDemoControl } from "./demo-control.ts";
 import { MAX_APPENDS, restoreLive, saveLive, startGrowing } from "./demo-grow.ts";
 import { DEMO_SEATS, demoProject, writeDemoProject } from "./demo-sessions.ts";
 import { commandPrefix, shellWord } from "./invocation.ts";
@@ -23,6 +23,11 @@ const READY = join(DEMO_DIR, ".ready");
 /** The live conversation as first written: each start begins from it (demo-grow.ts). */
 const LIVE_START = join(DEMO_DIR, "live.start.jsonl");
 const GROW_MS = 3000;
+/**
+ * The demo controller registers here, and the board reads it (as `serve --state-dir` does), so
+ * the Console watches the controlled conversation and, logged in, steers it.
+ */
+const DEMO_REGISTRY = join(DEMO_DIR, "state", "controllers");
 
 const HELP = `Usage: npm start [-- options]
 
@@ -86,6 +91,7 @@ async function start(argv: string[], signal: AbortSignal): Promise<number> {
         ),
     });
   }
+  const controlled = !real && values["no-control"] !== true;
   const started = await startServing({
     // The demo's search index stays beside the demo (git-ignored); real sources use the cache.
     reading: {
@@ -93,11 +99,14 @@ async function start(argv: string[], signal: AbortSignal): Promise<number> {
         specs: sources.specs,
         registrations: sources.registrations,
         search: real ? {} : { cacheDir: join(DEMO_DIR, "search-cache") },
+        ...(controlled ? { liveRegistry: DEMO_REGISTRY } : {}),
       },
     },
     host,
     port,
     portGiven: values.port !== undefined,
+    // The Console steers with the demo's own operator grant (DEMO_GRANTS).
+    ...(controlled ? { grant: DEMO_OPERATOR_GRANT } : {}),
   });
   if (!started.ok) {
     stopWriter();
@@ -106,11 +115,18 @@ async function start(argv: string[], signal: AbortSignal): Promise<number> {
   }
   const { board } = started;
   process.stdout.write(real ? servingReal(board.url) : servingDemo(board.url));
+  // As `serve` does: to stdout for the operator, once; never to a log (the token is the key).
+  process.stdout.write(`To act (steer a run) from the Console, log in with: ${board.loginUrl}\n`);
   let control: DemoControl | null = null;
-  if (!real && values["no-control"] !== true) {
+  if (controlled) {
     const out = (text: string) => process.stdout.write(text);
     const err = (text: string) => process.stderr.write(text);
-    const where = { fixtureRoot: DEMO_DIR, projectRoot: DEMO_PROJECT, seat: DEMO_SEATS.main };
+    const where = {
+      fixtureRoot: DEMO_DIR,
+      projectRoot: DEMO_PROJECT,
+      seat: DEMO_SEATS.main,
+      registryDir: DEMO_REGISTRY,
+    };
     control = await tryDemoControl({ ...where, out, err });
   }
   await whenAborted(signal);

@@ -11,6 +11,8 @@ export type ServeRequest = {
   host: string;
   port: number;
   portGiven: boolean;
+  /** The grant the board's controller connections use (`npm start`: the demo's own). */
+  grant?: string;
 };
 
 /** Why `host` cannot be served on, or null when it is a loopback name the board accepts. */
@@ -29,7 +31,9 @@ export async function startServing(
   req: ServeRequest,
 ): Promise<{ ok: true; board: Serving } | { ok: false; error: string }> {
   const { startBoard } = await import("../board/index.ts");
-  const attempt = async (port: number) => startBoard({ ...req.reading, host: req.host, port });
+  const grant = req.grant === undefined ? {} : { grant: req.grant };
+  const attempt = async (port: number) =>
+    startBoard({ ...req.reading, ...grant, host: req.host, port });
   try {
     return { ok: true, board: await attempt(req.port) };
   } catch (e) {

@@ -93,6 +93,9 @@ describe("board live route relays a running controller", () => {
     );
     for (const raw of stream.raw.split("\n")) assert.ok(!raw.includes("\r"));
 
+    // The first run settles before the next prompt (else it is refused busy on a slow machine).
+    const settled = (e: SseEvent) => e.event === "event" && /"kind":"run-settled"/.test(e.data);
+    if (!seen.some(settled)) await until("the run settling", settled);
     // A dialog the run opens reaches the stream too (disabled: the controller answers it).
     assert.equal((await terminal.prompt("dialog:confirm please")).outcome, "admitted");
     const dialog = await until("a dialog", (e) => e.event === "dialog");

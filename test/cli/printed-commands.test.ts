@@ -370,6 +370,25 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
         assert.ok(isCleanInterrupt(await interrupt(p)), p.stderr());
       } else assert.match(await ok(t, hint), /conversations/);
     }
+    // The operator link, as `serve` prints it: it logs in, and the board it belongs to marks
+    // the demo controller's conversation live (the Console can watch and steer it).
+    const link =
+      /\nTo act \(steer a run\) from the Console, log in with: (http:\/\/127\.0\.0\.1:\d+)(\/login\?token=[A-Za-z0-9_-]{43})\n/.exec(
+        start.stdout(),
+      );
+    assert.ok(link, start.stdout());
+    const [, origin = "", login = ""] = link;
+    const logged = await fetch(`${origin}${login}`, { redirect: "manual" });
+    assert.equal(logged.status, 303);
+    assert.match(logged.headers.get("set-cookie") ?? "", /HttpOnly; SameSite=Strict/);
+    const rows = (await (await fetch(`${origin}/api/conversations`)).json()) as {
+      conversations: { title?: string; live: boolean }[];
+    };
+    const controlled = rows.conversations.filter((r) => r.live);
+    assert.deepEqual(
+      controlled.map((r) => r.title),
+      ["Controlled: steer a real Pi through the socket"],
+    );
     const attach = /\nAttach: (.*)\n/.exec(start.stdout())?.[1] ?? "";
     assert.match(attach, /^npm run conversation -- attach --socket \S+ --grant demo-op$/);
     await attachAsPrinted(t, attach);

@@ -486,6 +486,7 @@ function listen(gen) {
   relay("state", (m) => liveRun.onState(m));
   relay("event", (m) => liveRun.onEvent(m));
   relay("dialog", (m) => liveRun.onDialog(m));
+  relay("seam", (m) => liveRun.onSeam(m));
   stream.addEventListener("page", (ev) => {
     if (gen !== generation || c.stream !== stream) return;
     const result = JSON.parse(ev.data);

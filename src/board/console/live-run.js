@@ -199,6 +199,21 @@ export function createLiveRun() {
       renderWho();
     },
     onEvent,
+    /**
+     * A reconnect the controller could not replay: what streamed in the gap is gone from this
+     * view (the history still arrives through the follow), so the preview ends at a marker.
+     */
+    onSeam(message) {
+      streaming?.remove();
+      streaming = null;
+      ui.activity.append(
+        el(
+          "div",
+          "seam",
+          `Reconnected; events in the gap are not shown: ${String(message.message)}`,
+        ),
+      );
+    },
     onDialog(message) {
       ui.activity.append(
         el(
