@@ -151,5 +151,20 @@ describe("the Console's transcript bundle", () => {
     assert.equal(shown.elements, expected.length, "hostile text stays text: no element made");
     assert.equal(shown.pwned, false);
     assert.match(shown.who, /A run is in progress\.$/);
+
+    // A gap: the terminal would hold event 8 and read the page again; the Console keeps the
+    // hole's marker and starts a fresh state at event 8, which it then shows.
+    const gap = (await page.evaluate(`(async () => {
+      const { createLiveRun } = await import("/live-run.js");
+      const live = createLiveRun();
+      live.attach("c");
+      live.onController({ running: true });
+      const ev = (sequence, event) => ({ type: "event", streamEpoch: "e1", sequence, id: "e1:" + sequence, event });
+      live.onEvent(ev(5, { kind: "tool-started", toolCallId: "a", toolName: "bash" }));
+      live.onEvent(ev(6, { kind: "tool-started", toolCallId: "b", toolName: "grep" }));
+      live.onEvent(ev(8, { kind: "tool-started", toolCallId: "c", toolName: "edit" }));
+      return [...document.querySelectorAll("#live-activity > div")].map((r) => r.textContent);
+    })()`)) as string[];
+    assert.deepEqual(gap, ["Events were missed: expected event 7, got 8", "Running edit"]);
   });
 });
