@@ -1,7 +1,7 @@
 // `npm run build` (and `prepack`): dist/ from nothing, so a tarball never carries stale files.
-// The Console's bundle first when the project has a `build:console` script (its output,
-// src/board/console/vendor.js, is git-ignored), then tsc, then the Console's folder as it is
-// (the board reads those files next to its own module, dist/board/console/).
+// The Console's bundles first when the project has a `build:console` script (their output,
+// src/board/console/vendor.js and transcript.js, is git-ignored), then tsc, then the Console's
+// folder as it is (the board reads those files next to its own module, dist/board/console/).
 import { spawnSync } from "node:child_process";
 import { cpSync, readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";

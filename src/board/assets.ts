@@ -22,6 +22,8 @@ const ASSET_FILES: Readonly<Record<string, readonly [file: string, contentType: 
   "/tools.js": ["tools.js", "text/javascript; charset=utf-8"],
   // Built by `npm run build:console` (markdown-it, highlight.js); git-ignored.
   "/vendor.js": ["vendor.js", "text/javascript; charset=utf-8"],
+  // Also built by `npm run build:console`: the terminal's transcript state machine, bundled.
+  "/transcript.js": ["transcript.js", "text/javascript; charset=utf-8"],
 };
 
 /**
@@ -32,7 +34,7 @@ export function loadAssets(): ReadonlyMap<string, Asset> {
   const assets = new Map<string, Asset>();
   for (const [path, [file, contentType]] of Object.entries(ASSET_FILES)) {
     const full = join(CONSOLE_DIR, file);
-    if (file === "vendor.js" && !existsSync(full)) {
+    if ((file === "vendor.js" || file === "transcript.js") && !existsSync(full)) {
       throw new Error(`${full} is missing: run "npm run build:console" (npm install runs it).`);
     }
     assets.set(path, { contentType, body: readFileSync(full) });

@@ -5,6 +5,39 @@
 // the control route, answered by the session's own controller connection. Every refusal is
 // shown in words with its code. Text from the wire is inserted as text only (text.js).
 import { el } from "./text.js";
+import { TranscriptState } from "./transcript.js";
+
+/**
+ * The line one state-machine item shows in the live view, or null when it shows none: a
+ * finished message (`part`) reaches the history through the follow, so it is not repeated.
+ * Pure, so a test can fold the same events in Node and compare with the page.
+ */
+export function itemLine(item) {
+  switch (item.kind) {
+    case "streaming":
+      return { className: "streaming", text: item.text };
+    case "tool":
+      return item.state === "running"
+        ? { className: "tool running", text: `Running ${item.toolName || "tool"}` }
+        : {
+            className: "tool ended",
+            text: `${item.toolName || "tool"} ${item.isError ? "failed" : "ended"}`,
+          };
+    case "receipt":
+      return {
+        className: "receipt",
+        text: `Prompt settled: ${item.reason}${item.detail === null ? "" : ` (${item.detail})`}`,
+      };
+    case "notice":
+      return { className: "notice", text: `${item.method}: ${item.text}` };
+    case "event":
+      return { className: "event", text: `[event ${item.eventKind}]` };
+    case "seam":
+      return { className: "seam", text: `Events were missed: ${item.detail}` };
+    default:
+      return null;
+  }
+}
 
 const $ = (id) => document.getElementById(id);
 
@@ -53,10 +86,6 @@ export function createLiveRun() {
   /** This login's controller connection, learned from the first answer; null before. */
   let mine = null;
   let state = null;
-  let running = false;
-  /** The message streaming now, and tool calls by id. */
-  let streaming = null;
-  const tools = new Map();
 
   function showRefusal(refusal) {
     ui.refusal.hidden = false;
@@ -78,7 +107,7 @@ export function createLiveRun() {
     if (holder === null) who = "Nobody controls this run.";
     else if (holder === mine) who = "You control this run.";
     else who = "Another client controls this run.";
-    ui.who.textContent = `${who}${running ? " A run is in progress." : ""}`;
+    ui.who.textContent = `${who}${transcript.running ? " A run is in progress." : ""}`;
   }
 
   async function act(body) {
@@ -124,53 +153,75 @@ export function createLiveRun() {
     }
   });
 
-  function onEvent(message) {
-    const e = message.event ?? {};
-    switch (e.kind) {
-      case "run-started":
-        running = true;
-        break;
-      case "run-ended":
-      case "run-settled":
-        running = false;
-        streaming?.remove();
-        streaming = null;
-        break;
-      case "message-started":
-        if (e.role === "assistant") {
-          streaming?.remove();
-          streaming = el("div", "streaming", "");
-          ui.activity.append(streaming);
-        }
-        break;
-      case "text-delta":
-        if (streaming && typeof e.delta === "string") streaming.textContent += e.delta;
-        break;
-      case "message-ended":
-        // The finished message reaches the history through the follow; the preview goes.
-        streaming?.remove();
-        streaming = null;
-        break;
-      case "tool-started": {
-        const row = el("div", "tool running", `Running ${String(e.toolName ?? "tool")}`);
-        tools.set(e.toolCallId, row);
-        ui.activity.append(row);
-        break;
-      }
-      case "tool-ended":
-        tools.get(e.toolCallId)?.remove();
-        tools.delete(e.toolCallId);
-        break;
-      case "receipt": {
-        const r = e.receipt ?? {};
-        if (r.state === "settled" && typeof r.reason === "string" && r.reason !== "completed") {
-          ui.activity.append(el("div", "receipt", `Prompt settled: ${r.reason}`));
-        }
-        break;
-      }
-      default:
-        break;
+  /** The terminal's state machine (transcript-state.ts, bundled): it folds the events. */
+  let transcript = new TranscriptState();
+  /** The state machine has a seat (an empty page at the stream's first event); none yet. */
+  let seated = false;
+  let shownVersion = -1;
+  /** Markers and dialogs from before the current seat, and dialogs since; shown around it. */
+  let before = [];
+  let after = [];
+
+  function render() {
+    shownVersion = transcript.version;
+    const nodes = [];
+    for (const item of transcript.items()) {
+      const line = itemLine(item);
+      if (line !== null) nodes.push(el("div", line.className, line.text));
     }
+    ui.activity.replaceChildren(...before, ...nodes, ...after);
+  }
+
+  /**
+   * Seats the state machine at `event`: the history reaches the page through the follow, so
+   * the live view's page is empty and its seam starts at this event (quiet: no reconcile
+   * marker, since the follow, not a page read, covers the cut).
+   */
+  function seat(event) {
+    transcript.beginRead();
+    transcript.applyPage(
+      { parts: [] },
+      {
+        replay: "available",
+        streamEpoch: event.streamEpoch,
+        fromSequence: event.sequence,
+        reconcile: true,
+        quiet: true,
+      },
+    );
+    seated = true;
+  }
+
+  /** Starts over at the next event; this seat's hole markers and dialogs stay, before it. */
+  function reseat(marker) {
+    for (const item of transcript.items()) {
+      if (item.kind === "seam") before.push(el("div", "seam", itemLine(item).text));
+    }
+    before.push(...after);
+    after = [];
+    if (marker) before.push(marker);
+    transcript = new TranscriptState();
+    seated = false;
+  }
+
+  function onEvent(message) {
+    if (
+      typeof message?.streamEpoch !== "string" ||
+      typeof message.sequence !== "number" ||
+      typeof message.event?.kind !== "string"
+    ) {
+      return;
+    }
+    if (!seated) seat(message);
+    const actions = transcript.applyEvent(message);
+    // The terminal answers a hole with a page read; here the follow carries the history, so
+    // the live view starts again at this event (the hole's marker stays, before it).
+    if (actions.some((a) => a.reason !== "run-settled")) {
+      reseat(null);
+      seat(message);
+      transcript.applyEvent(message);
+    }
+    if (transcript.version !== shownVersion) render();
     renderWho();
   }
 
@@ -179,10 +230,11 @@ export function createLiveRun() {
     attach(id) {
       conversation = id;
       state = null;
-      running = false;
-      streaming = null;
-      tools.clear();
-      ui.activity.replaceChildren();
+      transcript = new TranscriptState();
+      seated = false;
+      before = [];
+      after = [];
+      render();
       clearRefusal();
       ui.root.hidden = true;
     },
@@ -204,24 +256,24 @@ export function createLiveRun() {
      * view (the history still arrives through the follow), so the preview ends at a marker.
      */
     onSeam(message) {
-      streaming?.remove();
-      streaming = null;
-      ui.activity.append(
+      reseat(
         el(
           "div",
           "seam",
           `Reconnected; events in the gap are not shown: ${String(message.message)}`,
         ),
       );
+      render();
     },
     onDialog(message) {
-      ui.activity.append(
+      after.push(
         el(
           "div",
           "dialog",
           `The engine asks (${String(message.method)}): ${String(message.title)}`,
         ),
       );
+      render();
     },
   };
 }
