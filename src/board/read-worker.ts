@@ -11,6 +11,7 @@ import { loadAssets } from "./assets.ts";
 import { SlabWriter } from "./body-slab.ts";
 import { type FromWorker, isToWorker, type WorkerSetup } from "./read-messages.ts";
 import { createHandler } from "./routes.ts";
+import type { BoardSearch } from "./search-route.ts";
 
 function isWorkerSetup(value: unknown): value is WorkerSetup {
   if (typeof value !== "object" || value === null) return false;
@@ -37,6 +38,7 @@ function openSearch(
   setup: WorkerSetup,
   reader: ReturnType<typeof createReader>,
   post: (message: FromWorker) => void,
+  refused: (reason: string) => void = () => {},
 ): Search | undefined {
   const { specs, registrations } = setup.sources;
   const cacheDir = setup.sources.search?.cacheDir;
@@ -47,7 +49,37 @@ function openSearch(
   });
   if (opened.ok) return opened.search;
   post({ type: "log", line: `board: search is off: ${opened.reason}` });
+  refused(opened.reason);
   return undefined;
+}
+
+/**
+ * The index is opened (and its cache directory made) on the first search, not when the board
+ * starts: a board nobody searches leaves nothing in the cache. A cache that cannot be used is
+ * answered `search-unavailable` with its reason, each time.
+ */
+function lazySearch(
+  setup: WorkerSetup,
+  reader: ReturnType<typeof createReader>,
+  post: (message: FromWorker) => void,
+): BoardSearch {
+  let opened: Search | null | undefined;
+  let reason = "";
+  return {
+    search(query, limit) {
+      if (opened === undefined) {
+        opened = openSearch(setup, reader, post, (r) => {
+          reason = r;
+        });
+        opened ??= null;
+      }
+      if (opened === null) {
+        const message = `Search is off on this board: ${reason}`;
+        return { ok: false, refusal: { code: "search-unavailable", reconcile: false, message } };
+      }
+      return opened.search(query, limit);
+    },
+  };
 }
 
 function run(): void {
@@ -63,7 +95,7 @@ function run(): void {
   const reader = liveRegistry === undefined ? base : withLiveCatalogue(base, liveRegistry);
   const post = (message: FromWorker) => port.postMessage(message);
   const slab = setup.slab === undefined ? null : new SlabWriter(setup.slab);
-  const search = setup.searches ? openSearch(setup, reader, post) : undefined;
+  const search = setup.searches ? lazySearch(setup, reader, post) : undefined;
   const handle = createHandler({
     reader,
     assets: loadAssets(),

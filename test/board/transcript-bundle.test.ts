@@ -117,14 +117,19 @@ describe("the Console's transcript bundle", () => {
     const board = await startBoard({ reader: fx.reader() });
     t.after(() => board.close());
     const profile = mkdtempSync(join(tmpdir(), "transcript-chromium-"));
-    t.after(() => rmSync(profile, { recursive: true, force: true }));
+    // One hook, in this order: Chromium writes its profile until the context is closed.
+    let closeContext = async () => {};
+    t.after(async () => {
+      await closeContext();
+      rmSync(profile, { recursive: true, force: true });
+    });
     const context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
       timeout: 20_000,
       args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"],
     });
-    t.after(() => context.close());
+    closeContext = () => context.close();
     const page = await context.newPage();
     await page.goto(board.url);
     const script = `(async () => {

@@ -26,10 +26,16 @@ export type CliOptions = { env?: Record<string, string | undefined> };
 
 /** Starts `node src/cli/main.ts ...args`; the child is killed when the test ends. */
 export function startCli(t: TestContext, args: string[], options: CliOptions = {}): Child {
-  // Each child gets a TMPDIR of its own, removed when the test ends: a controller killed by a
+  // Each child gets a TMPDIR (and a search cache) of its own, removed when the test ends: a controller killed by a
   // test cannot remove its engine's scratch HOME, and nothing may be left behind in /tmp.
   const tmp = mkdtempSync(join(tmpdir(), "cli-tmp-"));
-  const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: tmp, ...options.env };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    TMPDIR: tmp,
+    // A test that names its own cache (process.env) keeps it; otherwise never ~/.cache.
+    XDG_CACHE_HOME: process.env.XDG_CACHE_HOME ?? join(tmp, "cache"),
+    ...options.env,
+  };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
   const proc = spawn(process.execPath, [MAIN, ...args], {
     stdio: ["ignore", "pipe", "pipe"],

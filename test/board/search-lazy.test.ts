@@ -1,0 +1,36 @@
+// A board reading in worker lanes opens its search index on the first search, not at start:
+// a board nobody searches leaves nothing in the cache directory.
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { startBoard } from "../../src/board/index.ts";
+import { tempDir } from "../helpers/reader.ts";
+import { send } from "./http-client.ts";
+import { SEARCH_WORD, writeReadingFixture } from "./reading-fixture.ts";
+
+describe("the board's search lane", () => {
+  it("makes no cache until the first search, then answers from the index it made", async (t) => {
+    const fx = writeReadingFixture(t);
+    const cacheDir = join(tempDir(t, "lazy-cache-"), "cache");
+    const specs = [
+      { kind: "repository" as const, projectRoot: join(fx.base, "gamma"), seat: "main" },
+    ];
+    const board = await startBoard({
+      sources: { specs, registrations: [], search: { cacheDir } },
+      log: () => {},
+    });
+    t.after(() => board.close());
+    const catalogue = await send(board.port, "/api/conversations");
+    assert.equal(catalogue.status, 200);
+    assert.equal(existsSync(cacheDir), false, "no cache before a search");
+    const found = await send(board.port, `/api/search?q=${SEARCH_WORD}`, { timeoutMs: 30_000 });
+    assert.equal(found.status, 200);
+    const hits = (found.json as { hits: { conversation: string }[] }).hits;
+    assert.ok(
+      hits.some((h) => h.conversation === fx.conversation),
+      "the fixture's hit",
+    );
+    assert.equal(existsSync(join(cacheDir, "search-v1.sqlite")), true);
+  });
+});
