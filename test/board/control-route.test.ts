@@ -3,13 +3,10 @@
 // control and prompts, another is refused `controller`; force-stop takes the confirm step;
 // every controller refusal code has its status in one table.
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
-import { type Board, CONTROL_REFUSAL_STATUS, startBoard, statusOf } from "../../src/board/index.ts";
+import { type Board, CONTROL_REFUSAL_STATUS, statusOf } from "../../src/board/index.ts";
 import { CONTROL_REFUSAL_CODES } from "../../src/control/refusal.ts";
-import { register } from "../../src/control/registry/registry.ts";
-import { conversationId } from "../../src/reader/sources.ts";
-import { startController } from "../control/controller-fixture.ts";
+import { startControlledBoard } from "./controlled-board.ts";
 import { type Answer, send } from "./http-client.ts";
 
 type Body = {
@@ -22,30 +19,7 @@ type Body = {
 
 /** A board over a running controller registered in --state-dir's registry. */
 async function controlled(t: TestContext) {
-  const { ctl, f } = await startController(t);
-  const conversation = conversationId(f.projectRoot, "main", "s.jsonl");
-  const registryDir = join(f.root, "state", "controllers");
-  const reg = await register(registryDir, {
-    conversation,
-    project: f.projectRoot,
-    seat: "main",
-    sessionFile: f.sessionFile,
-    socket: ctl.socketPath,
-    execution: "ex-test",
-    grants: ["g-op"],
-    startedAt: new Date().toISOString(),
-  });
-  t.after(() => reg.remove());
-  const board = await startBoard({
-    sources: {
-      specs: [{ kind: "repository", projectRoot: f.projectRoot, seat: "main" }],
-      registrations: [],
-      liveRegistry: registryDir,
-    },
-    lanes: 1,
-    grant: "g-op",
-  });
-  t.after(() => board.close());
+  const { board, conversation, ctl } = await startControlledBoard(t);
   return { board, conversation, ctl };
 }
 

@@ -3,42 +3,15 @@
 // `state`, `event` and `dialog` messages beside the follow, the board one observer connection
 // per stream, each event's SSE id the event's own id.
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { describe, it } from "node:test";
-import { startBoard } from "../../src/board/index.ts";
 import { ConversationClient } from "../../src/control/client/client.ts";
-import { register } from "../../src/control/registry/registry.ts";
-import { conversationId } from "../../src/reader/sources.ts";
-import { startController } from "../control/controller-fixture.ts";
+import { startControlledBoard } from "./controlled-board.ts";
 import { send } from "./http-client.ts";
 import { openStream, type SseEvent } from "./sse-client.ts";
 
 describe("board live route relays a running controller", () => {
   it("streams state, events and dialogs of a controlled run to an observing stream", async (t) => {
-    const { ctl, f } = await startController(t);
-    const conversation = conversationId(f.projectRoot, "main", "s.jsonl");
-    const registryDir = join(f.root, "state", "controllers");
-    const reg = await register(registryDir, {
-      conversation,
-      project: f.projectRoot,
-      seat: "main",
-      sessionFile: f.sessionFile,
-      socket: ctl.socketPath,
-      execution: "ex-test",
-      grants: ["g-op"],
-      startedAt: new Date().toISOString(),
-    });
-    t.after(() => reg.remove());
-    const board = await startBoard({
-      sources: {
-        specs: [{ kind: "repository", projectRoot: f.projectRoot, seat: "main" }],
-        registrations: [],
-        liveRegistry: registryDir,
-      },
-      lanes: 1,
-      grant: "g-op",
-    });
-    t.after(() => board.close());
+    const { board, conversation, ctl } = await startControlledBoard(t);
 
     const cat = await send(board.port, "/api/conversations");
     const rows = (cat.json as { conversations: { conversation: string; live: boolean }[] })

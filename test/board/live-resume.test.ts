@@ -4,43 +4,16 @@
 // an id the controller cannot replay from gets a `seam` event and the stream goes on live.
 // The real Controller over fake-pi, as live-control.test.ts.
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
-import { startBoard } from "../../src/board/index.ts";
 import { ConversationClient } from "../../src/control/client/client.ts";
-import { register } from "../../src/control/registry/registry.ts";
-import { conversationId } from "../../src/reader/sources.ts";
-import { startController } from "../control/controller-fixture.ts";
+import { startControlledBoard } from "./controlled-board.ts";
 import { send } from "./http-client.ts";
 import { openStream, type SseEvent, type Stream } from "./sse-client.ts";
 
 type EventBody = { id: string; event: { kind: string } };
 
 async function setUp(t: TestContext) {
-  const { ctl, f } = await startController(t);
-  const conversation = conversationId(f.projectRoot, "main", "s.jsonl");
-  const registryDir = join(f.root, "state", "controllers");
-  const reg = await register(registryDir, {
-    conversation,
-    project: f.projectRoot,
-    seat: "main",
-    sessionFile: f.sessionFile,
-    socket: ctl.socketPath,
-    execution: "ex-test",
-    grants: ["g-op"],
-    startedAt: new Date().toISOString(),
-  });
-  t.after(() => reg.remove());
-  const board = await startBoard({
-    sources: {
-      specs: [{ kind: "repository", projectRoot: f.projectRoot, seat: "main" }],
-      registrations: [],
-      liveRegistry: registryDir,
-    },
-    lanes: 1,
-    grant: "g-op",
-  });
-  t.after(() => board.close());
+  const { board, conversation, ctl } = await startControlledBoard(t);
   // Each stream reads its own page first: a follow cursor is used once. A reconnect presents
   // the same URL again (as EventSource does), its cursor used by then.
   const readPage = async (): Promise<string> => {

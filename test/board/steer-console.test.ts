@@ -9,11 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { type Browser, chromium, type Page } from "playwright-core";
-import { startBoard } from "../../src/board/index.ts";
 import { ConversationClient } from "../../src/control/client/client.ts";
-import { register } from "../../src/control/registry/registry.ts";
-import { conversationId } from "../../src/reader/sources.ts";
-import { startController } from "../control/controller-fixture.ts";
+import { startControlledBoard } from "./controlled-board.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const skip = !existsSync(CHROMIUM) && !process.env.CI ? `${CHROMIUM} is missing` : false;
@@ -36,30 +33,7 @@ describe("steering from the Console in Chromium", { skip }, () => {
   });
 
   it("watches a terminal's prompt, then takes control, sends, interrupts, force-stops", async (t) => {
-    const { ctl, f } = await startController(t);
-    const conversation = conversationId(f.projectRoot, "main", "s.jsonl");
-    const registryDir = join(f.root, "state", "controllers");
-    const reg = await register(registryDir, {
-      conversation,
-      project: f.projectRoot,
-      seat: "main",
-      sessionFile: f.sessionFile,
-      socket: ctl.socketPath,
-      execution: "ex-test",
-      grants: ["g-op"],
-      startedAt: new Date().toISOString(),
-    });
-    t.after(() => reg.remove());
-    const board = await startBoard({
-      sources: {
-        specs: [{ kind: "repository", projectRoot: f.projectRoot, seat: "main" }],
-        registrations: [],
-        liveRegistry: registryDir,
-      },
-      lanes: 1,
-      grant: "g-op",
-    });
-    t.after(() => board.close());
+    const { board, conversation, ctl } = await startControlledBoard(t);
 
     const errors: string[] = [];
     const pageIn = async (loggedIn: boolean): Promise<Page> => {
