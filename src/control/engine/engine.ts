@@ -91,6 +91,8 @@ const STDERR_LIMIT = 64 * 1024;
 // How long a stdout end waits for the exit status, and an exit for stdout's last bytes, before
 // pending requests are settled without the other (a grandchild may hold stdout open).
 const SETTLE_GRACE_MS = 500;
+/** Output still arriving restarts the grace, up to this long after it began. */
+const SETTLE_GRACE_MAX_MS = 5000;
 const LATE_IDS_KEPT = 1000;
 
 /**
@@ -103,7 +105,8 @@ export class EngineLink {
   readonly pid: number | undefined;
   /**
    * Resolves once the process has exited (or failed to spawn) and its stdout and stderr have
-   * ended, or 500 ms after the exit when something else still holds them. Never rejects.
+   * ended, or once nothing more has arrived for 500 ms after the exit (at most 5 s) when something
+   * else still holds them. Never rejects.
    */
   readonly exited: Promise<EngineExit>;
 
@@ -122,6 +125,7 @@ export class EngineLink {
   #exit: EngineExit | null = null;
   #stdoutEnded = false;
   #stderrEnded = false;
+  #graceStartedAt = 0;
   #inputEnded = false;
   #broken: string | null = null;
   #settleTimer: NodeJS.Timeout | null = null;
@@ -288,6 +292,7 @@ export class EngineLink {
   }
 
   #onStdout(chunk: Buffer): void {
+    this.#extendGrace();
     if (this.#broken) return;
     let lines: readonly string[];
     try {
@@ -380,6 +385,7 @@ export class EngineLink {
   }
 
   #onStderr(chunk: Buffer): void {
+    this.#extendGrace();
     this.#stderrTotal += chunk.length;
     this.#stderrChunks.push(chunk);
     this.#stderrHeld += chunk.length;
@@ -406,6 +412,16 @@ export class EngineLink {
     }
     if ((this.#exit || this.#stdoutEnded) && !this.#settleTimer) {
       this.#settleTimer = setTimeout(() => this.#settle(), SETTLE_GRACE_MS);
+      this.#graceStartedAt = Date.now();
+    }
+  }
+
+  // The grace is for pipes something else still holds, not for output still draining: on a
+  // loaded machine a large stderr can take longer than the grace to read after the exit, and
+  // settling then would cut the tail short. Bounded, so a chatty holder cannot delay it long.
+  #extendGrace(): void {
+    if (this.#settleTimer && Date.now() - this.#graceStartedAt < SETTLE_GRACE_MAX_MS) {
+      this.#settleTimer.refresh();
     }
   }
 
