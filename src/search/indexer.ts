@@ -16,7 +16,7 @@
 import { createHash } from "node:crypto";
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
-import { type Block, LIMITS, toChatId } from "../protocol/chat-01.ts";
+import { type Block, toChatId } from "../protocol/chat-01.ts";
 import { renderEntry } from "../reader/blocks.ts";
 import { entryAt, type Header, keyOfId, parseHeader } from "../reader/pi.ts";
 import { isRefusal } from "../reader/refusal.ts";
@@ -120,13 +120,12 @@ export function catchUpFile(store: Store, root: PiRoot, name: string): CatchUp {
       roots: 0,
       lastId: null,
     };
-    // The reader refuses a file over its size limit: kept with no entries at its current size,
-    // like a refused header, so it is not read again until it changes.
-    const header = size > LIMITS.fileBytes ? "refused" : headerOf(file.fd, size, root);
+    const header = headerOf(file.fd, size, root);
     if (header === "refused") {
+      // Kept with no entries at its current size: it is not read again until it changes.
       fresh.size = size;
       insertRow(store, fresh);
-      return size > LIMITS.fileBytes ? "refused" : "indexed";
+      return "indexed";
     }
     insertRow(store, fresh);
     if (header === "incomplete") {
@@ -206,7 +205,8 @@ function hasNewline(fd: number, from: number, to: number): boolean {
 
 /** Line 1 when it is a Pi header the reader accepts ("incomplete": no newline after it yet). */
 function headerOf(fd: number, size: number, root: PiRoot): Header | "refused" | "incomplete" {
-  // Headers are short; a longer one (the reader takes any length) is read whole.
+  // Headers are short; a longer one (the reader takes any length) is read whole: the open
+  // refused a file over the reader's size limit.
   let first = readRange(fd, 0, Math.min(size, 1024 * 1024));
   if (first.indexOf(10) < 0 && first.length < size) first = readRange(fd, 0, size);
   if (first.indexOf(10) < 0) return "incomplete";

@@ -5,11 +5,18 @@
 // that entry's text holds the word. And the other way: every entry the reader shows with the
 // word, on any branch, is a hit. Appends (regular, irregular, to a v1 file) keep both true.
 import assert from "node:assert/strict";
-import { appendFileSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  mkdirSync,
+  readFileSync,
+  truncateSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { createReader, type Reader, rootsFromSpecs } from "../../src/index.ts";
-import type { Block, Part } from "../../src/protocol/chat-01.ts";
+import { type Block, LIMITS, type Part } from "../../src/protocol/chat-01.ts";
 import { createSearch, type Search, type SearchHit } from "../../src/search/index.ts";
 import { tokensOf } from "../../src/search/query.ts";
 import { makeProject, writeLongSession, writeRichSession } from "../helpers/pi-sessions.ts";
@@ -471,6 +478,18 @@ describe("search hits open in the reader", () => {
     assert.deepEqual(only(f, "orphan"), { branch: "main", entry: "n.o1" });
     assert.deepEqual(only(f, "partial"), { branch: "main", entry: "n.line-3" });
     assert.equal(only(f, "copied").entry, "n.c1");
+  });
+
+  it("not in a file the reader refuses as too large", (t) => {
+    const f = fixture(t);
+    const path = writeLines(f, "big.jsonl", [header(f.projectRoot), msg("u1", null, "bigword")]);
+    const conversation = f.idOf("big.jsonl");
+    assert.equal(checkWords(f, ["bigword"], [conversation]), 1);
+    // Grown past the reader's limit (sparse: no bytes written): the reader refuses it now.
+    truncateSync(path, LIMITS.fileBytes + 1);
+    const r = f.reader.open({ conversation });
+    assert.equal(r.ok ? "ok" : r.refusal.code, "too-large");
+    assert.equal(hitCount(f, "bigword"), 0, "a hit would not open");
   });
 
   // A longer run: SEARCH_FUZZ_CASES=600 SEARCH_FUZZ_SEED=n node --test test/search/hits-open.test.ts
