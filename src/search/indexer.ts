@@ -35,8 +35,9 @@ export type CatchUp = "unchanged" | "appended" | "indexed" | "refused";
 type NodeState = { branch: string; hasChild: boolean };
 
 /**
- * `roots` of a file named whole by the reader's tree at every change: a Pi v1 file, whose ids
- * are line numbers (the reader's, as Pi's migration chains them), not kept in the nodes table.
+ * `roots` (else the count of the file's roots, so an appended root is named) of a file named
+ * whole by the reader's tree at every change: a Pi v1 file, whose ids are line numbers (the
+ * reader's, as Pi's migration chains them), not kept in the nodes table.
  */
 const WHOLE_ONLY = -1;
 /** The branch stored for an id that an entry names as its parent but no entry has. */
