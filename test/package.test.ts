@@ -268,6 +268,39 @@ export { Controller, ConversationClient, n, wrong };
     assert.ok(r.stderr.includes(join(app, "node_modules", PI_PACKAGE)), r.stderr);
   });
 
+  it("searches with npx conversation, and the installed index runs its shard worker", async (t) => {
+    const p = project(join(base, "search-data"));
+    for (let i = 0; i < 8; i++) {
+      writeSession(p.sessionsDir, `s-${i}.jsonl`, [
+        header(p.projectRoot, { id: `01a00000-0000-7000-8000-0000000000${20 + i}` }),
+        user(`u${i}`, null, `packed quokkaite number ${i}`),
+      ]);
+    }
+    const env = { ...userEnv(), XDG_CACHE_HOME: join(base, `cache-${Date.now()}`) };
+    const line = `npx conversation search quokkaite --project ${q(p.projectRoot)} --json`;
+    const r = await runLine(t, line, { cwd: app, env });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal((JSON.parse(r.stdout) as unknown[]).length, 8);
+    // The worker thread is a file of its own in dist: started from the installed package, it
+    // must be there and load (a large catch-up is forced with parallelMinBytes 0).
+    const pkg = join(app, "node_modules", "@mosaic", "conversation", "dist");
+    const out = await run(
+      process.execPath,
+      [
+        "--input-type=module",
+        "-e",
+        `const { createSearch } = await import(${JSON.stringify(join(pkg, "search/index.js"))});
+         const { rootsFromSpecs } = await import(${JSON.stringify(join(pkg, "index.js"))});
+         const specs = [{ kind: "repository", projectRoot: ${JSON.stringify(p.projectRoot)}, seat: "main" }];
+         const o = createSearch({ roots: () => rootsFromSpecs(specs, []), cacheDir: ${JSON.stringify(join(base, "cache-worker"))}, shardTuning: { parallelMinBytes: 0 } });
+         const s = o.search.refresh(); const h = o.search.search("quokkaite", 20);
+         console.log(JSON.stringify([s.workers, s.indexed, h.hits.length])); o.search.close();`,
+      ],
+      { cwd: app },
+    );
+    assert.deepEqual(JSON.parse(out), [1, 8, 8]);
+  });
+
   it("runs as conversation from a global prefix on PATH, with the Pi under the package", async (t) => {
     const env = userEnv([join(prefix, "bin")]);
     const help = await runLine(t, "conversation --help", { cwd: base, env });

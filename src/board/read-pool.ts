@@ -46,6 +46,14 @@ export type ReadPool = {
   close(): Promise<void>;
 };
 
+/**
+ * Requests one lane holds (being read or waiting) before it answers `board-busy` 503 at once:
+ * a flood of slow reads would otherwise queue without end, holding memory and making every
+ * later request wait behind it. A Console asks a lane a few things at a time; the board bench
+ * (50 clients paging one conversation, so one lane) stays well under this.
+ */
+export const LANE_QUEUE_MAX = 256;
+
 /** Most conversation lanes a board takes: each is a thread with its own V8 heap and reader. */
 export const MAX_LANES = 8;
 
@@ -183,6 +191,14 @@ class Lane {
 
   send(request: BoardRequest): Promise<Reply> {
     if (this.#stopping) return Promise.resolve(stoppedReply());
+    if (this.#pending.size >= LANE_QUEUE_MAX) {
+      return Promise.resolve(
+        boardRefusal(
+          "board-busy",
+          "The board is busy reading; try again in a moment (it answers at most 256 requests per conversation at a time).",
+        ),
+      );
+    }
     const worker = this.#worker ?? this.#spawn();
     const id = this.#nextId++;
     return new Promise<Reply>((resolve) => {

@@ -63,8 +63,10 @@ export function groupByProject(rows: CatalogueRow[]): { project: string; rows: C
   return [...groups].map(([project, list]) => ({ project, rows: list }));
 }
 
-function renderRow(row: CatalogueRow, width: number): string[] {
+function renderRow(row: CatalogueRow & { live?: boolean }, width: number): string[] {
   const facts: string[] = [];
+  // Marked by the controller registry (live-catalogue.ts); `controllers` says how to attach.
+  if (row.live === true) facts.push("live: a controller runs it now");
   if (row.modifiedAt !== null) facts.push(`last activity ${formatTime(row.modifiedAt)}`);
   if (row.size !== null) facts.push(formatSize(row.size));
   const lines = [

@@ -86,23 +86,42 @@ function timestampOf(entry: Obj): string | undefined {
   return typeof t === "string" && t.length <= 256 ? t : undefined;
 }
 
-/** Model, provider and usage of an assistant message, each only when well-formed. */
-function addUsage(m: Obj, meta: PartMeta): void {
+/**
+ * Model, provider and usage of an assistant message, each only when well-formed. Usage follows
+ * the `meta` number rule (wholeNumber): a token count that is a number but not a whole number
+ * from 0 up, or a cost that is not a finite number from 0 up, leaves the whole usage record out
+ * with an `unknown-content` notice (a record with one count dropped would make the branch's
+ * totals wrong without saying so); a count that is absent (older Pi) is 0, no cost is null.
+ */
+function addUsage(m: Obj, meta: PartMeta, out: Block[]): void {
   const model = str(m.model);
   if (model !== undefined && model.length <= SMALL_FIELD_MAX) meta.model = model;
   const provider = str(m.provider);
   if (provider !== undefined && provider.length <= SMALL_FIELD_MAX) meta.provider = provider;
   const u = m.usage;
   if (!isObj(u)) return;
-  const count = (v: unknown) => (Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : 0);
-  const total = isObj(u.cost) ? u.cost.total : undefined;
-  meta.usage = {
-    input: count(u.input),
-    output: count(u.output),
-    cacheRead: count(u.cacheRead),
-    cacheWrite: count(u.cacheWrite),
-    cost: typeof total === "number" && Number.isFinite(total) && total >= 0 ? total : null,
+  const wrong: string[] = [];
+  const count = (v: unknown, label: string): number => {
+    if (typeof v !== "number") return 0;
+    if (Number.isSafeInteger(v) && v >= 0) return v;
+    wrong.push(`the ${label} token count (${String(v)}) is not a whole number from 0 up`);
+    return 0;
   };
+  const input = count(u.input, "input");
+  const output = count(u.output, "output");
+  const cacheRead = count(u.cacheRead, "cache read");
+  const cacheWrite = count(u.cacheWrite, "cache write");
+  const total = isObj(u.cost) ? u.cost.total : undefined;
+  let cost: number | null = null;
+  if (typeof total === "number") {
+    if (Number.isFinite(total) && total >= 0) cost = total;
+    else wrong.push(`the cost (${String(total)}) is not a number from 0 up`);
+  }
+  if (wrong.length) {
+    out.push(notice("unknown-content", `This reply's usage is left out: ${wrong.join("; ")}.`));
+    return;
+  }
+  meta.usage = { input, output, cacheRead, cacheWrite, cost };
 }
 
 /** Renders one entry; null when Pi's entry kind is not shown. */
@@ -165,7 +184,7 @@ function renderMessage(m: Obj, at: { timestamp?: string }): DraftPart | null {
       const meta: PartMeta = {};
       if (stopReason !== undefined && stopReason.length <= SMALL_FIELD_MAX)
         meta.stopReason = stopReason;
-      addUsage(m, meta);
+      addUsage(m, meta, blocks);
       if (stopReason === "aborted" || stopReason === "error") {
         const why = str(m.errorMessage) ?? "";
         blocks.push(

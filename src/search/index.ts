@@ -4,6 +4,7 @@
 // current by re-reading its line and comparing its hash: a file rewritten since it was indexed
 // is indexed again, and the query runs again, so a hit never shows text the file no longer has.
 import { createHash } from "node:crypto";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Catalogue, CatalogueRow } from "../protocol/chat-01.ts";
 import { listRoot } from "../reader/catalogue.ts";
@@ -12,14 +13,7 @@ import { isRefusal } from "../reader/refusal.ts";
 import { closeFile, type OpenFile, openSessionFile, readRange } from "../reader/safe-fs.ts";
 import { conversationIdOf, type PiRoot, type Root } from "../reader/sources.ts";
 import { defaultCacheDir, prepareCacheDir } from "./cache-dir.ts";
-import {
-  type CatchUp,
-  catchUpFile,
-  dropFile,
-  type Identity,
-  isUnchanged,
-  textOf,
-} from "./indexer.ts";
+import { type CatchUp, catchUpFile, dropFile, type Identity, textOf } from "./indexer.ts";
 import {
   holdsPhrases,
   matchExpression,
@@ -29,12 +23,21 @@ import {
   type Term,
   termsOf,
 } from "./query.ts";
-import { inTransaction, openStore } from "./store.ts";
+import {
+  catchUpShards,
+  IndexBusy,
+  identityOf,
+  type PendingFile,
+  SHARDS,
+  type ShardTuning,
+  shardFile,
+  shardOf,
+} from "./shards.ts";
+import { inTransaction, isBusy, openStore, type Store } from "./store.ts";
 
 export { defaultCacheDir } from "./cache-dir.ts";
 
 export const SEARCH_LIMIT_MAX = 1000;
-const BATCH_FILES = 64;
 /** At most this many candidates are read for one phrase query (each is re-read and checked). */
 const CANDIDATES_MAX = 2000;
 
@@ -58,7 +61,8 @@ export type SearchResult =
   | { ok: true; query: string; hits: SearchHit[] }
   | { ok: false; refusal: { code: SearchRefusalCode; reconcile: false; message: string } };
 
-export type RefreshStats = Record<CatchUp, number> & { removed: number };
+/** Files by what catching up did to them, files removed, and worker threads it started. */
+export type RefreshStats = Record<CatchUp, number> & { removed: number; workers: number };
 
 export type Search = {
   /** Brings the index up to date with the roots now. */
@@ -73,6 +77,8 @@ export type SearchOptions = {
   catalogue?: () => Catalogue;
   /** Default: $XDG_CACHE_HOME/mosaic-conversation (else ~/.cache/mosaic-conversation). */
   cacheDir?: string;
+  /** `parallelMinBytes`: a catch-up with this many bytes to read uses a worker (16 MiB). */
+  shardTuning?: ShardTuning;
 };
 
 type Located = { root: PiRoot; name: string; conversation: string };
@@ -83,17 +89,29 @@ export function createSearch(
 ): { ok: true; search: Search } | { ok: false; reason: string } {
   const place = prepareCacheDir(options.cacheDir ?? defaultCacheDir(), options.roots());
   if (!place.ok) return place;
-  const store = openStore(join(place.dir, "search-v1.sqlite"));
+  removeOldLayout(place.dir);
+  const dbFiles = Array.from({ length: SHARDS }, (_, k) => shardFile(place.dir, k));
+  const stores = dbFiles.map((f) => openStore(f));
   let located = new Map<string, Located>();
 
   function refresh(): RefreshStats {
-    const stats: RefreshStats = { unchanged: 0, appended: 0, indexed: 0, refused: 0, removed: 0 };
+    const stats: RefreshStats = {
+      unchanged: 0,
+      appended: 0,
+      indexed: 0,
+      refused: 0,
+      removed: 0,
+      workers: 0,
+    };
     const seen = new Map<string, Located>();
-    const pending: { root: PiRoot; name: string }[] = [];
-    // Every file's identity in one read: the common case is that none changed.
-    const indexed = new Map(
-      (store.allFiles.all() as (Identity & { id: number; path: string })[]).map((f) => [f.path, f]),
-    );
+    const pending: PendingFile[][] = stores.map(() => []);
+    // Every file's identity in one read per shard: the common case is that none changed.
+    const indexed = new Map<string, Identity & { id: number; shard: number }>();
+    stores.forEach((store, shard) => {
+      for (const f of store.allFiles.all() as (Identity & { id: number; path: string })[]) {
+        indexed.set(f.path, { ...f, shard });
+      }
+    });
     for (const root of expandRoots(options.roots())) {
       // A store that could not be listed, or another harness: no hits (the catalogue says why).
       if (root.kind !== "pi") continue;
@@ -107,30 +125,31 @@ export function createSearch(
       }
       for (const name of names) {
         const path = join(root.sessionsDir, name);
-        seen.set(path, {
-          root,
-          name,
-          conversation: conversationIdOf(root, name),
-        });
-        if (!isUnchanged(path, indexed.get(path))) pending.push({ root, name });
-        else stats.unchanged++;
+        seen.set(path, { root, name, conversation: conversationIdOf(root, name) });
+        const now = identityOf(path);
+        const known = indexed.get(path);
+        if (now && known && sameIdentity(now, known)) {
+          stats.unchanged++;
+          continue;
+        }
+        const bytes = now
+          ? Math.max(0, now.size - (known && now.ino === known.ino ? known.size : 0))
+          : 0;
+        pending[shardOf(path)]?.push({ root, name, path, bytes, mtimeMs: now?.mtimeMs ?? 0 });
       }
     }
-    // One transaction for many files, committed every BATCH_FILES: a commit per file costs
-    // more than a small file's rows, and readers (WAL) see the index as of the last commit.
-    for (let i = 0; i < pending.length; i += BATCH_FILES) {
-      inTransaction(store, () => {
-        for (const { root, name } of pending.slice(i, i + BATCH_FILES)) {
-          stats[catchUpFile(store, root, name)]++;
-        }
-      });
+    const counts = catchUpShards(stores, dbFiles, pending, options.shardTuning);
+    for (const k of ["unchanged", "appended", "indexed", "refused", "workers"] as const) {
+      stats[k] += counts[k];
     }
-    const gone = [...indexed.values()].filter((f) => !seen.has(f.path));
-    if (gone.length) {
+    const gone = [...indexed.entries()].filter(([path]) => !seen.has(path));
+    stores.forEach((store, shard) => {
+      const mine = gone.filter(([, f]) => f.shard === shard);
+      if (mine.length === 0) return;
       inTransaction(store, () => {
-        for (const f of gone) dropFile(store, f.id);
+        for (const [, f] of mine) dropFile(store, f.id);
       });
-    }
+    });
     stats.removed = gone.length;
     located = seen;
     return stats;
@@ -143,6 +162,18 @@ export function createSearch(
     const terms = termsOf(query);
     if (terms === null) return refusal("bad-query", "The query has no word to search for.");
     const n = Math.max(1, Math.min(SEARCH_LIMIT_MAX, Math.trunc(limit)));
+    try {
+      return searchNow(query, terms, n);
+    } catch (e) {
+      if (!(e instanceof IndexBusy) && !isBusy(e)) throw e;
+      return refusal(
+        "search-unavailable",
+        "Another process is updating the search index right now (a first indexing can take a minute); search again shortly.",
+      );
+    }
+  }
+
+  function searchNow(query: string, terms: Term[], n: number): SearchResult {
     refresh();
     const rows = new Map<string, CatalogueRow>();
     for (const r of options.catalogue?.().conversations ?? []) rows.set(r.conversation, r);
@@ -156,33 +187,46 @@ export function createSearch(
   }
 
   /**
-   * Newest entries first (FTS5 walks rowids in order, so a common word costs no more than a
-   * rare one), in batches: a phrase is checked on each candidate's text, so more candidates
-   * may be read than hits kept, up to CANDIDATES_MAX. "stale" when a file changed under a hit.
+   * Up to `n` hits from each shard, newest entries first (FTS5 walks rowids in order, so a
+   * common word costs no more than a rare one; files are indexed oldest first, appends come
+   * last), then the shards' hits merged by the entries' timestamps, newest first. "stale" when
+   * a file changed under a hit.
    */
   function collect(
     terms: Term[],
     n: number,
     rows: Map<string, CatalogueRow>,
   ): SearchHit[] | "stale" {
-    const hits: SearchHit[] = [];
     const check = needsCheck(terms);
     const open = new Map<string, OpenFile | null>();
     try {
-      return collectFrom(terms, n, rows, hits, check, open);
+      const merged: SearchHit[] = [];
+      for (const store of stores) {
+        const found = collectFrom(store, terms, n, rows, check, open);
+        if (found === "stale") return "stale";
+        merged.push(...found);
+      }
+      // A stable sort: hits of one shard without timestamps keep their order.
+      merged.sort((a, b) => byNewest(a.timestamp, b.timestamp));
+      return merged.slice(0, n);
     } finally {
       for (const f of open.values()) if (f) closeFile(f);
     }
   }
 
+  /**
+   * One shard's hits, in batches: a phrase is checked on each candidate's text, so more
+   * candidates may be read than hits kept, up to CANDIDATES_MAX.
+   */
   function collectFrom(
+    store: Store,
     terms: Term[],
     n: number,
     rows: Map<string, CatalogueRow>,
-    hits: SearchHit[],
     check: boolean,
     open: Map<string, OpenFile | null>,
   ): SearchHit[] | "stale" {
+    const hits: SearchHit[] = [];
     const batch = check ? Math.max(50, n * 4) : n;
     let below = Number.MAX_SAFE_INTEGER;
     for (let read = 0; hits.length < n && read < CANDIDATES_MAX; ) {
@@ -221,7 +265,29 @@ export function createSearch(
     return hits;
   }
 
-  return { ok: true, search: { refresh, search, close: () => store.close() } };
+  const close = () => {
+    for (const store of stores) store.close();
+  };
+  return { ok: true, search: { refresh, search, close } };
+}
+
+/** Newest first by ISO timestamp (Pi writes them all in UTC, so text order is time order); none last. */
+function byNewest(a: string | null, b: string | null): number {
+  if (a === b) return 0;
+  if (a === null) return 1;
+  if (b === null) return -1;
+  return a < b ? 1 : -1;
+}
+
+/** An index written before the shards (one `search-v1.sqlite`) is removed: it is never read again. */
+function removeOldLayout(dir: string): void {
+  for (const suffix of ["", "-wal", "-shm"]) {
+    rmSync(join(dir, `search-v1.sqlite${suffix}`), { force: true });
+  }
+}
+
+function sameIdentity(a: Identity, b: Identity): boolean {
+  return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.ctime === b.ctime;
 }
 
 type HitRow = {

@@ -3,6 +3,7 @@
 // row per entry with text (where its line is, a hash of that line) in a contentless FTS5
 // table without positions (detail=none). The text itself is not stored: a hit re-reads its
 // line, which proves it current and lets phrases be checked.
+import { rmSync } from "node:fs";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 
 /** Bumped when the layout or what is indexed changes: an old index is dropped and rebuilt. */
@@ -41,15 +42,48 @@ export type Store = {
   close(): void;
 };
 
+/** SQLite's result codes for "another connection holds the lock" (SQLITE_BUSY, SQLITE_LOCKED). */
+export function isBusy(e: unknown): boolean {
+  const code = (e as { errcode?: unknown } | null)?.errcode;
+  return code === 5 || code === 6;
+}
+
+/** SQLite's result codes for a file that is not (or no longer) a sound database. */
+function isDamaged(e: unknown): boolean {
+  const code = (e as { errcode?: unknown } | null)?.errcode;
+  return code === 11 || code === 26;
+}
+
+/**
+ * Opens the index at `path`. A file there that is not a sound database (damaged, truncated,
+ * something else) is deleted and the index built again: it is a cache, and losing it costs
+ * only a re-index.
+ */
 export function openStore(path: string): Store {
+  try {
+    return openSound(path);
+  } catch (e) {
+    if (!isDamaged(e)) throw e;
+    for (const suffix of ["", "-wal", "-shm"]) rmSync(`${path}${suffix}`, { force: true });
+    return openSound(path);
+  }
+}
+
+function openSound(path: string): Store {
   const db = new DatabaseSync(path, { timeout: 5000 });
-  // WAL: a search reads while another process indexes. NORMAL: a crash may lose the last
-  // commits of a cache, never corrupt it. A larger checkpoint interval for bulk indexing.
-  db.exec(
-    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 16384; PRAGMA cache_size = -65536;",
-  );
-  const version = (db.prepare("PRAGMA user_version").get() as { user_version: number })
-    .user_version;
+  let version: number;
+  try {
+    // WAL: a search reads while another process indexes. NORMAL: a crash may lose the last
+    // commits of a cache, never corrupt it. A larger checkpoint interval for bulk indexing.
+    db.exec(
+      "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 16384; PRAGMA cache_size = -65536;",
+    );
+    version = (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version;
+    if (version === INDEX_VERSION) db.prepare("SELECT count(*) FROM files").get();
+  } catch (e) {
+    db.close();
+    throw e;
+  }
   if (version !== INDEX_VERSION) {
     db.exec(`
       DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS nodes; DROP TABLE IF EXISTS entries;

@@ -7,7 +7,7 @@ import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { type Board, type ReaderSources, startBoard } from "../../src/board/index.ts";
-import { laneOf, startReadPool } from "../../src/board/read-pool.ts";
+import { LANE_QUEUE_MAX, laneOf, startReadPool } from "../../src/board/read-pool.ts";
 import type { Reply } from "../../src/board/reply.ts";
 import { conversationId, sessionsDirOf } from "../../src/index.ts";
 import { header, T0, ts } from "../helpers/reader.ts";
@@ -316,6 +316,28 @@ describe("board read pool", () => {
     );
     // The catalogue's lane never noticed.
     threadOf(await pool.handle(request("/api/conversations")));
+  });
+
+  it("answers board-busy at once past LANE_QUEUE_MAX requests on one lane, and the rest in time", async (t) => {
+    const pool = await startReadPool({ sources, hosts: [], lanes: 1, log: () => {}, workerUrl });
+    t.after(() => pool.close());
+    // One slow read holds the lane; a flood queues behind it.
+    const slow = pool.handle(request("/api/conversations/x/slow"));
+    const flood = Array.from({ length: LANE_QUEUE_MAX + 20 }, () =>
+      pool.handle(request("/api/conversations/x/page")),
+    );
+    // The catalogue's lane is another queue: answered while the flood waits.
+    threadOf(await pool.handle(request("/api/conversations")));
+    const replies = await Promise.all([slow, ...flood]);
+    const busy = replies.filter((r) => r.status === 503);
+    assert.equal(busy.length, 21, "the slow one and LANE_QUEUE_MAX - 1 queued are served");
+    assert.equal(replies.filter((r) => r.status === 200).length, LANE_QUEUE_MAX);
+    for (const r of busy) {
+      assert.match(r.body.toString(), /"code":"board-busy"/);
+      assert.match(r.body.toString(), /try again in a moment/);
+    }
+    // Once the queue drains, the lane takes requests again.
+    threadOf(await pool.handle(request("/api/conversations/x/page")));
   });
 
   it("answers what is pending when it closes, and nothing after", async () => {

@@ -31,6 +31,6 @@ describe("the board's search lane", () => {
       hits.some((h) => h.conversation === fx.conversation),
       "the fixture's hit",
     );
-    assert.equal(existsSync(join(cacheDir, "search-v1.sqlite")), true);
+    assert.equal(existsSync(join(cacheDir, "search-0-of-2.sqlite")), true);
   });
 });

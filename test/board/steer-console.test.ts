@@ -51,6 +51,14 @@ describe("steering from the Console in Chromium", { skip }, () => {
     const watcher = await pageIn(false);
     const who = (page: Page) => page.locator("#live-who");
     await who(operator).getByText("Nobody controls this run.").waitFor();
+    // The catalogue marks the conversation a controller runs: its row, and only its row.
+    const badges = watcher.locator("#catalogue .badge.live");
+    await badges.first().waitFor();
+    assert.equal(await badges.count(), 1);
+    assert.equal(
+      await badges.first().getAttribute("title"),
+      "A controller is running this conversation",
+    );
 
     // A terminal client prompts: the open pages show it without reload.
     const terminal = new ConversationClient({ socketPath: ctl.socketPath, grant: "g-op" });

@@ -71,6 +71,15 @@ describe("live rows", () => {
     assert.ok((JSON.parse(other.stdout) as Rows).conversations.every((c) => !c.live));
   });
 
+  it("the text catalogue says which conversation a controller runs now", async (t) => {
+    const { project, state, a, b } = await registered(t);
+    const r = await runCli(t, ["catalogue", "--project", project, "--state-dir", state]);
+    assert.equal(r.code, 0, r.stderr);
+    const block = (id: string) => r.stdout.split("\n\n").find((x) => x.includes(id)) ?? "";
+    assert.match(block(a), /live: a controller runs it now/);
+    assert.doesNotMatch(block(b), /live/);
+  });
+
   it("the board's catalogue route marks it too (serve --state-dir)", async (t) => {
     const { project, state, a } = await registered(t);
     const serve = startCli(t, [

@@ -71,7 +71,7 @@ describe("conversation search and export", () => {
         timestamp: undefined,
       },
     );
-    assert.ok(readdirSync(join(cache, "mosaic-conversation")).includes("search-v1.sqlite"));
+    assert.ok(readdirSync(join(cache, "mosaic-conversation")).includes("search-0-of-2.sqlite"));
     const text = await runCli(t, ["search", "lexer", "--project", project]);
     assert.equal(text.code, 0, text.stderr);
     assert.match(

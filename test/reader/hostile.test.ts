@@ -193,6 +193,55 @@ describe("hostile inputs (issue 17)", () => {
     assert.equal(byEntry.get("n.b3")?.meta?.exitCode, -2);
   });
 
+  it("leaves out a reply's whole usage, and says so, when a count or the cost breaks the number rules", (t) => {
+    const reply = (id: string, parentId: string, usage: string) =>
+      `{"type":"message","id":"${id}","parentId":"${parentId}","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"model":"m","provider":"p","usage":${usage}}}`;
+    const { reader, id } = setup(t, [
+      user("u", null, "hi"),
+      reply("r1", "u", `{"input":1.5,"output":2,"cacheRead":0,"cacheWrite":0}`),
+      reply("r2", "r1", `{"input":1,"output":-2,"cacheRead":1e400,"cacheWrite":0}`),
+      reply("r3", "r2", `{"input":9007199254740993,"output":1,"cacheRead":0,"cacheWrite":0}`),
+      reply(
+        "r4",
+        "r3",
+        `{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"cost":{"total":-0.5}}`,
+      ),
+      reply("r5", "r4", `{"input":10,"output":20,"cost":{"total":0.25}}`),
+      reply("r6", "r5", `{"input":"10","output":20,"cacheRead":3,"cacheWrite":4}`),
+    ]);
+    const { parts } = readAll(reader, id);
+    const byEntry = new Map(parts.map((p) => [p.entry, p]));
+    for (const r of ["n.r1", "n.r2", "n.r3", "n.r4"]) {
+      const part = byEntry.get(r)!;
+      assert.equal(part.meta?.usage, undefined, r);
+      assert.equal(part.meta?.model, "m", `${r}: the model is still shown`);
+      const notices = part.blocks.filter(
+        (b) => b.type === "notice" && b.code === "unknown-content",
+      );
+      assert.equal(notices.length, 1, r);
+      assert.match(JSON.stringify(notices), /usage is left out/, r);
+    }
+    assert.match(
+      JSON.stringify(byEntry.get("n.r2")?.blocks),
+      /output token count \(-2\).*cache read token count \(Infinity\)/,
+    );
+    // Counts an older Pi did not write are 0; a count that is not a number at all is absent.
+    assert.deepEqual(byEntry.get("n.r5")?.meta?.usage, {
+      input: 10,
+      output: 20,
+      cacheRead: 0,
+      cacheWrite: 0,
+      cost: 0.25,
+    });
+    assert.deepEqual(byEntry.get("n.r6")?.meta?.usage, {
+      input: 0,
+      output: 20,
+      cacheRead: 3,
+      cacheWrite: 4,
+      cost: null,
+    });
+  });
+
   it("leaves out a header timestamp over 256 characters from the catalogue's createdAt", (t) => {
     const p = project(tempDir(t));
     writeSession(p.sessionsDir, "long.jsonl", [

@@ -88,6 +88,7 @@ describe("search", () => {
       indexed: 1,
       refused: 0,
       removed: 0,
+      workers: 0,
     });
     assert.deepEqual(search.refresh(), {
       unchanged: 1,
@@ -95,6 +96,7 @@ describe("search", () => {
       indexed: 0,
       refused: 0,
       removed: 0,
+      workers: 0,
     });
     appendFileSync(fx.file, line(user("u10", "a9", "appended quetzalcoatlite text", 20)));
     assert.deepEqual(search.refresh(), {
@@ -103,6 +105,7 @@ describe("search", () => {
       indexed: 0,
       refused: 0,
       removed: 0,
+      workers: 0,
     });
     const [hit] = hitsOf(search, "quetzalcoatlite");
     assert.equal(hit?.entry, "n.u10");
@@ -182,7 +185,7 @@ describe("search", () => {
     t.after(() => opened.search.close());
     assert.equal(hitsOf(opened.search, "zanzibarite").length, 1);
     assert.deepEqual(fingerprintTree(fx.base), before, "nothing in the sources changed");
-    assert.ok(readdirSync(join(cacheDir, "deeper")).includes("search-v1.sqlite"));
+    assert.ok(readdirSync(join(cacheDir, "deeper")).includes("search-0-of-2.sqlite"));
 
     const inside = createSearch({ roots, cacheDir: join(fx.sessionsDir, "cache") });
     assert.equal(inside.ok, false);
