@@ -7,7 +7,7 @@ import { rmSync } from "node:fs";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 
 /** Bumped when the layout or what is indexed changes: an old index is dropped and rebuilt. */
-export const INDEX_VERSION = 2;
+export const INDEX_VERSION = 3;
 
 export type FileRow = {
   id: number;
