@@ -276,7 +276,7 @@ async function serve(
     io.out(`To act (steer a run) from the Console, log in with: ${board.loginUrl}\n`);
   } else {
     io.out(
-      `Reading needs no login. No controller runs now (${commandLine(["control", "--help"])});\n` +
+      `Reading needs no login. No controller runs now (see "${commandLine(["control", "--help"])}");\n` +
         `once one does, log in to steer it from the Console: ${board.loginUrl}\n`,
     );
   }

@@ -381,7 +381,7 @@ describe("conversation cli", { concurrency: 4 }, () => {
     // Nothing to act on yet: a read-only user reads first that no login is needed.
     assert.match(
       child.stdout(),
-      /\nReading needs no login\. No controller runs now \(npm run conversation -- control --help\);\nonce one does, log in to steer it from the Console: http:\/\/127\.0\.0\.1:\d+\/login\?token=[A-Za-z0-9_-]{43}\n$/,
+      /\nReading needs no login\. No controller runs now \(see "npm run conversation -- control --help"\);\nonce one does, log in to steer it from the Console: http:\/\/127\.0\.0\.1:\d+\/login\?token=[A-Za-z0-9_-]{43}\n$/,
     );
     assert.doesNotMatch(child.stdout(), /To act/);
     const logged = await fetch(link?.[1] ?? "", { redirect: "manual" });
