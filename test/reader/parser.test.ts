@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { toChatId } from "../../src/protocol/chat-01.ts";
 import { branchItems, itemKey } from "../../src/reader/items.ts";
 import { entryAt, keyOf, parseHeader } from "../../src/reader/pi.ts";
-import { branchName, extendSession, parseSession } from "../../src/reader/tree.ts";
+import { branchName, depthOf, extendSession, leafOf, parseSession } from "../../src/reader/tree.ts";
 import {
   assistant,
   entriesOf,
@@ -616,9 +616,9 @@ function shape(s: ReturnType<typeof parseSession>) {
     branches: branches.map((b) => ({
       name: branchName(s, b),
       start: key(s.branches.start[b]!),
-      leaf: key(s.branches.leaf[b]!),
+      leaf: key(leafOf(s, b)),
       forksFrom: key(s.branches.forksFrom[b]!),
-      depth: s.branches.depth[b],
+      depth: depthOf(s, b),
     })),
     items: branches.map((b) => {
       const items = branchItems(s, b);
