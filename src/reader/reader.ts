@@ -245,21 +245,24 @@ export function createReader(options: ReaderOptions): Reader {
     const { root, name } = locate(conversation);
     const file = openSessionFile(root.projectRoot, root.sessionsDir, name);
     let data: SnapshotData;
+    let latest: Parsed | undefined;
     try {
       // Opening again a file a settled read proved untouched reuses its latest snapshot (the
       // fstat of the open is the proof; see change-time.ts), else reads the file whole.
       const { identity } = file;
-      const latest = parses.latest(cacheKey(root), identity.dev, identity.ino)?.data;
-      data = openSnapshot(file, latest, policy);
+      latest = parses.latest(cacheKey(root), identity.dev, identity.ino);
+      data = openSnapshot(file, latest?.data, policy);
     } finally {
       closeFile(file);
     }
-    const parsed = parse(data, root);
+    // A file that grew since its latest snapshot is parsed by extending that snapshot's parse.
+    const prev = latest && data.grownFrom === latest.data.snapshot.digest ? latest : undefined;
+    const parsed = parse(data, root, prev);
     const branch =
       req.branch === undefined
         ? branchName(parsed.session, defaultBranch(parsed.session))
         : checkString(req.branch, "unknown-branch", "branch");
-    const items = itemsOf(parsed, branch);
+    const items = itemsOf(parsed, branch, prev);
     if (!items)
       throw new Refusal(
         "unknown-branch",

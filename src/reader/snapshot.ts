@@ -50,6 +50,8 @@ export type SnapshotData = {
   hash: Hash;
   /** The buffer `buf` starts, with room to append; set once a follow extended a snapshot. */
   room?: Room;
+  /** The digest of the snapshot this one was made from by appending whole lines (extendWith). */
+  grownFrom?: string;
 };
 
 /**
@@ -364,6 +366,7 @@ function extendWith(known: SnapshotData, read: { tail: Buffer; stamp: FileStamp 
   const hash = known.hash.copy().update(tail.subarray(0, nl));
   return {
     room,
+    grownFrom: known.snapshot.digest,
     buf,
     snapshot: { bytes: n + nl, digest: hash.copy().digest("hex") },
     incomplete,

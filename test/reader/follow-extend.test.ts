@@ -200,5 +200,13 @@ describe("follow extends the parse in place", () => {
         `follow ${k + 1}`,
       );
     }
+
+    // Opening the grown file again extends the latest parse too, and reads as a fresh reader.
+    appendFileSync(file, line(user("g", "f2", "again")));
+    const before = work.rowsIndexed;
+    const opened = readAll(reader, id, "main");
+    assert.equal(work.rowsIndexed - before, 1);
+    assert.deepEqual(opened.parts, readAll(readerFor(p), id, "main").parts);
+    assert.deepEqual(entriesOf(opened.parts).slice(-2), ["n.f2", "n.g"]);
   });
 });
