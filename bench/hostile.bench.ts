@@ -7,6 +7,7 @@
 // root, whose branch the reader opens (its last page is the first: a follow cursor at once);
 // then 5 times one line is appended to that branch and the follow (`next`) is timed, side by
 // side with the bare check a follow cannot skip (read the pinned prefix, SHA-256 it).
+// tiny-roots-follow: the same on the tiny-roots file.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
@@ -24,7 +25,13 @@ import { fileURLToPath } from "node:url";
 import { conversationId, createReader, rootsFromSpecs } from "../src/index.ts";
 import { writeLoneSurrogates, writeTinyEntries } from "./hostile-files.ts";
 
-const CASES = ["tiny-chain", "tiny-roots", "surrogates", "tiny-chain-follow"] as const;
+const CASES = [
+  "tiny-chain",
+  "tiny-roots",
+  "surrogates",
+  "tiny-chain-follow",
+  "tiny-roots-follow",
+] as const;
 type Case = (typeof CASES)[number];
 
 /** What any follow must do: read the pinned prefix and SHA-256 it (as bench/reader.bench.ts). */
@@ -45,13 +52,13 @@ function bareCheck(path: string, bytes: number, digest: string): void {
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 
-/** The follow after a one-line append on the 255 MiB tiny-chain file, 5 samples. */
-function runFollow(base: string): void {
+/** The follow after a one-line append on the tiny-chain (or tiny-roots) file, 5 samples. */
+function runFollow(base: string, shape: "chain" | "roots"): void {
   const projectRoot = join(base, "p");
   const sessionsDir = join(projectRoot, ".pi", "state", "main", "sessions");
   mkdirSync(sessionsDir, { recursive: true });
   const file = join(sessionsDir, "s.jsonl");
-  writeTinyEntries(file, projectRoot, 2_780_000, "chain");
+  writeTinyEntries(file, projectRoot, shape === "chain" ? 2_780_000 : 2_950_000, shape);
   const side = (id: string, parent: string | null) =>
     `${JSON.stringify({ type: "message", id, parentId: parent, message: { role: "user", content: id } })}\n`;
   appendFileSync(file, side("side0", null));
@@ -91,15 +98,15 @@ function runFollow(base: string): void {
   const f = median(follow);
   const b = median(bare);
   console.log(
-    `tiny-chain-follow: open ${openMs.toFixed(0)} ms; follow after a one-line append: median ${f.toFixed(0)} ms (${follow.map((x) => x.toFixed(0)).join(" ")}), bare check ${b.toFixed(0)} ms (${bare.map((x) => x.toFixed(0)).join(" ")}), follow/bare ${(f / b).toFixed(2)}×, peak RSS ${(rss / 2 ** 20).toFixed(0)} MiB, held after the follows ${(heldMax / 2 ** 20).toFixed(0)} MiB`,
+    `tiny-${shape}-follow: open ${openMs.toFixed(0)} ms; follow after a one-line append: median ${f.toFixed(0)} ms (${follow.map((x) => x.toFixed(0)).join(" ")}), bare check ${b.toFixed(0)} ms (${bare.map((x) => x.toFixed(0)).join(" ")}), follow/bare ${(f / b).toFixed(2)}×, peak RSS ${(rss / 2 ** 20).toFixed(0)} MiB, held after the follows ${(heldMax / 2 ** 20).toFixed(0)} MiB`,
   );
 }
 
 function runCase(name: Case): void {
-  if (name === "tiny-chain-follow") {
+  if (name === "tiny-chain-follow" || name === "tiny-roots-follow") {
     const base = mkdtempSync(join(tmpdir(), "hostile-"));
     try {
-      runFollow(base);
+      runFollow(base, name === "tiny-chain-follow" ? "chain" : "roots");
     } finally {
       rmSync(base, { recursive: true, force: true });
     }
