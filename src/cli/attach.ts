@@ -264,12 +264,16 @@ class AttachApp {
     this.#observeState(c.state);
     this.#detach.push(
       c.onState((s) => this.#observeState(s)),
-      c.onClose(() =>
+      c.onClose(() => {
+        this.#droppedInControl = this.#lastRole === "controller";
         this.#say(
           c.reconnecting ? "disconnected; reconnecting…" : "disconnected; Ctrl-O reconnects",
-        ),
-      ),
-      c.onState(() => this.#sayResumed()),
+        );
+      }),
+      c.onState(() => {
+        this.#sayResumed();
+        this.#lastRole = c.role;
+      }),
       c.onDialog((d) => this.#say(`a dialog from Pi, not answered here: ${JSON.stringify(d)}`)),
       c.onError((issue) => this.#say(`${issue.code}: ${issue.message}`)),
       this.#transcript.onChange(() => this.#draw()),
@@ -424,6 +428,9 @@ class AttachApp {
   }
 
   #lastWelcome: unknown = null;
+  /** The role in the last state seen; whether it was `controller` when the socket dropped. */
+  #lastRole: string | null = null;
+  #droppedInControl = false;
 
   // A new welcome after a drop: say whether the replay covered the gap.
   #sayResumed(): void {
@@ -431,10 +438,18 @@ class AttachApp {
     if (w === null || w === this.#lastWelcome) return;
     this.#lastWelcome = w;
     if (w.replay === undefined) return;
+    // Control belongs to a connection: the controller let it go when the old one dropped, and
+    // taking it back is the person's choice (someone else may have taken it meanwhile).
+    const control = this.#droppedInControl
+      ? "; control went with the drop: Ctrl-T takes it again"
+      : "";
+    this.#droppedInControl = false;
     if (w.replay === "unavailable")
-      this.#say(`reconnected; no replay (${w.replayReason}): page re-read`);
+      this.#say(`reconnected; no replay (${w.replayReason}): page re-read${control}`);
     else
-      this.#say(`reconnected; ${w.replay.toSequence - w.replay.fromSequence + 1} events replayed`);
+      this.#say(
+        `reconnected; ${w.replay.toSequence - w.replay.fromSequence + 1} events replayed${control}`,
+      );
   }
 
   async #reread(): Promise<void> {

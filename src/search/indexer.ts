@@ -456,7 +456,8 @@ export function textOf(entry: Record<string, unknown>): string {
     .join("\n");
 }
 
-function blockText(b: Block): string {
+/** What the index keeps of one block ("" for none): text, never markup or images. */
+export function blockText(b: Block): string {
   switch (b.type) {
     case "text":
     case "thinking":

@@ -31,6 +31,10 @@ describe("conversation attach in tmux over the real pinned Pi", { skip }, () => 
         /reconnected; \d+ events replayed/.test(s),
       );
       assert.ok(!back.includes("~~"), back);
+      // It says that control did not survive the drop, and how to take it again.
+      await p.waitScreen("the control hint", (s) =>
+        s.includes("control went with the drop: Ctrl-T takes it again"),
+      );
       await p.waitScreen("ticks after the drop", (s) => /tick (1[0-9]|[2-9][0-9])/.test(s));
       // Control went with the old connection: take it again, then interrupt.
       await p.tmux(["send-keys", "C-t"]);

@@ -12,7 +12,7 @@
 // outlive its controller if nothing killed it: the cgroup kill is what ends it. Without a
 // writable cgroup v2 it skips and prints why, unless CI is set.
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
@@ -23,7 +23,6 @@ import { readEvents, removeTree, writeControl } from "../../src/control/cohort/c
 import { CgroupLauncher } from "../../src/control/cohort/cohort.ts";
 import { Controller } from "../../src/control/controller/controller.ts";
 import { digestOf } from "../../src/control/controller/records.ts";
-import { LineSplitter } from "../../src/control/engine/framing.ts";
 import { isControlRefusal } from "../../src/control/refusal.ts";
 import { until, within } from "../helpers/deadline.ts";
 import { startFakeModel } from "../helpers/fake-model.ts";
@@ -40,24 +39,17 @@ import {
   TestClient,
   validateRecords,
 } from "./controller-fixture.ts";
-import type { CtrlChildArgs, CtrlChildEvent, CtrlChildReady } from "./ctrl-child.ts";
+import type { CtrlChildArgs } from "./ctrl-child.ts";
+import { type CtrlChild as Child, startCtrlChild } from "./ctrl-child-process.ts";
 import type { HoldPoint } from "./fake-pi.ts";
 import { FAKE_PI, FAKE_SESSION_ID, holdPoint } from "./fake-pi-harness.ts";
 
-const CTRL_CHILD = join(import.meta.dirname, "ctrl-child.ts");
 const KEEPER = '{ /bin/cat; exec /bin/sleep 60; } | exec "$@"';
 const T = { timeout: 60_000 };
 
 const probe = await CgroupLauncher.probe({ termGraceMs: 1000, killTimeoutMs: 3000 });
 const skip = probe.ok || process.env.CI ? false : `no writable cgroup v2 here: ${probe.reason}`;
 if (skip) console.log(`# crash recovery tests skip: ${skip}`);
-
-type Child = {
-  proc: ChildProcess;
-  ready: CtrlChildReady;
-  exited: Promise<unknown>;
-  event(match: (e: CtrlChildEvent) => boolean, what: string): Promise<CtrlChildEvent>;
-};
 
 /** One fixture, its children and controllers, and every scope and pid they made. */
 class Scene {
@@ -138,55 +130,13 @@ class Scene {
       launcher,
       ...(this.real ? { agentDir: this.real.agentDir } : {}),
     };
-    const proc = spawn(process.execPath, [CTRL_CHILD, JSON.stringify(args)], {
-      stdio: ["pipe", "pipe", "pipe"],
-      env: { ...process.env, TMPDIR: join(this.f.root, "tmp") },
+    const child = await startCtrlChild(args, {
+      tmpDir: join(this.f.root, "tmp"),
+      waitMs: 20_000,
+      spawned: (pid) => this.pids.add(pid),
     });
-    if (proc.pid !== undefined) this.pids.add(proc.pid);
-    proc.stdin?.on("error", () => {});
-    const exited = new Promise<unknown>((ok) => proc.once("exit", ok));
-    const lines: Record<string, unknown>[] = [];
-    const waiters = new Set<() => void>();
-    let stderr = "";
-    const splitter = new LineSplitter();
-    proc.stdout?.on("data", (chunk: Buffer) => {
-      for (const l of splitter.push(chunk)) lines.push(JSON.parse(l) as Record<string, unknown>);
-      for (const w of [...waiters]) w();
-    });
-    proc.stderr?.on("data", (c: Buffer) => {
-      stderr = (stderr + c.toString("utf8")).slice(-4000);
-    });
-    const wait = <R>(match: (l: Record<string, unknown>) => boolean, what: string) =>
-      within(
-        new Promise<R>((ok, fail) => {
-          const check = () => {
-            const hit = lines.find(match);
-            if (hit) {
-              waiters.delete(check);
-              ok(hit as R);
-            }
-          };
-          waiters.add(check);
-          void exited.then(() => fail(new Error(`ctrl-child exited before ${what}: ${stderr}`)));
-          check();
-        }),
-        what,
-        20_000,
-      );
-    const child: Child = {
-      proc,
-      exited,
-      ready: null as unknown as CtrlChildReady,
-      event: (match, what) =>
-        wait<CtrlChildEvent>((l) => "event" in l && match(l as CtrlChildEvent), what),
-    };
     this.#children.push(child);
-    const first = await wait<CtrlChildReady | CtrlChildEvent>(
-      (l) => "socketPath" in l || "event" in l,
-      "the ctrl-child's ready line",
-    );
-    if ("event" in first) throw new Error(`ctrl-child: ${JSON.stringify(first)}`);
-    child.ready = first;
+    const first = child.ready;
     this.pids.add(first.enginePid);
     if (first.shimPid) this.pids.add(first.shimPid);
     if (first.scope) this.scopes.add(first.scope);

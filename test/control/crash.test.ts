@@ -16,7 +16,6 @@
 // deadline; the test then checks /proc for every pid it recorded. Orphans are reparented to
 // pid 1, which reaps them in its own time, so a zombie counts as gone. Temp dirs are removed.
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   existsSync,
@@ -32,7 +31,6 @@ import { join } from "node:path";
 import { type TestContext, test } from "node:test";
 import { type ClaimState, ClaimStore } from "../../src/control/claim/claim.ts";
 import { Controller } from "../../src/control/controller/controller.ts";
-import { LineSplitter } from "../../src/control/engine/framing.ts";
 import { isControlRefusal } from "../../src/control/refusal.ts";
 import { until, within } from "../helpers/deadline.ts";
 import { assertValid } from "../helpers/schema.ts";
@@ -45,10 +43,10 @@ import {
   TestClient,
   validateRecords,
 } from "./controller-fixture.ts";
-import type { CtrlChildArgs, CtrlChildEvent, CtrlChildReady } from "./ctrl-child.ts";
+import type { CtrlChildArgs } from "./ctrl-child.ts";
+import { type CtrlChild as Child, type Exit, startCtrlChild } from "./ctrl-child-process.ts";
 import { FAKE_PI, FAKE_SESSION_ID, holdPoint } from "./fake-pi-harness.ts";
 
-const CTRL_CHILD = join(import.meta.dirname, "ctrl-child.ts");
 /** `sh -c KEEPER keeper <engine argv...>`: forwards stdin, then holds it open for 60 s. */
 const KEEPER = '{ /bin/cat; exec /bin/sleep 60; } | exec "$@"';
 
@@ -107,15 +105,6 @@ function connectOutcome(path: string): Promise<string> {
 
 // --- the scene: children, engine groups, controllers, one temp dir -----------------------------
 
-type Exit = { code: number | null; signal: NodeJS.Signals | null };
-
-type Child = {
-  proc: ChildProcess;
-  ready: CtrlChildReady;
-  exited: Promise<Exit>;
-  event(match: (e: CtrlChildEvent) => boolean, what: string): Promise<CtrlChildEvent>;
-};
-
 class Scene {
   readonly f: Fixture;
   readonly tmp: string;
@@ -169,61 +158,13 @@ class Scene {
   }
 
   async startChild(args: CtrlChildArgs): Promise<Child> {
-    const proc = spawn(process.execPath, [CTRL_CHILD, JSON.stringify(args)], {
-      stdio: ["pipe", "pipe", "pipe"],
-      env: { ...process.env, TMPDIR: this.tmp },
+    const child = await startCtrlChild(args, {
+      tmpDir: this.tmp,
+      waitMs: 15_000,
+      spawned: (pid) => this.pids.add(pid),
     });
-    if (proc.pid !== undefined) this.pids.add(proc.pid);
-    proc.stdin?.on("error", () => {});
-    const exited = new Promise<Exit>((ok) =>
-      proc.once("exit", (code, signal) => ok({ code, signal })),
-    );
-    const lines: Record<string, unknown>[] = [];
-    const waiters = new Set<() => void>();
-    let stderr = "";
-    const splitter = new LineSplitter();
-    proc.stdout?.on("data", (chunk: Buffer) => {
-      for (const line of splitter.push(chunk))
-        lines.push(JSON.parse(line) as Record<string, unknown>);
-      for (const w of [...waiters]) w();
-    });
-    proc.stderr?.on("data", (chunk: Buffer) => {
-      stderr = (stderr + chunk.toString("utf8")).slice(-4000);
-    });
-    const wait = <T>(match: (l: Record<string, unknown>) => boolean, what: string): Promise<T> =>
-      within(
-        new Promise<T>((ok, fail) => {
-          const check = () => {
-            const hit = lines.find(match);
-            if (hit) {
-              waiters.delete(check);
-              ok(hit as T);
-            }
-          };
-          waiters.add(check);
-          void exited.then((e) => {
-            waiters.delete(check);
-            fail(new Error(`ctrl-child exited (${e.code ?? e.signal}) before ${what}: ${stderr}`));
-          });
-          check();
-        }),
-        what,
-        15_000,
-      );
-    const child: Child = {
-      proc,
-      exited,
-      ready: null as unknown as CtrlChildReady,
-      event: (match, what) =>
-        wait<CtrlChildEvent>((l) => "event" in l && match(l as CtrlChildEvent), what),
-    };
     this.#children.push(child);
-    const first = await wait<CtrlChildReady | CtrlChildEvent>(
-      (l) => "socketPath" in l || "event" in l,
-      "the ctrl-child's ready line",
-    );
-    if ("event" in first) throw new Error(`ctrl-child: ${JSON.stringify(first)}`);
-    child.ready = first;
+    const first = child.ready;
     this.pids.add(first.enginePid);
     this.#groups.add(first.enginePid);
     return child;

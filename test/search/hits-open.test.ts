@@ -16,11 +16,12 @@ import {
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { createReader, type Reader, rootsFromSpecs } from "../../src/index.ts";
-import { type Block, LIMITS, type Part } from "../../src/protocol/chat-01.ts";
+import { LIMITS, type Part } from "../../src/protocol/chat-01.ts";
 import { createSearch, type Search, type SearchHit } from "../../src/search/index.ts";
+import { blockText } from "../../src/search/indexer.ts";
 import { tokensOf } from "../../src/search/query.ts";
 import { makeProject, writeLongSession, writeRichSession } from "../helpers/pi-sessions.ts";
-import { readAll, tempDir, ts } from "../helpers/reader.ts";
+import { header, readAll, tempDir, ts } from "../helpers/reader.ts";
 import { appendix, mutate, type Rng, seededRng } from "../reader/fuzz-mutations.ts";
 
 type Fixture = {
@@ -63,30 +64,14 @@ function addText(parts: Part[], into: Map<string, string>): void {
     if (!part.entry.startsWith("n.")) continue;
     let text = into.get(part.entry) ?? "";
     for (const b of part.blocks) {
-      const piece = searchable(b);
-      if (piece === null) continue;
+      // The index's own rule for a block (shared, so this test is about branches and
+      // entries, not about which blocks count).
+      const piece = blockText(b);
+      if (piece === "") continue;
       const continues = "fragment" in b && b.fragment !== undefined && b.fragment.index > 0;
       text += continues ? piece : `\n${piece}`;
     }
     into.set(part.entry, text);
-  }
-}
-
-function searchable(b: Block): string | null {
-  switch (b.type) {
-    case "text":
-    case "thinking":
-    case "bash-command":
-    case "bash-output":
-      return b.text;
-    case "tool-call":
-      return `${b.name} ${b.text}`;
-    case "tool-result":
-      return b.toolName;
-    case "notice":
-      return b.code === "stopped" ? b.text : null;
-    default:
-      return null;
   }
 }
 
@@ -195,17 +180,6 @@ function checkHit(
 
 function line(obj: object): string {
   return `${JSON.stringify(obj)}\n`;
-}
-
-function header(cwd: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    type: "session",
-    version: 3,
-    id: "01a00000-0000-7000-8000-000000000001",
-    timestamp: ts(0),
-    cwd,
-    ...extra,
-  };
 }
 
 /** A user message with `id` and `parentId` as given (undefined: no such key). */
