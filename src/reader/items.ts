@@ -118,6 +118,7 @@ export class BranchItems {
   ): BranchItems {
     const s = this.#store;
     const n = this.#length;
+    const total = n + codes.length;
     let store: ItemStore;
     if (s.used === n && s.notices.length === this.#notices) {
       store = s;
@@ -125,20 +126,16 @@ export class BranchItems {
       // Another list already appended here: copy this one's prefix (rare: a second follow from
       // the same snapshot after a different append).
       work.itemsListed += n;
-      store = {
-        codes: this.#codes.slice(0, n),
-        used: n,
-        notices: s.notices.slice(0, this.#notices),
-      };
+      store = { codes: this.#codes, used: n, notices: s.notices.slice(0, this.#notices) };
     }
-    const total = n + codes.length;
-    if (store.codes.length < total) {
+    if (store.codes.length < total || store !== s) {
       const grown = new Int32Array(roomFor(total));
       grown.set(store.codes.subarray(0, n));
       store.codes = grown;
     }
     const first = store.notices.length;
-    store.notices.push(...notices);
+    // One at a time: a spread of a huge list of notices would overflow the stack.
+    for (const notice of notices) store.notices.push(notice);
     for (let i = 0; i < codes.length; i++) {
       const c = codes[i]!;
       store.codes[n + i] = c >= 0 ? c : -1 - (first + (-1 - c));
