@@ -281,6 +281,17 @@ export { Controller, ConversationClient, n, wrong };
     const r = await runLine(t, line, { cwd: app, env });
     assert.equal(r.code, 0, r.stderr);
     assert.equal((JSON.parse(r.stdout) as unknown[]).length, 8);
+    // As text, each hit ends with the line that reads it, installed form and the search's
+    // sources: run as printed, it reads that hit's conversation (issue 14's newcomer).
+    const text = await runLine(t, line.replace(/ --json$/, " --limit 1"), { cwd: app, env });
+    assert.equal(text.code, 0, text.stderr);
+    const read = /\n {2}(npx conversation read \S+ --branch \S+ --project \S+)\n/.exec(
+      text.stdout,
+    )?.[1];
+    assert.ok(read, text.stdout);
+    const opened = await runLine(t, read, { cwd: app, env });
+    assert.equal(opened.code, 0, opened.stderr);
+    assert.match(opened.stdout, /packed quokkaite number \d/);
     // The worker thread is a file of its own in dist: started from the installed package, it
     // must be there and load (a large catch-up is forced with parallelMinBytes 0).
     const pkg = join(app, "node_modules", "@mosaic", "conversation", "dist");

@@ -4,6 +4,7 @@
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { EXPORT_FORMATS, isExportFormat } from "../export/index.ts";
+import { QUERY_MAX_CHARS } from "../search/query.ts";
 import { ATTACH_HELP, type AttachCommand, parseAttach } from "./attach.ts";
 import type { SourceFlags } from "./config.ts";
 import { CONTROL_HELP, type ControlCommand, parseControl } from "./control.ts";
@@ -40,7 +41,10 @@ export type Command =
   | SearchCommand
   | ExportCommand;
 
-export type Parsed = { ok: true; command: Command } | { ok: false; error: string; usage: string };
+/** A usage error: `error` is its first line; `more`, further lines of advice, each its own line. */
+export type Parsed =
+  | { ok: true; command: Command }
+  | { ok: false; error: string; usage: string; more?: string[] };
 
 const SOURCES_HELP = `Sources (with none, Pi's own store at its default place, as --pi):
   --pi               Pi's own sessions: $PI_CODING_AGENT_DIR/sessions, else
@@ -124,8 +128,12 @@ ${SOURCES_HELP}
 `,
   serve: `Usage: conversation serve [SOURCES] [--port N] [--host ADDRESS]
 
-Serves the board (GET /api/conversations, GET /api/conversations/:id/page)
-and the Console at / on loopback, and prints the URL. Ctrl-C stops it.
+Serves the board and the Console at / on loopback, and prints the URL; Ctrl-C
+stops it. Its read-only routes: GET /api/conversations (the catalogue),
+GET /api/conversations/:id/page (a page of a branch), GET /api/search?q=
+(full-text search), GET /api/conversations/:id/export?format=md|html|json
+(a branch as a download). Reading needs no login; steering a run of a
+controller (see --state-dir) does, with the login link it prints.
 
   --port N           the port (default ${DEFAULT_PORT}, or a free one if it is taken;
                      0 always picks a free one)
@@ -154,10 +162,15 @@ and start time, left out, and removed.
   search: `Usage: conversation search <query> [SOURCES] [--json] [--limit N]
 
 Searches the text of every branch of every conversation in the sources
-(messages, thinking, tool calls and results, summaries). Words match as
-prefixes, all of them; "quoted words" match as a phrase. Newest first. Each
-hit names its conversation, branch and entry; open it with
-  conversation read <conversation> --branch <branch>
+(messages, thinking, tool calls and results, summaries). Every word of the
+query must match, as a prefix; "quoted words" match as a phrase; at most
+${QUERY_MAX_CHARS} characters. Newest first. Each hit names its conversation, branch and
+entry, and ends with the line that reads it, with the search's own sources:
+  conversation search parser crash --project ~/code/app
+prints under each hit a line like
+  conversation read <id> --branch <branch> --project ~/code/app
+A source root that is refused (missing, unreadable) is named on stderr and the
+exit status is 1, as for catalogue; the other roots' hits are still printed.
 
 The index is kept in $XDG_CACHE_HOME/mosaic-conversation (else
 ~/.cache/mosaic-conversation), never in a source; it catches up with what
@@ -166,6 +179,8 @@ was appended, and re-reads a file that was rewritten or replaced.
   --json             a JSON list of hits: { conversation, branch, entry,
                      snippet, matches, title, project, seat, timestamp }
   --limit N          at most N hits (default 20, at most 1000)
+  --                 the words after it are the query, even one that
+                     starts with '-'
 
 ${SOURCES_HELP}
 
@@ -223,8 +238,11 @@ export function parseCommand(argv: string[]): Parsed {
   } catch (e) {
     // parseArgs throws a TypeError with an ERR_PARSE_ARGS_* code for every bad argv.
     if (!isParseArgsError(e)) throw e;
-    // Its advice on positionals that start with '-' does not apply to these commands.
-    return { ok: false, error: e.message.split(". To specify")[0] ?? e.message, usage };
+    // Its advice on positionals that start with '-' does not apply to these commands. Its
+    // other message is lines; they are split where Node breaks them (never at a line break
+    // inside an argument it quotes), so each is printed as a line of its own.
+    const [first = e.message, ...more] = e.message.split(/\n(?=Did you forget|To specify)/);
+    return { ok: false, error: first.split(". To specify")[0] ?? first, usage, more };
   }
 }
 
@@ -387,9 +405,10 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
         strict: true,
       });
       if (values.help) return { ok: true, command: { name: "help", text: usage } };
-      const [query, extra] = positionals;
-      if (query === undefined || query.trim() === "") return bad("missing the <query>");
-      if (extra !== undefined) return bad(`unexpected argument ${JSON.stringify(extra)}`);
+      // Every word is the query (all must match), as a shell splits `search tokenizer crash`;
+      // after `--` too, so a word that starts with '-' can be searched for.
+      const query = positionals.join(" ");
+      if (query.trim() === "") return bad("missing the <query>");
       const limit = values.limit === undefined ? 20 : Number(values.limit);
       if (!/^\d{1,4}$/.test(values.limit ?? "20") || limit < 1 || limit > 1000) {
         return bad(`--limit ${JSON.stringify(values.limit)} is not a number from 1 to 1000`);

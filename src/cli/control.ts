@@ -703,9 +703,31 @@ function whatToDo(code: string, stateDir: string | undefined): string | undefine
 
 function failed(io: Io, what: string, e: unknown, stateDir?: string): number {
   if (isControlRefusal(e)) return refused(io, e.code, e.message, stateDir);
+  // A place we could not make or write (a typed --project, --state-dir): a path to fix.
+  const onPath = pathError(e);
+  if (onPath !== null) return refused(io, "configuration", `${what}: ${onPath}`, stateDir);
   const message = e instanceof Error ? e.message : String(e);
   io.err(`conversation: ${what}: ${visible(message)}\n`);
   return 1;
+}
+
+/** A file system error on a path a person can fix, in words; null for any other error. */
+function pathError(e: unknown): string | null {
+  const err = e as NodeJS.ErrnoException;
+  if (!(e instanceof Error) || typeof err.code !== "string" || typeof err.path !== "string") {
+    return null;
+  }
+  const why: Record<string, string> = {
+    ENOTDIR: "a part of the path is a file, not a folder",
+    EEXIST: "it exists and is not a folder",
+    EACCES: "permission denied",
+    EPERM: "permission denied",
+    EROFS: "the file system is read-only",
+    ENOSPC: "no space left on the device",
+  };
+  const said = why[err.code];
+  if (said === undefined) return null;
+  return `${err.syscall ?? "using"} ${err.path}: ${said} (${err.code})`;
 }
 
 function refused(io: Io, code: string, message: string, stateDir?: string): number {

@@ -4,7 +4,6 @@
 // a catalogue with a refused root prints what it could read and exits 1), 2 usage error. Text
 // is for people (80 columns when not a terminal), --json for scripts. Help and hints name the
 // command as it is run from here (invocation.ts).
-import { readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { liveConversations, markLive } from "../control/registry/live-catalogue.ts";
@@ -15,17 +14,17 @@ import {
   type Reader,
   type ReadResult,
   type RefusalRecord,
-  type Root,
   rootsFromSpecs,
 } from "../index.ts";
 import { type Command, HELP, parseCommand } from "./args.ts";
 import { runAttach } from "./attach.ts";
-import { DEFAULT_SEAT, resolveSources, type SourceFlags, type Sources } from "./config.ts";
+import { resolveSources, type SourceFlags, type Sources } from "./config.ts";
 import { DEFAULT_GRANTS, readGrantsFile, runControl } from "./control.ts";
 import { listRunning } from "./controllers.ts";
-import { asInvoked, commandPrefix, shellWord } from "./invocation.ts";
+import { asInvoked, commandLine, commandPrefix } from "./invocation.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
 import { checkHost, startServing, whenAborted } from "./serve.ts";
+import { refuseOpen, reportRefusedRoots, seatsOf } from "./source-hints.ts";
 import { makeVisible } from "./visible.ts";
 
 export const EXIT = { ok: 0, refused: 1, usage: 2 } as const;
@@ -41,7 +40,7 @@ type Ok = Extract<ReadResult, { ok: true }>;
 /** Runs one command line; resolves to the exit status. `signal` ends follow and serve. */
 export async function main(argv: string[], io: Io, signal: AbortSignal): Promise<number> {
   const parsed = parseCommand(argv);
-  if (!parsed.ok) return usageError(io, parsed.error, parsed.usage);
+  if (!parsed.ok) return usageError(io, parsed.error, parsed.usage, parsed.more);
   const cmd = parsed.command;
   if (cmd.name === "help") {
     io.out(asInvoked(cmd.text));
@@ -65,21 +64,6 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
   return run(cmd, sources.value.sources, io, signal, implicit);
 }
 
-/** Every seat of a project: the names under <project>/.pi/state, sorted. */
-function seatsOf(project: string): string[] {
-  try {
-    return readdirSync(join(resolve(project), ".pi", "state"), { withFileTypes: true })
-      .filter((d) => d.isDirectory() && SEAT.test(d.name))
-      .map((d) => d.name)
-      .sort();
-  } catch {
-    // No state folder (or unreadable): no seats to list; the reader says why when it reads.
-    return [];
-  }
-}
-
-const SEAT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-
 /** `--seat '*'` stands for every seat of --project (as listed now). */
 function expandSeats(
   flags: SourceFlags,
@@ -102,7 +86,7 @@ async function run(
   signal: AbortSignal,
   implicit = false,
 ): Promise<number> {
-  const roots = () => rootsFromSpecs(sources.specs, sources.registrations);
+  const roots = () => rootsOf(sources);
   const reader = createReader({
     roots,
   });
@@ -116,22 +100,7 @@ async function run(
         const readable = { ...catalogue, refusedRoots: [] };
         io.out(`${renderCatalogue(readable, io.width).join("\n")}\n`);
       }
-      const [only] = catalogue.refusedRoots;
-      if (implicit && catalogue.refusedRoots.length === 1 && only?.code === "unavailable") {
-        // Nothing named and no store yet (a new user): nothing is wrong, there is nothing yet.
-        const store = makeVisible(only.project, { showNewlines: true });
-        io.err(
-          `${store}: Pi's session store does not exist yet (Pi writes it when it saves a ` +
-            "session); name a source: --project DIR, --config FILE or --pi-sessions DIR\n",
-        );
-        return EXIT.ok;
-      }
-      for (const r of catalogue.refusedRoots) {
-        const root = makeVisible(`${r.project}/${r.seat}`, { showNewlines: true });
-        const message = makeVisible(r.message, { showNewlines: true });
-        io.err(`refused: ${makeVisible(r.code)}: root ${root}: ${message}\n`);
-      }
-      return catalogue.refusedRoots.length === 0 ? EXIT.ok : EXIT.refused;
+      return reportRefusedRoots(io, catalogue.refusedRoots, implicit);
     }
     case "read":
       return read(reader, cmd, io, sources);
@@ -142,7 +111,7 @@ async function run(
     // Loaded only when used: node:sqlite and the Markdown bundle stay out of other commands.
     case "search": {
       const { runSearch } = await import("./search.ts");
-      return runSearch(roots, () => reader.catalogue(), cmd, io);
+      return runSearch(roots, () => reader.catalogue(), cmd, io, implicit);
     }
     case "export": {
       const { runExport } = await import("./export.ts");
@@ -186,7 +155,7 @@ function readPages(
 
 function read(reader: Reader, cmd: ReadCommand, io: Io, sources: Sources): number {
   const first = openBranch(reader, cmd);
-  if (!first.ok) return refusedOpen(io, first.refusal, cmd, sources);
+  if (!first.ok) return refuseOpen(io, first.refusal, cmd, rootsOf(sources));
   const { conversation, branch } = first.page;
   if (cmd.json) {
     const pages: string[] = [];
@@ -222,7 +191,7 @@ async function follow(
   sources: Sources,
 ): Promise<number> {
   const first = openBranch(reader, cmd);
-  if (!first.ok) return refusedOpen(io, first.refusal, cmd, sources);
+  if (!first.ok) return refuseOpen(io, first.refusal, cmd, rootsOf(sources));
   const { conversation, branch } = first.page;
   const printer = createPartPrinter(io.out, io.width);
   const show = (page: Page) => {
@@ -300,11 +269,24 @@ async function serve(
   }
   const { board } = started;
   io.out(`The board is serving on ${board.url}\nOpen it in a browser; Ctrl-C stops it.\n`);
-  // To stdout for the operator, once; never to a log (the token is the key to acting).
-  io.out(`To act (steer a run) from the Console, log in with: ${board.loginUrl}\n`);
+  // To stdout for the operator, once; never to a log (the token is the key to acting). Always
+  // printed: a controller may start while the board serves, and the token is fresh per start.
+  // With none running now, say first that reading needs none (docs/board.md, "Login").
+  if (liveConversations(liveRegistry).size > 0) {
+    io.out(`To act (steer a run) from the Console, log in with: ${board.loginUrl}\n`);
+  } else {
+    io.out(
+      `Reading needs no login. No controller runs now (see "${commandLine(["control", "--help"])}");\n` +
+        `once one does, log in to steer it from the Console: ${board.loginUrl}\n`,
+    );
+  }
   await whenAborted(signal);
   await board.close();
   return EXIT.ok;
+}
+
+function rootsOf(sources: Sources) {
+  return rootsFromSpecs(sources.specs, sources.registrations);
 }
 
 function refused(io: Io, refusal: RefusalRecord): number {
@@ -313,61 +295,13 @@ function refused(io: Io, refusal: RefusalRecord): number {
   return EXIT.refused;
 }
 
-/**
- * A refused open. `unknown-conversation` in a shell: the reader's hint (reload the catalogue)
- * is the Console's; here, say which session folders were searched and how to widen them.
- */
-function refusedOpen(
-  io: Io,
-  refusal: RefusalRecord,
-  cmd: ReadCommand | FollowCommand,
-  sources: Sources,
-): number {
-  if (refusal.code !== "unknown-conversation") return refused(io, refusal);
-  const roots = rootsFromSpecs(sources.specs, sources.registrations);
-  const searched =
-    roots.length === 0
-      ? "no session folders (the sources name none)"
-      : roots.map((r: Root) => (r.kind === "pi-store" ? r.storeDir : r.sessionsDir)).join(", ");
-  const lines = [`no conversation ${cmd.id} in ${searched}.`];
-  const project = cmd.sources.project;
-  const prefix = commandPrefix();
-  if (project !== undefined) {
-    const seats = cmd.sources.seat ?? [DEFAULT_SEAT];
-    const others = seatsOf(project).filter((s) => !seats.includes(s));
-    const every = sourceWords({ ...cmd.sources, seat: ["*"] });
-    lines.push(
-      `Only seat ${seats.join(", ")} of ${project} was searched (--seat, default main)` +
-        (others.length > 0 ? `; it also has ${others.join(", ")}.` : "."),
-      `Search every seat: ${prefix} ${cmd.name} ${shellWord(cmd.id)} ${every}`,
-      `List them: ${prefix} catalogue ${every}`,
-    );
-  } else {
-    const words = sourceWords(cmd.sources);
-    lines.push(
-      `List what these sources hold: ${prefix} catalogue${words === "" ? "" : ` ${words}`}`,
-    );
-  }
-  const text = makeVisible(lines.join("\n"), { showNewlines: false });
-  io.err(`refused: unknown-conversation: ${text}\n`);
-  return EXIT.refused;
-}
-
-/** The source flags as shell words, to print in a command line. */
-function sourceWords(flags: SourceFlags): string {
-  const words: string[] = [];
-  if (flags.config !== undefined) words.push("--config", shellWord(flags.config));
-  if (flags.project !== undefined) words.push("--project", shellWord(flags.project));
-  for (const seat of flags.seat ?? []) words.push("--seat", shellWord(seat));
-  if (flags.pi === true) words.push("--pi");
-  if (flags.piSessions !== undefined) words.push("--pi-sessions", shellWord(flags.piSessions));
-  return words.join(" ");
-}
-
-function usageError(io: Io, error: string, usage: string): number {
+/** A usage error on stderr: `error`, then each line of `more`, then where the help is. */
+function usageError(io: Io, error: string, usage: string, more: string[] = []): number {
   const first = usage.split("\n", 1)[0] ?? "";
   const command = /^Usage: conversation( \w+)?/.exec(first)?.[1] ?? "";
-  io.err(`conversation: ${makeVisible(error, { showNewlines: true })}\n`);
+  // Each line made visible on its own: a line break inside one (a typed argument) shows as ^J.
+  const lines = [error, ...more].map((l) => makeVisible(l, { showNewlines: true }));
+  io.err(`conversation: ${lines.join("\n")}\n`);
   io.err(`Run "${commandPrefix()}${command} --help" for usage.\n`);
   return EXIT.usage;
 }

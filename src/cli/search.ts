@@ -5,9 +5,11 @@ import type { Catalogue } from "../protocol/chat-01.ts";
 import type { Root } from "../reader/sources.ts";
 import { createSearch, type SearchHit } from "../search/index.ts";
 import type { SourceFlags } from "./config.ts";
-import { commandPrefix } from "./invocation.ts";
+import { commandLine } from "./invocation.ts";
 import type { Io } from "./io.ts";
+import { reportRefusedRoots, sourceArgs } from "./source-hints.ts";
 import { makeVisible } from "./visible.ts";
+import { wrapText } from "./wrap.ts";
 
 export type SearchCommand = {
   name: "search";
@@ -17,14 +19,26 @@ export type SearchCommand = {
   limit: number;
 };
 
-/** Exit status 0 (hits or none), 1 refused (a bad query, an unusable cache directory). */
+/**
+ * Exit status 0 (hits or none), 1 refused (a bad query, an unusable cache directory, a refused
+ * source root: its hits are missing, so "No match." would mislead). Hits from the roots that
+ * could be read are printed either way; refused roots go to stderr as `catalogue` says them.
+ * `implicit`: no source was named (Pi's default store, which a new user may not have yet).
+ */
 export function runSearch(
   roots: () => Root[],
   catalogue: () => Catalogue,
   cmd: SearchCommand,
   io: Io,
+  implicit = false,
 ): number {
-  const opened = createSearch({ roots, catalogue });
+  // One catalogue for the run: its refused roots are reported, its titles name the hits.
+  let listed: Catalogue | undefined;
+  const once = () => {
+    listed ??= catalogue();
+    return listed;
+  };
+  const opened = createSearch({ roots, catalogue: once });
   if (!opened.ok) {
     io.err(`refused: search-unavailable: ${makeVisible(opened.reason, { showNewlines: true })}\n`);
     return 1;
@@ -36,23 +50,24 @@ export function runSearch(
       io.err(`refused: ${code}: ${makeVisible(message, { showNewlines: true })}\n`);
       return 1;
     }
-    if (cmd.json) {
-      io.out(`${JSON.stringify(result.hits)}\n`);
-      return 0;
+    if (cmd.json) io.out(`${JSON.stringify(result.hits)}\n`);
+    else if (result.hits.length === 0) io.out("No match.\n");
+    else {
+      const readArgs = sourceArgs(cmd.sources);
+      io.out(result.hits.map((hit) => hitText(hit, readArgs, io.width)).join("\n"));
     }
-    if (result.hits.length === 0) {
-      io.out("No match.\n");
-      return 0;
-    }
-    io.out(`${result.hits.map(hitText).join("\n")}`);
-    return 0;
+    return reportRefusedRoots(io, once().refusedRoots, implicit);
   } finally {
     opened.search.close();
   }
 }
 
-function hitText(hit: SearchHit): string {
-  const one = (s: string) => makeVisible(s, { showNewlines: true });
+/**
+ * One hit as a block wrapped to `width`: title, where, the snippet with its matches in
+ * [brackets], and the line that reads it with the search's own sources. That line is never
+ * wrapped (as every command line we print): it must run when pasted.
+ */
+export function hitText(hit: SearchHit, sources: readonly string[], width: number): string {
   let marked = "";
   let at = 0;
   for (const [from, to] of hit.matches) {
@@ -60,11 +75,13 @@ function hitText(hit: SearchHit): string {
     at = to;
   }
   marked += hit.snippet.slice(at);
+  const where = `${hit.project} / ${hit.seat} · branch ${hit.branch} · entry ${hit.entry}${hit.timestamp ? ` · ${hit.timestamp}` : ""}`;
+  const read = commandLine(["read", hit.conversation, "--branch", hit.branch, ...sources]);
   return [
-    one(hit.title ?? hit.conversation),
-    `  ${one(`${hit.project} / ${hit.seat} · branch ${hit.branch} · entry ${hit.entry}${hit.timestamp ? ` · ${hit.timestamp}` : ""}`)}`,
-    `  ${one(marked)}`,
-    `  ${commandPrefix()} read ${hit.conversation} --branch ${one(hit.branch)}`,
+    ...wrapText(hit.title ?? hit.conversation, { width, oneLine: true }),
+    ...wrapText(where, { width, indent: 2, oneLine: true }),
+    ...wrapText(marked, { width, indent: 2, oneLine: true }),
+    `  ${read}`,
     "",
   ].join("\n");
 }

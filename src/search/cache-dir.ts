@@ -1,7 +1,7 @@
 // Where the search index lives: a cache directory of ours, never inside a source. Default
 // `$XDG_CACHE_HOME/mosaic-conversation`, else `~/.cache/mosaic-conversation` (the XDG rule
 // for caches: losing it costs a re-index, nothing else). Created 0700.
-import { mkdirSync, realpathSync } from "node:fs";
+import { mkdirSync, realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve, sep } from "node:path";
 import type { Root } from "../reader/sources.ts";
@@ -34,8 +34,18 @@ export function prepareCacheDir(
       }
     }
   }
-  mkdirSync(wanted, { recursive: true, mode: 0o700 });
-  const real = realpathSync(wanted);
+  let real: string;
+  try {
+    mkdirSync(wanted, { recursive: true, mode: 0o700 });
+    real = realpathSync(wanted);
+    if (!statSync(real).isDirectory()) throw Object.assign(new Error(), { code: "ENOTDIR" });
+  } catch (e) {
+    // The place comes from the environment (XDG_CACHE_HOME, HOME) or a caller: a refusal the
+    // person can act on, never a stack trace.
+    const code = (e as NodeJS.ErrnoException | null)?.code;
+    if (typeof code !== "string") throw e;
+    return { ok: false, reason: `The search cache ${wanted} cannot be made: ${whyNot(code)}.` };
+  }
   for (const root of roots) {
     for (const source of [sourceDirOf(root)]) {
       if (isWithin(real, source)) {
@@ -47,6 +57,27 @@ export function prepareCacheDir(
     }
   }
   return { ok: true, dir: real };
+}
+
+/** A file system error on the cache's path, in words, with what to do. */
+export function whyNot(code: string): string {
+  const fix =
+    "set XDG_CACHE_HOME to a folder you may write to (the cache is $XDG_CACHE_HOME/mosaic-conversation, else ~/.cache/mosaic-conversation)";
+  switch (code) {
+    case "ENOTDIR":
+    case "EEXIST":
+      return `it, or a part of its path, is a file, not a folder (${code}); ${fix}`;
+    case "EACCES":
+    case "EPERM":
+      return `permission denied (${code}); ${fix}`;
+    case "EROFS":
+      return `the file system is read-only (${code}); ${fix}`;
+    case "ENOSPC":
+    case "EDQUOT":
+      return `no space left on the device (${code}); free some, or ${fix}`;
+    default:
+      return `${code}; ${fix}`;
+  }
 }
 
 /** The directory a root's sessions live in: a seat's sessions directory, or Pi's whole store. */

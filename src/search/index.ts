@@ -12,7 +12,7 @@ import { expandRoots } from "../reader/pi-store.ts";
 import { isRefusal } from "../reader/refusal.ts";
 import { closeFile, type OpenFile, openSessionFile, readRange } from "../reader/safe-fs.ts";
 import { conversationIdOf, type PiRoot, type Root } from "../reader/sources.ts";
-import { defaultCacheDir, prepareCacheDir } from "./cache-dir.ts";
+import { defaultCacheDir, prepareCacheDir, whyNot } from "./cache-dir.ts";
 import { type CatchUp, catchUpFile, dropFile, type Identity, textOf } from "./indexer.ts";
 import {
   holdsPhrases,
@@ -89,9 +89,21 @@ export function createSearch(
 ): { ok: true; search: Search } | { ok: false; reason: string } {
   const place = prepareCacheDir(options.cacheDir ?? defaultCacheDir(), options.roots());
   if (!place.ok) return place;
-  removeOldLayout(place.dir);
   const dbFiles = Array.from({ length: SHARDS }, (_, k) => shardFile(place.dir, k));
-  const stores = dbFiles.map((f) => openStore(f));
+  const stores: Store[] = [];
+  try {
+    removeOldLayout(place.dir);
+    for (const f of dbFiles) stores.push(openStore(f));
+  } catch (e) {
+    // A folder we may not write in (or a full disk): search is off, said in words, not a crash.
+    for (const s of stores) s.db.close();
+    const code = (e as NodeJS.ErrnoException | null)?.code;
+    const why =
+      typeof code === "string" && /^E[A-Z0-9]+$/.test(code)
+        ? whyNot(code)
+        : `${e instanceof Error ? e.message : String(e)}; check the files in that folder, or set XDG_CACHE_HOME to another folder`;
+    return { ok: false, reason: `The search index in ${place.dir} cannot be opened: ${why}.` };
+  }
   let located = new Map<string, Located>();
 
   function refresh(): RefreshStats {

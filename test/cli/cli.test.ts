@@ -368,7 +368,9 @@ describe("conversation cli", { concurrency: 4 }, () => {
 
   it("serves the board and answers /api/conversations when serve --port 0 runs", async (t) => {
     const f = fixture(t);
-    const child = startCli(t, ["serve", "--port", "0", ...f.sources]);
+    // A state directory of its own: no controller runs there, so this board is read-only now.
+    const state = tempDir(t, "cli-state-");
+    const child = startCli(t, ["serve", "--port", "0", "--state-dir", state, ...f.sources]);
     await child.waitFor("the URL", (c) => /http:\/\/127\.0\.0\.1:\d+\//.test(c.stdout()));
     const url = /http:\/\/127\.0\.0\.1:\d+\//.exec(child.stdout())?.[0] ?? "";
     await child.waitFor("the login link", (c) => /\/login\?token=/.test(c.stdout()));
@@ -376,6 +378,12 @@ describe("conversation cli", { concurrency: 4 }, () => {
       child.stdout(),
     );
     assert.ok(link?.[1]?.startsWith(url), "serve prints the operator link for its own port");
+    // Nothing to act on yet: a read-only user reads first that no login is needed.
+    assert.match(
+      child.stdout(),
+      /\nReading needs no login\. No controller runs now \(see "npm run conversation -- control --help"\);\nonce one does, log in to steer it from the Console: http:\/\/127\.0\.0\.1:\d+\/login\?token=[A-Za-z0-9_-]{43}\n$/,
+    );
+    assert.doesNotMatch(child.stdout(), /To act/);
     const logged = await fetch(link?.[1] ?? "", { redirect: "manual" });
     assert.equal(logged.status, 303);
     assert.match(logged.headers.get("set-cookie") ?? "", /HttpOnly; SameSite=Strict/);

@@ -433,4 +433,31 @@ describe("conversation control on a project", { concurrency: 1 }, () => {
     assert.match(r.stderr, /\n {2}What to do: /);
     assert.equal(existsSync(join(p.state, "claims")), false, "nothing was claimed");
   });
+
+  it("refuses a --state-dir or project it cannot make folders in, in words, with no stack", async (t) => {
+    const p = await project(t, "unused");
+    const file = join(p.root, "a-file");
+    writeFileSync(file, "");
+    const underFile = await runCli(t, [
+      ...["control", "--project", p.project, "--seat", "main", "--new"],
+      ...["--state-dir", join(file, "st")],
+    ]);
+    assert.equal(underFile.code, 1);
+    assert.equal(
+      underFile.stderr,
+      `refused: configuration: cannot start the controller: mkdir ${join(file, "st", "controllers")}: a part of the path is a file, not a folder (ENOTDIR)\n  What to do: check the path or option named above, then start again.\n`,
+    );
+    // The project's .pi/state is a file: the seat's sessions folder cannot be made.
+    mkdirSync(join(p.project, ".pi"));
+    writeFileSync(join(p.project, ".pi", "state"), "");
+    const noSeat = await runCli(t, [
+      ...["control", "--project", p.project, "--seat", "main", "--new"],
+      ...["--state-dir", p.state],
+    ]);
+    assert.equal(noSeat.code, 1);
+    assert.match(
+      noSeat.stderr,
+      /^refused: configuration: cannot start the controller: mkdir \S+\/\.pi\/state\/main\/sessions: a part of the path is a file, not a folder \(ENOTDIR\)\n {2}What to do: /,
+    );
+  });
 });

@@ -87,6 +87,12 @@ describe("live rows", () => {
     ]);
     await serve.waitFor("the URL", (c) => /serving on (http:\S+)/.test(c.stdout()), 20_000);
     const url = /serving on (http:\S+)/.exec(serve.stdout())?.[1] ?? "";
+    // A controller runs: the operator line says what logging in is for.
+    await serve.waitFor("the login line", (c) => /login\?token=/.test(c.stdout()), 20_000);
+    assert.match(
+      serve.stdout(),
+      /\nTo act \(steer a run\) from the Console, log in with: http:\S+\/login\?token=\S+\n$/,
+    );
     const r = await get(`${url.replace(/\/$/, "")}/api/conversations`);
     assert.equal(r.status, 200);
     const catalogue = JSON.parse(r.body) as Rows;

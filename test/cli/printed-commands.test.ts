@@ -130,7 +130,8 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
     app = main.projectRoot;
     writeSession(main.sessionsDir, "s.jsonl", [
       header(app),
-      user("u1", null, "printed main"),
+      // The README's search line (`search parser crash`) finds it.
+      user("u1", null, "printed main: the parser crash"),
       assistant("a1", "u1", "ok"),
     ]);
     writeSession(review.sessionsDir, "r.jsonl", [
@@ -195,11 +196,14 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
         !c.line.startsWith("cat >"),
     );
     assert.ok(lines.length >= 4, lines.map((l) => l.line).join("\n"));
-    for (const { line } of lines) {
+    for (const { line: written } of lines) {
+      // The installed form (`npx conversation …`, the command section's) runs here as the
+      // checkout's: the same words after the prefix (test/package.test.ts runs npx itself).
+      const line = written.replace(/^npx conversation /, "npm run conversation -- ");
       // <id>: the project's conversation where the line names the project, else the store's.
       const id = line.includes("--project") ? mainId : storeId;
       const filled = fill(line, { ...values, "<id>": id });
-      if (line.startsWith("npm start")) {
+      if (line.startsWith("npm start") || line.includes(" serve ")) {
         const p = await runUntil(t, filled, "the board", (x) =>
           x.stdout().includes("The board is serving on"),
         );
@@ -210,6 +214,12 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
       } else {
         const out = await ok(t, filled, line);
         if (line.includes(" catalogue")) assert.match(out, /printed (main|review|store)/);
+        if (filled.includes(" search ") && !filled.includes("--json")) {
+          // A hit, and the line printed under it reads the hit's conversation as printed.
+          const read = /\n {2}(npm run conversation -- read .*)\n/.exec(out)?.[1] ?? "";
+          assert.match(read, new RegExp(` read ${mainId} --branch main --project `), out);
+          assert.match(await ok(t, read), /the parser crash/);
+        }
       }
     }
   });
@@ -303,23 +313,47 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
   });
 
   it("runs each command every --help names, as it names it", async (t) => {
-    const helps = ["", "catalogue", "read", "follow", "serve", "control", "attach", "controllers"];
+    const helps = [
+      ...["", "catalogue", "read", "follow", "search", "export", "serve", "control", "attach"],
+      "controllers",
+    ];
     const named = new Set<string>();
     for (const cmd of helps) {
       const out = await ok(t, `npm run --silent conversation -- ${cmd} --help`);
       for (const m of out.matchAll(
-        /npm run conversation -- (catalogue|read|follow|serve|control|attach|controllers)\b/g,
+        /npm run conversation -- (catalogue|read|follow|search|export|serve|control|attach|controllers)\b/g,
       )) {
         named.add(m[1] ?? "");
       }
       assert.doesNotMatch(
         out,
-        /(^|[\s`"(])conversation (catalogue|read|follow|serve|control|attach|controllers|<command>)/m,
+        /(^|[\s`"(])conversation (catalogue|read|follow|search|export|serve|control|attach|controllers|<command>)/m,
         `${cmd} --help names the bare bin`,
       );
     }
     assert.ok(named.size >= 5, [...named].join(" "));
     for (const cmd of named) await ok(t, `npm run conversation -- ${cmd} --help`);
+  });
+
+  it("runs search --help's example, and the read line it prints under each hit", async (t) => {
+    const help = await ok(t, "npm run --silent conversation -- search --help");
+    const example = /\n {2}(npm run conversation -- search .*)\n/.exec(help)?.[1] ?? "";
+    assert.match(example, / --project ~\/code\/app$/, help);
+    const hits = await ok(t, fill(example, { "~/code/app": app }));
+    const reads = [...hits.matchAll(/\n {2}(npm run conversation -- read .*)\n/g)].map(
+      (m) => m[1] ?? "",
+    );
+    assert.ok(reads.length > 0, hits);
+    const shown = /\n {2}(npm run conversation -- read .*)\n/.exec(help)?.[1] ?? "";
+    for (const read of reads) {
+      assert.equal(
+        read.replace(/ read \S+ --branch \S+ /, " read <id> --branch <branch> "),
+        fill(shown, { "~/code/app": app }),
+      );
+      const out = await ok(t, read);
+      assert.match(out, /the parser crash/);
+      assert.match(out, /\(end of branch main: /);
+    }
   });
 
   it("runs the line a usage error points at, and npm start's", async (t) => {

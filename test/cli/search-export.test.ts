@@ -3,14 +3,34 @@
 // three formats with hostile text inert (the Markdown rendered by a renderer that allows raw
 // HTML still holds no markup from the session), --out never inside a sessions directory.
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import MarkdownIt from "markdown-it";
+import { commandPrefix } from "../../src/cli/invocation.ts";
+import { hitText } from "../../src/cli/search.ts";
+import { encodeCwd } from "../../src/reader/pi-store.ts";
+import { QUERY_MAX_CHARS } from "../../src/search/query.ts";
 import { writeBoardFixture } from "../board/fixture.ts";
 import { writeReadingFixture } from "../board/reading-fixture.ts";
-import { idOf, tempDir } from "../helpers/reader.ts";
+import { checkoutEnv, ROOT, runLine } from "../helpers/packed.ts";
+import {
+  header,
+  idOf,
+  project as projectOf,
+  tempDir,
+  user,
+  writeSession,
+} from "../helpers/reader.ts";
 import { findProblems } from "../helpers/schema.ts";
 import { firstForbidden } from "./hostile.ts";
 import { runCli } from "./run-cli.ts";
@@ -104,7 +124,6 @@ describe("conversation search and export", () => {
     for (const args of [
       ["search", "--project", project],
       ["search", "x", "--project", project, "--limit", "0"],
-      ["search", "x", "y", "--project", project],
       ["export", fx.conversation, "--project", project],
       ["export", fx.conversation, "--project", project, "--format", "pdf"],
       ["export", "--project", project, "--format", "md"],
@@ -227,5 +246,241 @@ describe("conversation search and export", () => {
     assert.equal(html.match(/<img /g)?.length, 1, "only the valid PNG is an image");
     const json = JSON.parse(readFileSync(join(out, "h.json"), "utf8")) as { pages: unknown[] };
     for (const page of json.pages) assert.deepEqual(findProblems("page", page), []);
+  });
+});
+
+// What a newcomer met running the installed command (issue 14's walk-through): each fixed, each
+// as a person runs it.
+describe("conversation search and export, as a newcomer runs them", () => {
+  let cache: string;
+  let saved: string | undefined;
+  before(() => {
+    cache = mkdtempSync(join(tmpdir(), "cli-walk-cache-"));
+    saved = process.env.XDG_CACHE_HOME;
+    process.env.XDG_CACHE_HOME = cache;
+  });
+  after(() => {
+    if (saved === undefined) delete process.env.XDG_CACHE_HOME;
+    else process.env.XDG_CACHE_HOME = saved;
+    rmSync(cache, { recursive: true, force: true });
+  });
+
+  /** The `read` lines printed under the hits (lines are never wrapped). */
+  const readLines = (stdout: string) =>
+    [...stdout.matchAll(/^ {2}(npm run conversation -- read .*)$/gm)].map((m) => m[1] ?? "");
+
+  it("prints under each hit a read line with the search's sources, which reads that hit as printed", async (t) => {
+    const fx = writeReadingFixture(t);
+    const project = join(fx.base, "gamma");
+    // A seat of another name, a store of Pi's own, and a config file: each source form.
+    const review = projectOf(fx.base, "gamma", "review-2");
+    writeSession(review.sessionsDir, "r.jsonl", [
+      header(project),
+      user("u1", null, "zanzibarite in the review seat"),
+    ]);
+    const store = tempDir(t, "walk-store-");
+    mkdirSync(join(store, encodeCwd(project)), { recursive: true });
+    writeSession(join(store, encodeCwd(project)), "2026-01-01T00-00-00-000Z_s.jsonl", [
+      header(project),
+      user("u1", null, "zanzibarite in Pi's own store"),
+    ]);
+    const config = join(tempDir(t, "walk-config-"), "board.json");
+    writeFileSync(
+      config,
+      JSON.stringify({ specs: [{ kind: "repository", projectRoot: project, seat: "review-2" }] }),
+    );
+    const env = { ...checkoutEnv(), XDG_CACHE_HOME: cache };
+    for (const [sources, flags, text] of [
+      [["--project", project, "--seat", "*"], `--project ${project} --seat '\\*'`, "review seat"],
+      [["--pi-sessions", store], `--pi-sessions ${store}`, "Pi's own store"],
+      [["--config", config], `--config ${config}`, "review seat"],
+    ] as const) {
+      const r = await runCli(t, ["search", "zanzibarite", ...sources]);
+      assert.equal(r.code, 0, r.stderr);
+      const reads = readLines(r.stdout);
+      assert.ok(reads.length > 0, r.stdout);
+      const read: string[] = [];
+      for (const line of reads) {
+        assert.match(line, new RegExp(` --branch \\S+ ${flags}$`), "the sources, shell-quoted");
+        const x = await runLine(t, line, { cwd: ROOT, env, ms: 60_000 });
+        assert.equal(x.code, 0, `${line}\n${x.stderr}`);
+        assert.match(x.stdout, /zanzibarite/);
+        read.push(x.stdout);
+      }
+      assert.ok(
+        read.some((out) => out.includes(text)),
+        `one of them reads the hit in the ${text}`,
+      );
+    }
+  });
+
+  it("wraps hit blocks to the width, the read line whole", () => {
+    const snippet = `${"a long snippet of many words ".repeat(6)}with zanzibarite in it`;
+    const at = snippet.indexOf("zanzibarite");
+    const hit = {
+      conversation: "pi-0123456789abcdef0123456789abcdef01234567",
+      branch: "main",
+      entry: "n.u1",
+      snippet,
+      matches: [[at, at + "zanzibarite".length]] as [number, number][],
+      title: "A title long enough that forty columns cannot hold it on one line",
+      project: "gamma",
+      seat: "main",
+      timestamp: "2026-01-01T00:00:01.000Z",
+    };
+    const text = hitText(hit, ["--project", "/a dir/gamma"], 40);
+    const lines = text.split("\n");
+    const read = lines.filter((l) => l.includes(" read "));
+    assert.deepEqual(read, [
+      `  ${commandPrefix()} read ${hit.conversation} --branch main --project '/a dir/gamma'`,
+    ]);
+    for (const l of lines.filter((x) => !x.includes(" read "))) {
+      assert.ok(l.length <= 40, `wider than 40: ${JSON.stringify(l)}`);
+    }
+    assert.match(text, /\[zanzibarite\]/);
+    assert.ok(lines.length > 6, "the title and the snippet took more lines");
+  });
+
+  it("keeps text search lines within 80 columns but the read line", async (t) => {
+    const fx = writeReadingFixture(t);
+    const r = await runCli(t, ["search", "line", "--project", join(fx.base, "gamma")]);
+    assert.equal(r.code, 0, r.stderr);
+    const wide = r.stdout.split("\n").filter((l) => l.length > 80 && !l.includes(" read "));
+    assert.deepEqual(wide, []);
+  });
+
+  it("names refused roots as catalogue does, and still prints the good roots' hits", async (t) => {
+    const fx = writeReadingFixture(t);
+    const project = join(fx.base, "gamma");
+    const gone = await runCli(t, ["search", "zanzibarite", "--project", "/nonexistent"]);
+    assert.equal(gone.code, 1);
+    assert.equal(gone.stdout, "No match.\n");
+    assert.match(gone.stderr, /^refused: unavailable: root nonexistent\/main: /m);
+    const json = await runCli(t, ["search", "zanzibarite", "--project", "/nonexistent", "--json"]);
+    assert.equal(json.code, 1);
+    assert.equal(json.stdout, "[]\n");
+    const mixed = await runCli(t, [
+      ...["search", "zanzibarite", "--project", project, "--seat", "nope", "--seat", "main"],
+    ]);
+    assert.equal(mixed.code, 1);
+    assert.match(mixed.stdout, /\[zanzibarite\]/, "the good root's hit");
+    assert.equal(
+      mixed.stderr,
+      "refused: unavailable: root gamma/nope: The session root does not exist.\n",
+    );
+    // No source and no Pi store yet: a note, as catalogue's, and 0.
+    const agent = tempDir(t, "walk-agent-");
+    const env = { PI_CODING_AGENT_DIR: agent };
+    const none = await runCli(t, ["search", "zanzibarite"], { env });
+    const cat = await runCli(t, ["catalogue"], { env });
+    assert.equal(none.code, 0, none.stderr);
+    assert.equal(none.stdout, "No match.\n");
+    assert.equal(none.stderr, cat.stderr, "the same note as catalogue's");
+    assert.match(none.stderr, /Pi's session store does not exist yet/);
+  });
+
+  it("joins the query's words, all of which must match, and takes words after --", async (t) => {
+    const fx = writeReadingFixture(t);
+    const project = join(fx.base, "gamma");
+    const both = await runCli(t, ["search", "tidy", "zanzibarite", "--project", project, "--json"]);
+    assert.equal(both.code, 0, both.stderr);
+    assert.deepEqual(
+      (JSON.parse(both.stdout) as { entry: string }[]).map((h) => h.entry),
+      ["n.u1"],
+    );
+    const notAll = await runCli(t, ["search", "zanzibarite", "nothingatall", "--project", project]);
+    assert.equal(notAll.stdout, "No match.\n");
+    const dashed = await runCli(t, ["search", "--project", project, "--json", "--", "zanzibarite"]);
+    assert.equal(dashed.code, 0, dashed.stderr);
+    assert.equal((JSON.parse(dashed.stdout) as unknown[]).length, 1);
+    const nothing = await runCli(t, ["search", "--project", project, "--"]);
+    assert.equal(nothing.code, 2);
+    assert.match(nothing.stderr, /missing the <query>/);
+  });
+
+  it("says a usage error over real lines, and search --help gives the query's limit", async (t) => {
+    const r = await runCli(t, ["search", "x", "--limit", "-1", "--project", "/p"]);
+    assert.equal(r.code, 2);
+    assert.doesNotMatch(r.stderr, /\^J/);
+    assert.match(
+      r.stderr,
+      /^conversation: Option '--limit' argument is ambiguous\.\nDid you forget .*\nTo specify .*'--limit=-XYZ'\.\nRun "/,
+    );
+    const typed = await runCli(t, ["search", "x", "--a\nb"]);
+    assert.match(
+      typed.stderr,
+      /^conversation: Unknown option '--a\^Jb'\n/,
+      "a typed LF stays visible",
+    );
+    const help = await runCli(t, ["search", "--help"]);
+    assert.match(
+      help.stdout.replace(/\s+/g, " "),
+      new RegExp(`at most ${QUERY_MAX_CHARS} characters`),
+    );
+  });
+
+  it("refuses an --out it cannot write in words, with what to do, and no stack", async (t) => {
+    const fx = writeReadingFixture(t);
+    const project = join(fx.base, "gamma");
+    const dir = tempDir(t, "walk-out-");
+    const exportTo = (out: string) =>
+      runCli(t, ["export", fx.conversation, "--project", project, "--format", "md", "--out", out]);
+    const missing = await exportTo(join(dir, "nonexistent-dir", "x.md"));
+    assert.equal(missing.code, 1);
+    assert.equal(
+      missing.stderr,
+      `refused: cannot-write: --out ${join(dir, "nonexistent-dir", "x.md")}: the folder ${join(dir, "nonexistent-dir")} does not exist; create it first (mkdir -p ${join(dir, "nonexistent-dir")}) or name a file in a folder that exists.\n`,
+    );
+    const folder = await exportTo(dir);
+    assert.equal(folder.code, 1);
+    assert.equal(
+      folder.stderr,
+      `refused: cannot-write: --out ${dir} is a folder; name a file in it, for example --out ${join(dir, `${fx.conversation}.md`)}\n`,
+    );
+    writeFileSync(join(dir, "file"), "");
+    const under = await exportTo(join(dir, "file", "x.md"));
+    assert.equal(under.code, 1);
+    assert.match(under.stderr, /^refused: cannot-write: .* is not a folder; [^\n]*\n$/);
+    assert.deepEqual(readdirSync(dir), ["file"], "nothing was written");
+  });
+
+  it("refuses search with a cache it cannot make as search-unavailable, in words", async (t) => {
+    const fx = writeReadingFixture(t);
+    const file = join(tempDir(t, "walk-xdg-"), "a-file");
+    writeFileSync(file, "");
+    const r = await runCli(t, ["search", "zanzibarite", "--project", join(fx.base, "gamma")], {
+      env: { XDG_CACHE_HOME: file },
+    });
+    assert.equal(r.code, 1);
+    assert.equal(
+      r.stderr,
+      `refused: search-unavailable: The search cache ${file}/mosaic-conversation cannot be made: it, or a part of its path, is a file, not a folder (ENOTDIR); set XDG_CACHE_HOME to a folder you may write to (the cache is $XDG_CACHE_HOME/mosaic-conversation, else ~/.cache/mosaic-conversation).\n`,
+    );
+    assert.equal(r.stdout, "");
+  });
+
+  it("says where export looked for an unknown conversation, with the lines that look further", async (t) => {
+    const fx = writeReadingFixture(t);
+    const project = join(fx.base, "gamma");
+    const r = await runCli(t, ["export", "pi-0", "--project", project, "--format", "md"]);
+    const read = await runCli(t, ["read", "pi-0", "--project", project]);
+    assert.equal(r.code, 1);
+    const sessions = join(project, ".pi", "state", "main", "sessions");
+    assert.equal(
+      r.stderr,
+      [
+        `refused: unknown-conversation: no conversation pi-0 in ${sessions}.`,
+        `Only seat main of ${project} was searched (--seat, default main).`,
+        `Search every seat: npm run conversation -- export pi-0 --project ${project} --seat '*' --format md`,
+        `List them: npm run conversation -- catalogue --project ${project} --seat '*'`,
+        "",
+      ].join("\n"),
+    );
+    assert.equal(
+      r.stderr.replace(" export pi-0 ", " read pi-0 ").replace(" --format md", ""),
+      read.stderr,
+      "read's message, this export's line",
+    );
+    assert.doesNotMatch(r.stderr, /reload/);
   });
 });
