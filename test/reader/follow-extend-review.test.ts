@@ -14,6 +14,8 @@ import { describe, it } from "node:test";
 import type { Reader, ReadResult } from "../../src/reader/reader.ts";
 import {
   assistant,
+  entriesOf,
+  expectOk,
   header,
   idOf,
   type Project,
@@ -320,5 +322,87 @@ describe("follow in place, reviewed", () => {
         run(seed, 50, tempDir(t), options);
       });
     }
+  }
+});
+
+describe("follow in place after a rewrite, reviewed", () => {
+  const modes: [string, Options][] = [
+    ["bytes compared while racy", {}],
+    ["change time trusted at once", { racyWindowMs: 0 }],
+  ];
+  for (const [mode, options] of modes) {
+    it(`refuses the newer snapshot's cursors and serves the older ones the new bytes (${mode})`, (t) => {
+      const base = tempDir(t);
+      const p = project(join(base, "s"));
+      const file = join(p.sessionsDir, "s.jsonl");
+      let body = line(header(p.projectRoot));
+      for (let i = 0; i < 230; i++)
+        body += line(user(`e${i}`, i === 0 ? null : `e${i - 1}`, `q ${i}`));
+      writeFileSync(file, body);
+      const reader = readerFor(p, options).raw;
+      const id = idOf(reader, "s.jsonl");
+      const fresh = (bytes: string) => {
+        const o = project(join(base, `o${Math.random().toString(36).slice(2, 8)}`));
+        writeFileSync(
+          join(o.sessionsDir, "o.jsonl"),
+          bytes.replace(JSON.stringify(p.projectRoot), JSON.stringify(o.projectRoot)),
+        );
+        const r = readerFor(o).raw;
+        return readAll(r, idOf(r, "o.jsonl"), "main");
+      };
+      const s0 = body;
+      const ref0 = fresh(s0);
+      const first0 = expectOk(reader.open({ conversation: id, branch: "main" }));
+      const f0 = readAll(reader, id, "main").last.follow!;
+      // S1 (copied into a buffer with room), then S2 (appended in place).
+      const x1 = line(assistant("x1", "e229", "first"));
+      appendFileSync(file, x1);
+      const s1 = s0 + x1;
+      const f0first = expectOk(reader.next({ cursor: f0.id, conversation: id, branch: "main" }));
+      assert.deepEqual(entriesOf(f0first.page.parts), ["n.x1"]);
+      const first1 = expectOk(reader.open({ conversation: id, branch: "main" }));
+      const f1 = readAll(reader, id, "main").last.follow!;
+      const x2 = line(user("x2", "x1", "second, to be rewritten"));
+      appendFileSync(file, x2);
+      const f2 = expectOk(
+        reader.next({ cursor: f0first.follow!.id, conversation: id, branch: "main" }),
+      );
+      assert.deepEqual(entriesOf(f2.page.parts), ["n.x2"]);
+      const first2 = expectOk(reader.open({ conversation: id, branch: "main" }));
+
+      // Rewritten past S1: S1's bytes stay, S2's last line is replaced by a longer one.
+      const y2 = line(user("y2", "x1", "second, rewritten and longer than before"));
+      writeFileSync(file, s1 + y2);
+      const ref1 = fresh(s1);
+      const refY = fresh(s1 + y2);
+
+      // S2's cursors are refused; S1's and S0's serve as fresh reads of their bytes.
+      const r2 = reader.next({ cursor: first2.cursor!.id, conversation: id, branch: "main" });
+      assert.equal(r2.ok ? "served" : r2.refusal.code, "source-replaced");
+      const r2f = reader.next({ cursor: f2.follow!.id, conversation: id, branch: "main" });
+      assert.equal(r2f.ok ? "served" : r2f.refusal.code, "source-replaced");
+      const p1 = expectOk(
+        reader.next({ cursor: first1.cursor!.id, conversation: id, branch: "main" }),
+      );
+      const at1 = first1.page.parts.length;
+      assert.deepEqual(p1.page.parts, ref1.parts.slice(at1, at1 + 100));
+      assert.deepEqual(p1.view, ref1.last.view);
+      const p0 = expectOk(
+        reader.next({ cursor: first0.cursor!.id, conversation: id, branch: "main" }),
+      );
+      const at0 = first0.page.parts.length;
+      assert.deepEqual(p0.page.parts, ref0.parts.slice(at0, at0 + 100));
+      assert.deepEqual(p0.view, ref0.last.view);
+      const g1 = expectOk(reader.next({ cursor: f1.id, conversation: id, branch: "main" }));
+      assert.deepEqual(entriesOf(g1.page.parts), ["n.y2"]);
+      assert.deepEqual(g1.view, refY.last.view);
+      assert.deepEqual(readAll(reader, id, "main").parts, refY.parts);
+      // And S1 extended again, in place where it can, after the rewrite.
+      const y3 = line(assistant("y3", "y2", "third"));
+      appendFileSync(file, y3);
+      const g2 = expectOk(reader.next({ cursor: g1.follow!.id, conversation: id, branch: "main" }));
+      assert.deepEqual(entriesOf(g2.page.parts), ["n.y3"]);
+      assert.deepEqual(readAll(reader, id, "main").parts, fresh(s1 + y2 + y3).parts);
+    });
   }
 });
