@@ -158,8 +158,11 @@ export function createReader(options: ReaderOptions): Reader {
   function parse(data: SnapshotData, root: PiRoot, prev?: Parsed): Parsed {
     const hit = parses.get(cacheKey(root), data);
     if (hit) {
-      // Bytes verified again: later checks may rely on the newer stamp.
+      // Bytes verified again: later checks may rely on the newer stamp. A whole-file read's
+      // stamp comes with whether the file ends part way through a line: kept together, so a
+      // later read that the stamp proves untouched (and returns this data as it is) reports it.
       hit.data.stamp = data.stamp;
+      if (data.stamp.whole) hit.data.incomplete = data.incomplete;
       return hit;
     }
     // The new snapshot starts with the verified bytes of the old: share them, keep one copy.

@@ -406,3 +406,33 @@ describe("follow in place after a rewrite, reviewed", () => {
     });
   }
 });
+
+describe("a partial last line, reviewed", () => {
+  it("an open proved untouched by the change time still says the last line is incomplete", async (t) => {
+    const p = project(tempDir(t));
+    const file = join(p.sessionsDir, "s.jsonl");
+    writeFileSync(file, line(header(p.projectRoot)) + line(user("e0", null, "hello")));
+    const reader = readerFor(p, { racyWindowMs: 0 }).raw;
+    const id = idOf(reader, "s.jsonl");
+    const settle = () => new Promise((r) => setTimeout(r, 30));
+    await settle();
+    assert.equal(expectOk(reader.open({ conversation: id })).view.incomplete, false);
+    // A writer is part way through the next line.
+    appendFileSync(file, line(assistant("e1", "e0", "hi")).slice(0, 20));
+    await settle();
+    const partly = expectOk(reader.open({ conversation: id }));
+    assert.equal(partly.view.incomplete, true, "the first open after the partial write");
+    await settle();
+    // Nothing changed since: the settled read before proves it, and the file still ends part
+    // way through a line.
+    const again = expectOk(reader.open({ conversation: id }));
+    assert.equal(again.page.snapshot.digest, partly.page.snapshot.digest);
+    assert.equal(again.view.incomplete, true, "an open of the unchanged file");
+    await settle();
+    const followed = expectOk(
+      reader.next({ cursor: partly.follow!.id, conversation: id, branch: partly.page.branch }),
+    );
+    assert.deepEqual(followed.page.parts, []);
+    assert.equal(followed.view.incomplete, true, "a follow of the unchanged file");
+  });
+});
