@@ -166,7 +166,11 @@ export function createReader(options: ReaderOptions): Reader {
       return hit;
     }
     // The new snapshot starts with the verified bytes of the old: share them, keep one copy.
-    if (prev) prev.data.buf = data.buf.subarray(0, prev.data.buf.length);
+    // The older snapshot's room, if any, is let go with its old buffer.
+    if (prev) {
+      prev.data.buf = data.buf.subarray(0, prev.data.buf.length);
+      if (data.room) prev.data.room = data.room;
+    }
     const header = prev ? prev.session.header : parseHeader(data.buf, data.incomplete, root);
     const session = prev ? extendSession(prev.session, data.buf) : parseSession(data.buf, header);
     const parsed: Parsed = { data, session, items: new Map() };

@@ -8,10 +8,14 @@
 // late it is read, must equal what a fresh reader serves for a file holding exactly that
 // snapshot's bytes (the oracle), and a follow must serve exactly the oracle's continuation.
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { ParseCache } from "../../src/reader/parse-cache.ts";
+import { parseHeader } from "../../src/reader/pi.ts";
 import type { Reader, ReadResult } from "../../src/reader/reader.ts";
+import { parseSession } from "../../src/reader/tree.ts";
 import {
   assistant,
   entriesOf,
@@ -434,5 +438,48 @@ describe("a partial last line, reviewed", () => {
     );
     assert.deepEqual(followed.page.parts, []);
     assert.equal(followed.view.incomplete, true, "a follow of the unchanged file");
+  });
+});
+
+describe("the parse cache's bound, reviewed", () => {
+  it("counts the buffers a follow's snapshots hold, spare room included", () => {
+    // What a follow of a tiny file makes (snapshot.ts extendWith): a room of the snapshot's
+    // bytes plus an eighth plus 64 KiB, the older snapshot a shorter view of the same room.
+    const bound = 256 * 1024;
+    const cache = new ParseCache(bound);
+    const session = parseSession(
+      Buffer.from(line(header("/p"))),
+      parseHeader(Buffer.from(line(header("/p"))), false, { projectRoot: "/p" }),
+    );
+    const stamp = { ctimeNs: 1n, size: 0, settled: false, whole: true };
+    for (let f = 0; f < 10; f++) {
+      const room = { buf: Buffer.alloc(1024 + 128 + 64 * 1024), used: 1100 };
+      for (const used of [1000, 1100]) {
+        const buf = room.buf.subarray(0, used);
+        const hash = createHash("sha256").update(buf);
+        const data = {
+          buf,
+          room,
+          snapshot: { bytes: used, digest: `${f}-${used}` },
+          incomplete: false,
+          dev: 1n,
+          ino: BigInt(f),
+          stamp,
+          hash,
+        };
+        cache.put("/p", { data, session, items: new Map() });
+      }
+    }
+    // The memory the cached snapshots hold: each buffer once, whole.
+    const held = new Set<ArrayBufferLike>();
+    let bytes = 0;
+    for (let f = 0; f < 10; f++) {
+      const p = cache.latest("/p", 1n, BigInt(f));
+      if (p && !held.has(p.data.buf.buffer)) {
+        held.add(p.data.buf.buffer);
+        bytes += p.data.buf.buffer.byteLength;
+      }
+    }
+    assert.ok(bytes <= bound, `the cached snapshots hold ${bytes} bytes; the bound is ${bound}`);
   });
 });
