@@ -1,8 +1,9 @@
 // The parse cache: parsed snapshots shared by every cursor on them, at most two per file
 // (the one being paged and the one a follow just took) and at most 512 MiB of snapshot bytes in
-// all, least recently used first out. A follow extends its file's cached parse with only the
-// appended lines instead of parsing the whole file again, in place: the two snapshots of a file
-// share their bytes and structures as prefixes (tree.ts), so they hold about one copy, not two.
+// all (the buffers they hold, a follow's spare room included), least recently used first out.
+// A follow extends its file's cached parse with only the appended lines instead of parsing the
+// whole file again, in place: the two snapshots of a file share their bytes and structures as
+// prefixes (tree.ts), so they hold about one copy, not two.
 import type { BranchItems } from "./items.ts";
 import type { SnapshotData } from "./snapshot.ts";
 import type { ParsedSession } from "./tree.ts";
@@ -62,10 +63,10 @@ export class ParseCache {
     this.#files.delete(key);
     this.#files.set(key, list);
     let bytes = 0;
-    for (const l of this.#files.values()) for (const p of l) bytes += p.data.buf.length;
+    for (const l of this.#files.values()) bytes += heldBytes(l);
     for (const [k, l] of this.#files) {
       if (bytes <= this.#maxBytes || k === key) continue;
-      for (const p of l) bytes -= p.data.buf.length;
+      bytes -= heldBytes(l);
       this.#files.delete(k);
     }
   }
@@ -75,6 +76,25 @@ export class ParseCache {
     for (const l of this.#files.values()) n += l.length;
     return n;
   }
+}
+
+/**
+ * The memory a file's cached snapshots hold: every buffer their bytes are views of, whole (a
+ * follow's room holds spare bytes past its snapshot, up to an eighth more and 64 KiB), each
+ * counted once (a file's snapshots share one room). Counting only the snapshots' lengths let
+ * many followed small files hold several times the bound.
+ */
+function heldBytes(list: readonly Parsed[]): number {
+  const seen = new Set<ArrayBufferLike>();
+  let n = 0;
+  for (const p of list) {
+    for (const b of [p.data.buf, p.data.room?.buf]) {
+      if (b === undefined || seen.has(b.buffer)) continue;
+      seen.add(b.buffer);
+      n += b.buffer.byteLength;
+    }
+  }
+  return n;
 }
 
 function keyOf(root: string, dev: bigint, ino: bigint): string {

@@ -158,12 +158,19 @@ export function createReader(options: ReaderOptions): Reader {
   function parse(data: SnapshotData, root: PiRoot, prev?: Parsed): Parsed {
     const hit = parses.get(cacheKey(root), data);
     if (hit) {
-      // Bytes verified again: later checks may rely on the newer stamp.
+      // Bytes verified again: later checks may rely on the newer stamp. A whole-file read's
+      // stamp comes with whether the file ends part way through a line: kept together, so a
+      // later read that the stamp proves untouched (and returns this data as it is) reports it.
       hit.data.stamp = data.stamp;
+      if (data.stamp.whole) hit.data.incomplete = data.incomplete;
       return hit;
     }
     // The new snapshot starts with the verified bytes of the old: share them, keep one copy.
-    if (prev) prev.data.buf = data.buf.subarray(0, prev.data.buf.length);
+    // The older snapshot's room, if any, is let go with its old buffer.
+    if (prev) {
+      prev.data.buf = data.buf.subarray(0, prev.data.buf.length);
+      if (data.room) prev.data.room = data.room;
+    }
     const header = prev ? prev.session.header : parseHeader(data.buf, data.incomplete, root);
     const session = prev ? extendSession(prev.session, data.buf) : parseSession(data.buf, header);
     const parsed: Parsed = { data, session, items: new Map() };
