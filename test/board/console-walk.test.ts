@@ -366,6 +366,8 @@ describe("board Console walk-through", { skip: browserSkip }, () => {
     await toggle.click();
     assert.equal(await toggle.getAttribute("aria-pressed"), "true");
     assert.notEqual(await look("#theme-toggle"), await look("#keys-help"), "pressed shows");
+    const named = page.getByRole("button", { name: "Dark theme", exact: true, pressed: true });
+    assert.equal(await named.count(), 1, "its name stays the same; the state is aria-pressed");
     await toggle.press("Enter");
     assert.equal(await toggle.getAttribute("aria-pressed"), "false");
     assert.equal(await look("#theme-toggle"), await look("#keys-help"));
