@@ -3,8 +3,10 @@
 // move while the file grows), the root's missing-parent or loop notice, and the forked-session
 // notice. Held as one Int32Array (an entry index, or a notice as -1 - its number), and made into
 // objects only for the items a page renders.
-import { type EntryRec, type EntryTable, entryAt, keyOf, type LineNotice } from "./pi.ts";
-import { LOOP, MISSING_PARENT, type ParsedSession } from "./tree.ts";
+import { createHash, type Hash } from "node:crypto";
+import { type EntryRec, type EntryTable, entryAt, keyOf, type LineNotice, roomFor } from "./pi.ts";
+import { LOOP, leafOf, MISSING_PARENT, type ParsedSession } from "./tree.ts";
+import { work } from "./work.ts";
 
 export type NoticeItemCode =
   | "malformed-line"
@@ -22,29 +24,126 @@ export type NoticeItem = {
 };
 export type Item = { kind: "entry"; rec: EntryRec } | NoticeItem;
 
+/**
+ * The codes of a branch's item lists and their notices, shared by a list and the lists that
+ * extend it in place (a follow): codes are only appended, so each list reads its own prefix.
+ */
+type ItemStore = { codes: Int32Array; used: number; notices: NoticeItem[] };
+
 /** A branch's items, read by position. */
 export class BranchItems {
+  readonly #store: ItemStore;
   readonly #codes: Int32Array;
+  readonly #length: number;
+  /** How many of the store's notices this list has. */
+  readonly #notices: number;
   readonly #entries: EntryTable;
-  readonly #notices: NoticeItem[];
+  /** SHA-256 state after every item's key, once asked for (a follow cursor's digest). */
+  #hash: Hash | null = null;
+  #digest: string | null = null;
+  /** The digest of the list this one extends, at its length. */
+  readonly #base: { length: number; digest: string } | null;
 
-  constructor(codes: Int32Array, entries: EntryTable, notices: NoticeItem[]) {
-    this.#codes = codes;
-    this.#entries = entries;
+  constructor(
+    store: ItemStore,
+    length: number,
+    notices: number,
+    entries: EntryTable,
+    base: { length: number; digest: string; hash: Hash } | null,
+    added: number,
+  ) {
+    this.#store = store;
+    this.#codes = store.codes;
+    this.#length = length;
     this.#notices = notices;
+    this.#entries = entries;
+    this.#base = base && { length: base.length, digest: base.digest };
+    if (base) {
+      const h = base.hash.copy();
+      for (let i = base.length; i < length; i++) h.update(`${itemKey(this.at(i))}\n`);
+      work.keysHashed += added;
+      this.#hash = h;
+    }
   }
 
   get length(): number {
-    return this.#codes.length;
+    return this.#length;
   }
 
   /** The item at `i` (0 <= i < length). */
   at(i: number): Item {
-    const code = this.#codes[i];
-    if (code === undefined) throw new RangeError(`no item ${i} in a branch of ${this.length}`);
+    if (!(i >= 0 && i < this.#length)) {
+      throw new RangeError(`no item ${i} in a branch of ${this.length}`);
+    }
+    const code = this.#codes[i]!;
     return code >= 0
       ? { kind: "entry", rec: entryAt(this.#entries, code) }
-      : this.#notices[-1 - code]!;
+      : this.#store.notices[-1 - code]!;
+  }
+
+  /**
+   * SHA-256 over the keys of the first `count` items, one per line: what a follow cursor pins
+   * of a branch's earlier history. Kept for the whole list and the list it extends, so a chain
+   * of follows hashes each item once.
+   */
+  digestOf(count: number): string {
+    if (count === this.#length) return this.#full().digest;
+    if (this.#base && count === this.#base.length) return this.#base.digest;
+    const h = createHash("sha256");
+    for (let i = 0; i < count; i++) h.update(`${itemKey(this.at(i))}\n`);
+    work.keysHashed += count;
+    return h.digest("hex");
+  }
+
+  #full(): { digest: string; hash: Hash } {
+    if (!this.#hash) {
+      const h = createHash("sha256");
+      for (let i = 0; i < this.#length; i++) h.update(`${itemKey(this.at(i))}\n`);
+      work.keysHashed += this.#length;
+      this.#hash = h;
+    }
+    this.#digest ??= this.#hash.copy().digest("hex");
+    return { digest: this.#digest, hash: this.#hash };
+  }
+
+  /**
+   * This list followed by `codes` (entry rows, or notices numbered from `notices`'s first as
+   * -1 - k), over the longer parse's table: in place when nothing else was appended to the
+   * store since, else copied. The new list's digest continues this one's when it is known.
+   */
+  extended(
+    codes: readonly number[],
+    notices: readonly NoticeItem[],
+    entries: EntryTable,
+  ): BranchItems {
+    const s = this.#store;
+    const n = this.#length;
+    const total = n + codes.length;
+    let store: ItemStore;
+    if (s.used === n && s.notices.length === this.#notices) {
+      store = s;
+    } else {
+      // Another list already appended here: copy this one's prefix (rare: a second follow from
+      // the same snapshot after a different append).
+      work.itemsListed += n;
+      store = { codes: this.#codes, used: n, notices: s.notices.slice(0, this.#notices) };
+    }
+    if (store.codes.length < total || store !== s) {
+      const grown = new Int32Array(roomFor(total));
+      grown.set(store.codes.subarray(0, n));
+      store.codes = grown;
+    }
+    const first = store.notices.length;
+    // One at a time: a spread of a huge list of notices would overflow the stack.
+    for (const notice of notices) store.notices.push(notice);
+    for (let i = 0; i < codes.length; i++) {
+      const c = codes[i]!;
+      store.codes[n + i] = c >= 0 ? c : -1 - (first + (-1 - c));
+    }
+    store.used = total;
+    work.itemsListed += codes.length;
+    const base = this.#hash ? { length: n, ...this.#full() } : null;
+    return new BranchItems(store, total, first + notices.length, entries, base, codes.length);
   }
 }
 
@@ -65,14 +164,15 @@ export function branchItems(parsed: ParsedSession, b: number): BranchItems {
     });
   }
   const path: number[] = [];
-  const leaf = parsed.branches.leaf[b]!;
+  const leaf = leafOf(parsed, b);
   for (let cur = leaf; cur >= 0; cur = parsed.parent[cur]!) path.push(cur);
   path.reverse();
   const lines = parsed.lineNotices;
+  const lineCount = parsed.noticeCount;
   const table = parsed.scan.entries;
   let ni = 0;
   const flushBefore = (line: number) => {
-    while (ni < lines.length && lines[ni]!.line < line) notice(lineNoticeItem(lines[ni++]!));
+    while (ni < lineCount && lines[ni]!.line < line) notice(lineNoticeItem(lines[ni++]!));
   };
   for (let i = 0; i < path.length; i++) {
     const rec = entryAt(table, path[i]!);
@@ -93,7 +193,48 @@ export function branchItems(parsed: ParsedSession, b: number): BranchItems {
     codes.push(rec.index);
   }
   flushBefore(Number.POSITIVE_INFINITY);
-  return new BranchItems(Int32Array.from(codes), table, notices);
+  work.itemsListed += codes.length;
+  const store = { codes: Int32Array.from(codes), used: codes.length, notices };
+  return new BranchItems(store, codes.length, notices.length, table, null, 0);
+}
+
+/**
+ * The items of branch `b` of `next`, a parse that extended `prev` in place (tree.ts), from
+ * `prev`'s list of the same branch: the entries appended to the branch and the line notices
+ * appended to the file, in the order branchItems gives them, in time proportional to them.
+ * Null when `next` is not such an extension or the branch did not just grow at its leaf.
+ */
+export function extendBranchItems(
+  prev: ParsedSession,
+  prevItems: BranchItems,
+  next: ParsedSession,
+  b: number,
+): BranchItems | null {
+  if (next.cols !== prev.cols || b >= prev.branches.count) return null;
+  const from = prev.scan.entries.count;
+  const oldLeaf = leafOf(prev, b);
+  const added: number[] = [];
+  let cur = leafOf(next, b);
+  for (; cur >= from; cur = next.parent[cur]!) added.push(cur);
+  if (cur !== oldLeaf) return null;
+  added.reverse();
+  const table = next.scan.entries;
+  const notices: NoticeItem[] = [];
+  const codes: number[] = [];
+  const lines = next.lineNotices;
+  let ni = prev.noticeCount;
+  const flushBefore = (line: number) => {
+    while (ni < next.noticeCount && lines[ni]!.line < line) {
+      notices.push(lineNoticeItem(lines[ni++]!));
+      codes.push(-notices.length);
+    }
+  };
+  for (const row of added) {
+    flushBefore(table.lines[row]!);
+    codes.push(row);
+  }
+  flushBefore(Number.POSITIVE_INFINITY);
+  return prevItems.extended(codes, notices, table);
 }
 
 function chatIdOf(rec: EntryRec): string {
@@ -124,7 +265,7 @@ function missingParentItem(parsed: ParsedSession, rec: EntryRec): NoticeItem {
   // Line notices are in line order: start at the last one above the entry.
   const notices = parsed.lineNotices;
   let lo = 0;
-  let hi = notices.length;
+  let hi = parsed.noticeCount;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
     if (notices[mid]!.line < rec.line) lo = mid + 1;

@@ -1,7 +1,8 @@
 // The parse cache: parsed snapshots shared by every cursor on them, at most two per file
 // (the one being paged and the one a follow just took) and at most 512 MiB of snapshot bytes in
 // all, least recently used first out. A follow extends its file's cached parse with only the
-// appended lines instead of parsing the whole file again.
+// appended lines instead of parsing the whole file again, in place: the two snapshots of a file
+// share their bytes and structures as prefixes (tree.ts), so they hold about one copy, not two.
 import type { BranchItems } from "./items.ts";
 import type { SnapshotData } from "./snapshot.ts";
 import type { ParsedSession } from "./tree.ts";

@@ -9,6 +9,7 @@ import { checkStoreCwd } from "./pi-store.ts";
 import { Refusal } from "./refusal.ts";
 import { isCwdInsideProject } from "./safe-fs.ts";
 import type { PiRoot } from "./sources.ts";
+import { work } from "./work.ts";
 
 /**
  * A valid entry line: a JSON object with a string id. Made on demand from the entry table
@@ -30,6 +31,8 @@ export type EntryRec = {
  * Every entry line of a snapshot in file order, duplicates included, as columns: a few words
  * per entry (an id string, shared parent id and type strings, three 32-bit numbers) instead of
  * an object each. Columns may be longer than `count`; only the first `count` rows are entries.
+ * A longer snapshot of the same file may append its rows to the same columns (sharedScan): the
+ * rows below `count` never change, so this table still reads exactly as it did.
  */
 export type EntryTable = {
   count: number;
@@ -80,6 +83,7 @@ function emptyTable(): EntryTable {
 
 /** A copy to append to: the parse that owns `t` must not see rows added for a longer one. */
 function copyTable(t: EntryTable): EntryTable {
+  work.rowsCopied += t.count;
   return {
     count: t.count,
     ids: t.ids.slice(0, t.count),
@@ -91,18 +95,27 @@ function copyTable(t: EntryTable): EntryTable {
   };
 }
 
+/**
+ * Room for `n` rows and some to spare: a follow appends a few rows without reallocating, and
+ * growth by an eighth keeps appends amortized constant while wasting at most an eighth.
+ */
+export function roomFor(n: number): number {
+  return n + Math.max(64, n >>> 3);
+}
+
 function grow(a: Uint32Array): Uint32Array {
-  const b = new Uint32Array(Math.max(64, a.length * 2));
+  const b = new Uint32Array(roomFor(a.length));
   b.set(a);
   return b;
 }
 
-/** Lets go of the columns' spare room once a scan is done (a copy grows them again). */
-function trimTable(t: EntryTable): void {
-  if (t.lines.length === t.count) return;
-  t.lines = t.lines.slice(0, t.count);
-  t.starts = t.starts.slice(0, t.count);
-  t.ends = t.ends.slice(0, t.count);
+/** Lets go of all but a little of the columns' spare room once a whole scan is done. */
+export function trimTable(t: EntryTable): void {
+  const room = t.count + Math.min(t.count >>> 6, 65_536) + 64;
+  if (t.lines.length <= room) return;
+  t.lines = t.lines.slice(0, room);
+  t.starts = t.starts.slice(0, room);
+  t.ends = t.ends.slice(0, room);
 }
 
 function pushEntry(
@@ -226,7 +239,11 @@ export function parseHeader(
 export type ScanState = {
   /** Every entry line in file order, duplicates included. */
   entries: EntryTable;
+  /** Line notices in line order; only the first `notices` belong to this scan (see EntryTable). */
   lineNotices: LineNotice[];
+  notices: number;
+  /** How many of them are malformed lines. */
+  malformed: number;
   /** Bytes scanned (always the end of a whole line) and the last line number seen. */
   scanned: number;
   line: number;
@@ -238,6 +255,8 @@ export function firstScan(buf: Buffer): ScanState {
   return {
     entries: emptyTable(),
     lineNotices: [],
+    notices: 0,
+    malformed: 0,
     scanned: buf.indexOf(NL) + 1,
     line: 1,
     lastV1: null,
@@ -246,7 +265,23 @@ export function firstScan(buf: Buffer): ScanState {
 
 /** A copy of `prev` to continue (`prev` stays as it was: other cursors use its parse). */
 export function continuedScan(prev: ScanState): ScanState {
-  return { ...prev, entries: copyTable(prev.entries), lineNotices: [...prev.lineNotices] };
+  return {
+    ...prev,
+    entries: copyTable(prev.entries),
+    lineNotices: prev.lineNotices.slice(0, prev.notices),
+  };
+}
+
+/**
+ * `prev` continued in its own columns, when no other scan appended to them since `prev` ended
+ * (tree.ts tracks which parse may; the lengths are checked again here): rows and notices past
+ * `prev`'s counts are free. `prev` still reads exactly as before: it looks at its own counts
+ * only. Null when the columns are not free.
+ */
+export function sharedScan(prev: ScanState): ScanState | null {
+  const t = prev.entries;
+  if (t.ids.length !== t.count || prev.lineNotices.length !== prev.notices) return null;
+  return { ...prev, entries: { ...t } };
 }
 
 /** Entry types seen, so millions of entries share a few type strings (bounded: types are few). */
@@ -277,6 +312,7 @@ export function scanLines(buf: Buffer, header: Header, scan: ScanState): ScanSta
       if (f.json && f.object && f.type === "session") {
         // Pi ignores header lines after the first (research §1.2, fixture 16).
         scan.lineNotices.push({ line, start, end, kind: "ignored-header" });
+        scan.notices++;
       } else if (f.json && f.object && (v1 || (typeof f.id === "string" && f.id.length > 0))) {
         // v1 files have no ids: Pi's migration chains them linearly in file order (SM:31-54).
         const id = v1 || typeof f.id !== "string" ? `line-${line}` : f.id;
@@ -286,12 +322,13 @@ export function scanLines(buf: Buffer, header: Header, scan: ScanState): ScanSta
         pushEntry(scan.entries, id, parentId === "" ? null : parentId, type, line, start, end);
       } else {
         scan.lineNotices.push({ line, start, end, kind: "malformed-line" });
+        scan.notices++;
+        scan.malformed++;
       }
     }
     start = end + 1;
   }
   scan.scanned = Math.max(scan.scanned, buf.length);
-  trimTable(scan.entries);
   return scan;
 }
 

@@ -2,7 +2,6 @@
 // controls anything, and takes no path from a caller: a conversation id is resolved by listing
 // the current roots. Refusals are values: every Refusal thrown below is returned here as
 // `{ ok: false, refusal }`, and anything else is a bug and propagates.
-import { createHash } from "node:crypto";
 import type {
   Catalogue,
   CatalogueRow,
@@ -14,7 +13,7 @@ import type {
 import { listRoot, readCatalogue } from "./catalogue.ts";
 import type { PrefixCheck, ProofPolicy } from "./change-time.ts";
 import { type Binding, type CursorState, CursorStore } from "./cursors.ts";
-import { type BranchItems, branchItems, itemKey } from "./items.ts";
+import { type BranchItems, branchItems, extendBranchItems } from "./items.ts";
 import { ParseCache, type Parsed } from "./parse-cache.ts";
 import { fillPage, type Position, type SizedPart } from "./parts.ts";
 import { parseHeader } from "./pi.ts";
@@ -153,18 +152,16 @@ export function createReader(options: ReaderOptions): Reader {
   }
 
   /**
-   * The parse of a snapshot: cached, or extended from the cached parse of `from` (a verified
+   * The parse of a snapshot: cached, or extended from `prev` (the cached parse of a verified
    * prefix of it), or parsed whole.
    */
-  function parse(data: SnapshotData, root: PiRoot, from?: SnapshotData["snapshot"]): Parsed {
+  function parse(data: SnapshotData, root: PiRoot, prev?: Parsed): Parsed {
     const hit = parses.get(cacheKey(root), data);
     if (hit) {
       // Bytes verified again: later checks may rely on the newer stamp.
       hit.data.stamp = data.stamp;
       return hit;
     }
-    const prev =
-      from && parses.get(cacheKey(root), { dev: data.dev, ino: data.ino, snapshot: from });
     // The new snapshot starts with the verified bytes of the old: share them, keep one copy.
     if (prev) prev.data.buf = data.buf.subarray(0, prev.data.buf.length);
     const header = prev ? prev.session.header : parseHeader(data.buf, data.incomplete, root);
@@ -174,12 +171,19 @@ export function createReader(options: ReaderOptions): Reader {
     return parsed;
   }
 
-  function itemsOf(parsed: Parsed, branch: string): BranchItems | null {
+  /**
+   * The items of a branch, cached per parse; after a follow, extended from `prev`'s (the parse
+   * the follow started from) in time proportional to what was appended, when it can be.
+   */
+  function itemsOf(parsed: Parsed, branch: string, prev?: Parsed): BranchItems | null {
     const b = findBranch(parsed.session, branch);
     if (b < 0) return null;
     const cached = parsed.items.get(b);
     if (cached) return cached;
-    const items = branchItems(parsed.session, b);
+    const before = prev?.items.get(b);
+    const items =
+      (prev && before && extendBranchItems(prev.session, before, parsed.session, b)) ??
+      branchItems(parsed.session, b);
     parsed.items.set(b, items);
     return items;
   }
@@ -213,7 +217,7 @@ export function createReader(options: ReaderOptions): Reader {
       follow = cursors.issue("follow", binding, pinned, {
         position: { item: items.length, part: 0 },
         itemCount: items.length,
-        itemsDigest: digestKeys(items, items.length),
+        itemsDigest: items.digestOf(items.length),
         incomplete,
       });
     }
@@ -241,21 +245,24 @@ export function createReader(options: ReaderOptions): Reader {
     const { root, name } = locate(conversation);
     const file = openSessionFile(root.projectRoot, root.sessionsDir, name);
     let data: SnapshotData;
+    let latest: Parsed | undefined;
     try {
       // Opening again a file a settled read proved untouched reuses its latest snapshot (the
       // fstat of the open is the proof; see change-time.ts), else reads the file whole.
       const { identity } = file;
-      const latest = parses.latest(cacheKey(root), identity.dev, identity.ino)?.data;
-      data = openSnapshot(file, latest, policy);
+      latest = parses.latest(cacheKey(root), identity.dev, identity.ino);
+      data = openSnapshot(file, latest?.data, policy);
     } finally {
       closeFile(file);
     }
-    const parsed = parse(data, root);
+    // A file that grew since its latest snapshot is parsed by extending that snapshot's parse.
+    const prev = latest && data.grownFrom === latest.data.snapshot.digest ? latest : undefined;
+    const parsed = parse(data, root, prev);
     const branch =
       req.branch === undefined
         ? branchName(parsed.session, defaultBranch(parsed.session))
         : checkString(req.branch, "unknown-branch", "branch");
-    const items = itemsOf(parsed, branch);
+    const items = itemsOf(parsed, branch, prev);
     if (!items)
       throw new Refusal(
         "unknown-branch",
@@ -297,8 +304,10 @@ export function createReader(options: ReaderOptions): Reader {
     } finally {
       closeFile(file);
     }
-    const parsed = parse(data, root, pinned.snapshot);
-    const items = itemsOf(parsed, binding.branch);
+    // The parse of the pinned snapshot (looked up again: verifying may have taken a while).
+    const prev = parses.get(cacheKey(root), pinned);
+    const parsed = parse(data, root, prev);
+    const items = itemsOf(parsed, binding.branch, prev);
     if (!items) throw replacedBranch("this branch is gone");
     if (state.record.kind === "page") {
       return respond(
@@ -310,10 +319,7 @@ export function createReader(options: ReaderOptions): Reader {
         state.incomplete,
       );
     }
-    if (
-      items.length < state.itemCount ||
-      digestKeys(items, state.itemCount) !== state.itemsDigest
-    ) {
+    if (items.length < state.itemCount || items.digestOf(state.itemCount) !== state.itemsDigest) {
       throw replacedBranch("this branch's earlier history changed");
     }
     const start = { item: state.itemCount, part: 0 };
@@ -376,10 +382,4 @@ function checkString(
   if (typeof v !== "string" || v.length === 0 || v.length > 512)
     throw new Refusal(code, `The ${what} is missing or not valid.`);
   return v;
-}
-
-function digestKeys(items: BranchItems, count: number): string {
-  const h = createHash("sha256");
-  for (let i = 0; i < count; i++) h.update(`${itemKey(items.at(i))}\n`);
-  return h.digest("hex");
 }

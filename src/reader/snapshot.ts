@@ -24,6 +24,7 @@ import {
 } from "./change-time.ts";
 import { Refusal } from "./refusal.ts";
 import { type FileIdentity, type OpenFile, readRange, statOpenFile } from "./safe-fs.ts";
+import { work } from "./work.ts";
 
 /** The (ctime, size) an fstat saw right before the bytes were read, and what that read proves. */
 export type FileStamp = {
@@ -47,7 +48,18 @@ export type SnapshotData = {
   stamp: FileStamp;
   /** SHA-256 state after `buf`: a follow extends the digest without hashing `buf` again. */
   hash: Hash;
+  /** The buffer `buf` starts, with room to append; set once a follow extended a snapshot. */
+  room?: Room;
+  /** The digest of the snapshot this one was made from by appending whole lines (extendWith). */
+  grownFrom?: string;
 };
+
+/**
+ * A buffer that the snapshots of one file share as prefixes: `used` bytes are taken (the
+ * longest snapshot's), the rest is free for the next follow to append to without copying. A
+ * snapshot may append only when it ends at `used`; the bytes any shorter one reads never move.
+ */
+type Room = { buf: Buffer; used: number };
 
 export type Pinned = { dev: bigint; ino: bigint; snapshot: Snapshot };
 
@@ -324,18 +336,37 @@ function extendKnown(
   return extendWith(known, read);
 }
 
-/** `known` followed by the whole lines of `tail`; a new buffer only when there are some. */
+/**
+ * `known` followed by the whole lines of `tail`: appended in the room after `known`'s bytes
+ * when it has some and no longer snapshot took it, else copied into a new buffer with room.
+ */
 function extendWith(known: SnapshotData, read: { tail: Buffer; stamp: FileStamp }): SnapshotData {
   const { tail, stamp } = read;
   const nl = tail.lastIndexOf(0x0a) + 1;
   const incomplete = nl < tail.length;
   if (nl === 0) return { ...known, incomplete, stamp };
   const n = known.buf.length;
-  const buf = Buffer.allocUnsafe(n + nl);
-  known.buf.copy(buf, 0);
-  tail.copy(buf, n, 0, nl);
+  let room = known.room;
+  const inPlace =
+    room !== undefined &&
+    room.used === n &&
+    room.buf.length >= n + nl &&
+    known.buf.buffer === room.buf.buffer &&
+    known.buf.byteOffset === room.buf.byteOffset;
+  if (!room || !inPlace) {
+    // Room for about an eighth more (at most 16 MiB): later follows append in place.
+    const cap = n + nl + Math.min(n >>> 3, 16 * 1024 * 1024) + 64 * 1024;
+    room = { buf: Buffer.allocUnsafeSlow(cap), used: n };
+    known.buf.copy(room.buf, 0);
+    work.bytesCopied += n;
+  }
+  tail.copy(room.buf, n, 0, nl);
+  room.used = n + nl;
+  const buf = room.buf.subarray(0, n + nl);
   const hash = known.hash.copy().update(tail.subarray(0, nl));
   return {
+    room,
+    grownFrom: known.snapshot.digest,
     buf,
     snapshot: { bytes: n + nl, digest: hash.copy().digest("hex") },
     incomplete,

@@ -7,7 +7,7 @@
 import { type BranchInfo, LIMITS, type View } from "../protocol/chat-01.ts";
 import { renderEntry } from "./blocks.ts";
 import { entryAt, entryObject, keyOf, keyOfId } from "./pi.ts";
-import { branchName, defaultBranch, forksOf, type ParsedSession } from "./tree.ts";
+import { branchName, defaultBranch, depthOf, forksOf, leafOf, type ParsedSession } from "./tree.ts";
 
 /** The view of a page of branch `shown` (an index into `s.branches`). */
 export function viewFor(s: ParsedSession, shown: number, incomplete: boolean, buf: Buffer): View {
@@ -45,17 +45,17 @@ export function viewFor(s: ParsedSession, shown: number, incomplete: boolean, bu
 }
 
 function branchInfo(s: ParsedSession, b: number, buf: Buffer): BranchInfo {
-  const { start, leaf, forksFrom, depth } = s.branches;
+  const { start, forksFrom } = s.branches;
   const ids = s.scan.entries.ids;
   const key = (i: number) => (i >= 0 ? keyOfId(ids[i]!) : null);
   const from = forksFrom[b]!;
   return {
     name: branchName(s, b),
-    leaf: key(leaf[b]!),
+    leaf: key(leafOf(s, b)),
     start: key(start[b]!),
     forksFrom:
       from >= 0 ? { branch: branchName(s, s.branchOf[from]!), entry: keyOfId(ids[from]!) } : null,
-    depth: depth[b]!,
+    depth: depthOf(s, b),
     label: labelOf(s, start[b]!, buf),
   };
 }
@@ -63,16 +63,20 @@ function branchInfo(s: ParsedSession, b: number, buf: Buffer): BranchInfo {
 const LABEL_MAX = 60;
 /** Lines longer than this give no label: a label must not cost a page the parse of a huge entry. */
 const LABEL_LINE_MAX = 256 * 1024;
-/** Labels by entry row, per parse: a page's view names up to 100 branches every time. */
-const labels = new WeakMap<ParsedSession, Map<number, string | null>>();
+/**
+ * Labels by entry row, per parse lineage (its shared columns: a parse and the follows that
+ * extended it in place hold the same bytes at each row): a page's view names up to 100
+ * branches every time, and a follow should not render them all again.
+ */
+const labels = new WeakMap<object, Map<number, string | null>>();
 
 /** A branch's label: the first words of its first entry's text, as Pi's `/tree` shows it. */
 function labelOf(s: ParsedSession, row: number, buf: Buffer): string | null {
   if (row < 0) return null;
-  let known = labels.get(s);
+  let known = labels.get(s.cols);
   if (!known) {
     known = new Map();
-    labels.set(s, known);
+    labels.set(s.cols, known);
   }
   const cached = known.get(row);
   if (cached !== undefined) return cached;
@@ -95,14 +99,6 @@ function labelOf(s: ParsedSession, row: number, buf: Buffer): string | null {
   return label;
 }
 
-/** Counted once per parse: the scan's notices do not change. */
-const unreadable = new WeakMap<ParsedSession, number>();
 function unreadableLines(s: ParsedSession): number {
-  let n = unreadable.get(s);
-  if (n === undefined) {
-    n = 0;
-    for (const l of s.lineNotices) if (l.kind === "malformed-line") n++;
-    unreadable.set(s, n);
-  }
-  return n;
+  return s.scan.malformed;
 }

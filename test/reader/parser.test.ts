@@ -1,9 +1,14 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { toChatId } from "../../src/protocol/chat-01.ts";
-import { branchItems, itemKey } from "../../src/reader/items.ts";
+import {
+  type BranchItems,
+  branchItems,
+  extendBranchItems,
+  itemKey,
+} from "../../src/reader/items.ts";
 import { entryAt, keyOf, parseHeader } from "../../src/reader/pi.ts";
-import { branchName, extendSession, parseSession } from "../../src/reader/tree.ts";
+import { branchName, depthOf, extendSession, leafOf, parseSession } from "../../src/reader/tree.ts";
 import {
   assistant,
   entriesOf,
@@ -608,6 +613,72 @@ describe("incremental parse", () => {
   });
 });
 
+describe("incremental parse, chained", () => {
+  it("keeps every earlier parse reading as it did while later ones extend it in place", () => {
+    const cwd = "/p";
+    // A seeded generator: the same lines every run.
+    let seed = 12345;
+    const rand = (n: number) => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed % n;
+    };
+    const ids: string[] = [];
+    const lines = [JSON.stringify(header(cwd))];
+    const nextLine = (k: number): string => {
+      const pick = rand(100);
+      const id = `n${k}`;
+      const parent = ids.length > 0 ? ids[rand(ids.length)]! : null;
+      let entry: object | string;
+      if (pick < 60 && ids.length > 0) entry = user(id, ids[ids.length - 1]!, "chain");
+      else if (pick < 80) entry = assistant(id, parent, "any");
+      else if (pick < 84) entry = user(id, null, "root");
+      else if (pick < 88) entry = "{bad";
+      else if (pick < 91 && ids.length > 0) entry = user(ids[rand(ids.length)]!, parent, "dup");
+      else if (pick < 94) entry = user(id, `later${k + 1}`, "forward");
+      else if (pick < 96) entry = user(`later${k}`, parent, "found");
+      else entry = user(id, "nowhere", "missing");
+      if (typeof entry !== "string") ids.push((entry as { id: string }).id);
+      return typeof entry === "string" ? entry : JSON.stringify(entry);
+    };
+    const bufOf = (n: number) => Buffer.from(`${lines.slice(0, n).join("\n")}\n`);
+    for (let k = 0; k < 40; k++) lines.push(nextLine(k));
+    const h = parseHeader(bufOf(2), false, { projectRoot: cwd });
+    const chain: { n: number; s: ReturnType<typeof parseSession>; items: BranchItems[] }[] = [];
+    let s = parseSession(bufOf(lines.length), h);
+    const itemsOf = (x: typeof s, prev?: (typeof chain)[number]) =>
+      Array.from({ length: x.branches.count }, (_, b) => {
+        const before = prev?.items[b];
+        return (prev && before && extendBranchItems(prev.s, before, x, b)) ?? branchItems(x, b);
+      });
+    chain.push({ n: lines.length, s, items: itemsOf(s) });
+    for (let k = 40; k < 240; k++) {
+      for (let j = rand(3); j >= 0; j--) lines.push(nextLine(k * 4 + j));
+      const prev = chain[chain.length - 1]!;
+      s = extendSession(prev.s, bufOf(lines.length));
+      chain.push({ n: lines.length, s, items: itemsOf(s, prev) });
+      // Now and then a second extension of an older parse (its columns taken): a copy.
+      if (k % 37 === 0 && chain.length > 3) {
+        const old = chain[chain.length - 3]!;
+        const again = extendSession(old.s, bufOf(lines.length));
+        assert.deepEqual(shape(again), shape(s));
+      }
+    }
+    for (const c of chain) {
+      const whole = parseSession(bufOf(c.n), h);
+      assert.deepEqual(shape(c.s), shape(whole), `the parse of ${c.n} lines`);
+      const want = shape(whole).items;
+      const got = c.items.map((it) =>
+        Array.from({ length: it.length }, (_, i) => itemKey(it.at(i))),
+      );
+      assert.deepEqual(got, want, `the items of ${c.n} lines`);
+      for (const [b, it] of c.items.entries()) {
+        const list = branchItems(whole, b);
+        assert.equal(it.digestOf(it.length), list.digestOf(list.length), `digest ${c.n}/${b}`);
+      }
+    }
+  });
+});
+
 function shape(s: ReturnType<typeof parseSession>) {
   const key = (i: number) => (i >= 0 ? keyOf(entryAt(s.scan.entries, i)) : undefined);
   const branches = Array.from({ length: s.branches.count }, (_, b) => b);
@@ -616,9 +687,9 @@ function shape(s: ReturnType<typeof parseSession>) {
     branches: branches.map((b) => ({
       name: branchName(s, b),
       start: key(s.branches.start[b]!),
-      leaf: key(s.branches.leaf[b]!),
+      leaf: key(leafOf(s, b)),
       forksFrom: key(s.branches.forksFrom[b]!),
-      depth: s.branches.depth[b],
+      depth: depthOf(s, b),
     })),
     items: branches.map((b) => {
       const items = branchItems(s, b);
