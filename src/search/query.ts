@@ -10,14 +10,37 @@ const SNIPPET_CHARS = 180;
 /** One thing to find: its tokens, whether they must be adjacent, whether the last is a prefix. */
 export type Term = { text: string; tokens: string[]; phrase: boolean; prefix: boolean };
 
-/** Tokens as FTS5's unicode61 tokenizer (remove_diacritics 2) makes them, near enough. */
-export function tokensOf(text: string): string[] {
-  return text
+/** A token of a text and where it is: `[from, to)` in the text as given, `token` folded. */
+type Span = { token: string; from: number; to: number };
+
+// Letters, digits and marks: marks are removed by the folding (remove_diacritics 2), so a
+// decomposed "e\u0301" is one token "e", as FTS5 makes it; everything else separates tokens.
+const WORDISH = /[\p{L}\p{N}\p{M}]+/gu;
+const ASCII = /^[\0-\x7f]*$/;
+
+/** A word as the index folds it: diacritics removed (NFD, marks dropped), then lower case. */
+function fold(word: string): string {
+  if (ASCII.test(word)) return word.toLowerCase();
+  return word
     .normalize("NFD")
     .replace(/\p{M}+/gu, "")
-    .toLowerCase()
-    .split(/[^\p{L}\p{N}]+/u)
-    .filter((t) => t !== "");
+    .toLowerCase();
+}
+
+/** The tokens of `text` with their places in it, in order (one tokenizer for match and mark). */
+function* spansOf(text: string): Generator<Span> {
+  for (const m of text.matchAll(WORDISH)) {
+    const from = m.index;
+    const to = from + m[0].length;
+    for (const token of fold(m[0]).split(/[^\p{L}\p{N}]+/u)) {
+      if (token !== "") yield { token, from, to };
+    }
+  }
+}
+
+/** Tokens as FTS5's unicode61 tokenizer (remove_diacritics 2) makes them, near enough. */
+export function tokensOf(text: string): string[] {
+  return Array.from(spansOf(text), (s) => s.token);
 }
 
 /** The terms of `query`, or null when it holds no word. */
@@ -71,39 +94,115 @@ function hasRun(tokens: readonly string[], run: readonly string[], lastIsPrefix:
   return false;
 }
 
+const SNIPPET_LEAD = 60;
+const graphemes = new Intl.Segmenter("en", { granularity: "grapheme" });
+
 /**
- * A window of `text` around the first match of any term, and where each match in it is
- * (`[from, to)` in the snippet). Matching here is case-insensitive on the words as typed.
+ * A window of `text` around the first match, and where each match in it is (`[from, to)` in
+ * the snippet). Matches are found with the tokens the index matched on (same splitting, case
+ * and diacritics folded), then mapped back to the text as written: "empty input" marks
+ * "empty-input", "tokenizér" marks "tokenizer". A whole token is marked, except for a typed
+ * prefix, where only the part it covers is (as typed: "zanzib" in "zanzibarite"). The window's
+ * ends never split a character (a surrogate pair) or a letter from its marks.
  */
 export function snippetOf(
   text: string,
   terms: readonly Term[],
 ): { snippet: string; matches: [number, number][] } {
   const flat = text.replace(/\s+/g, " ");
-  const lower = flat.toLowerCase();
-  const needles = terms.map((t) => t.text.toLowerCase()).filter((n) => n !== "");
-  let first = -1;
-  for (const n of needles) {
-    const i = lower.indexOf(n);
-    if (i >= 0 && (first < 0 || i < first)) first = i;
-  }
-  const from = first < 0 ? 0 : Math.max(0, first - 60);
-  const to = Math.min(flat.length, from + SNIPPET_CHARS);
+  const found = matchesIn(flat, terms);
+  const first = found[0]?.[0] ?? -1;
+  const from = first < 0 ? 0 : graphemeStart(flat, Math.max(0, first - SNIPPET_LEAD));
+  const to = graphemeEnd(flat, Math.min(flat.length, from + SNIPPET_CHARS));
   const head = from > 0 ? "…" : "";
   const snippet = `${head}${flat.slice(from, to)}${to < flat.length ? "…" : ""}`;
   const matches: [number, number][] = [];
-  const window = lower.slice(from, to);
-  for (const n of needles) {
-    for (let i = window.indexOf(n); i >= 0; i = window.indexOf(n, i + n.length)) {
-      matches.push([head.length + i, head.length + i + n.length]);
+  for (const [a, b] of found) {
+    const s = Math.max(a, from);
+    const e = Math.min(b, to);
+    if (s >= e) continue;
+    const last = matches.at(-1);
+    const at: [number, number] = [head.length + s - from, head.length + e - from];
+    if (last && at[0] <= last[1]) last[1] = Math.max(last[1], at[1]);
+    else matches.push(at);
+  }
+  return { snippet, matches };
+}
+
+/**
+ * Every match of `terms` in `text` (`[from, to)`, sorted) up to the end of the snippet window
+ * that the first one opens: the rest of a long text is not tokenized.
+ */
+function matchesIn(text: string, terms: readonly Term[]): [number, number][] {
+  const longest = Math.max(...terms.map((t) => t.tokens.length));
+  const recent: Span[] = [];
+  const out: [number, number][] = [];
+  let stopAt = Number.POSITIVE_INFINITY;
+  let past = 0;
+  for (const span of spansOf(text)) {
+    if (span.from >= stopAt && ++past > longest) break;
+    recent.push(span);
+    if (recent.length > longest) recent.shift();
+    for (const t of terms) {
+      const n = t.tokens.length;
+      if (recent.length < n) continue;
+      const run = recent.slice(recent.length - n);
+      if (!run.every((s, k) => tokenMatches(s.token, t.tokens[k] ?? "", t.prefix && k === n - 1)))
+        continue;
+      const last = run[n - 1] ?? span;
+      const want = t.tokens[n - 1] ?? "";
+      const end = t.prefix && last.token !== want ? prefixEnd(text, last, want.length) : last.to;
+      const start = run[0]?.from ?? span.from;
+      out.push([start, end]);
+      if (stopAt === Number.POSITIVE_INFINITY) {
+        stopAt = Math.max(0, start - SNIPPET_LEAD) + SNIPPET_CHARS;
+      }
     }
   }
-  matches.sort((a, b) => a[0] - b[0]);
-  const merged: [number, number][] = [];
-  for (const m of matches) {
-    const last = merged.at(-1);
-    if (last && m[0] <= last[1]) last[1] = Math.max(last[1], m[1]);
-    else merged.push([m[0], m[1]]);
+  return out.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+}
+
+function tokenMatches(token: string, want: string, prefix: boolean): boolean {
+  return prefix ? token.startsWith(want) : token === want;
+}
+
+/**
+ * Where the first `folded` characters of `span`'s token end in the text: code point by code
+ * point, so "tokén" with prefix "toke" ends after "é" (and after any mark that follows it).
+ */
+function prefixEnd(text: string, span: Span, folded: number): number {
+  const word = text.slice(span.from, span.to);
+  // A word that folds to several tokens (rare) is marked whole: its pieces do not map back.
+  if (fold(word) !== span.token) return span.to;
+  let acc = 0;
+  let at = 0;
+  for (const cp of word) {
+    if (acc >= folded && !/\p{M}/u.test(cp)) break;
+    acc += fold(cp).length;
+    at += cp.length;
   }
-  return { snippet, matches: merged };
+  return span.from + at;
+}
+
+/** The start of the character (grapheme) holding `i`: a window never opens mid-character. */
+function graphemeStart(text: string, i: number): number {
+  if (i <= 0 || i >= text.length) return i;
+  const lo = Math.max(0, i - 64);
+  let best = lo;
+  for (const g of graphemes.segment(text.slice(lo, Math.min(text.length, i + 64)))) {
+    if (lo + g.index > i) break;
+    best = lo + g.index;
+  }
+  return best;
+}
+
+/** The end of the character (grapheme) holding `i - 1`: a window never closes mid-character. */
+function graphemeEnd(text: string, i: number): number {
+  if (i <= 0 || i >= text.length) return i;
+  const lo = Math.max(0, i - 64);
+  for (const g of graphemes.segment(text.slice(lo, Math.min(text.length, i + 64)))) {
+    const end = lo + g.index + g.segment.length;
+    if (end >= i) return end;
+  }
+  return i;
 }

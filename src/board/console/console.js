@@ -63,6 +63,8 @@ let conv = null;
 let generation = 0;
 let pollTimer = 0;
 let lastScrollTop = 0;
+/** Set by [ and ]: the branch they open gets focus on its first own message once it shows. */
+let focusBranchOnOpen = false;
 /** A button that copies `getText()` to the clipboard and says whether it worked. */
 function copyButton(getText, label) {
   const button = el("button", "copy", "Copy");
@@ -269,8 +271,19 @@ function renderConvHead() {
   renderTotals();
 }
 
+/**
+ * What the conversation head shows now, as a key: a follow page that changes nothing in it
+ * redraws nothing, so a keyboard user's focus on an export link or a branch stays put.
+ */
+let exportsShown = "";
+let viewShown = "";
+
 /** Export links for the branch shown: downloads, so nothing of the export runs in this page. */
 function renderExports() {
+  const key = conv?.branch ? `${conv.id} ${conv.branch}` : "";
+  if (key === exportsShown) return;
+  exportsShown = key;
+  const focused = focusKeyIn(ui.exports);
   ui.exports.replaceChildren();
   if (!conv?.branch) return;
   ui.exports.append(el("span", "", "Export this branch:"));
@@ -279,7 +292,26 @@ function renderExports() {
     a.href = exportPath(conv.id, conv.branch, format);
     a.setAttribute("download", "");
     a.setAttribute("aria-label", `Export this branch as ${label}`);
+    a.dataset.focusKey = `export ${format}`;
     ui.exports.append(a);
+  }
+  refocus(ui.exports, focused);
+}
+
+/** The focus key (data-focus-key) of the control inside `container` that has focus, if any. */
+function focusKeyIn(container) {
+  const a = document.activeElement;
+  return a instanceof HTMLElement && container.contains(a) ? (a.dataset.focusKey ?? null) : null;
+}
+
+/** Gives focus back to the redrawn control with `key`: a redraw does not drop the person's place. */
+function refocus(container, key) {
+  if (key === null) return;
+  for (const e of container.querySelectorAll("[data-focus-key]")) {
+    if (e instanceof HTMLElement && e.dataset.focusKey === key) {
+      e.focus({ preventScroll: true });
+      return;
+    }
   }
 }
 
@@ -294,6 +326,18 @@ function renderTotals() {
 }
 
 function renderView(view) {
+  const key = JSON.stringify([
+    conv.branch,
+    view.branches,
+    view.defaultBranch,
+    view.branchCount,
+    view.incomplete,
+    view.forkedFromEarlierSession,
+    view.unreadableLines,
+  ]);
+  if (key === viewShown) return;
+  viewShown = key;
+  const focused = focusKeyIn(ui.branches);
   ui.flags.replaceChildren();
   if (view.incomplete) ui.flags.append(el("span", "flag", "The last line is still being written."));
   if (view.forkedFromEarlierSession) {
@@ -305,6 +349,7 @@ function renderView(view) {
     );
   }
   renderBranchTree(view);
+  refocus(ui.branches, focused);
 }
 
 /** The branches as a tree (as Pi's /tree shows them): each under the branch it forks from. */
@@ -348,6 +393,7 @@ function branchItem(b, view) {
   const row = el("div", "branch-row");
   const pick = el("button", "pick");
   pick.type = "button";
+  pick.dataset.focusKey = `pick ${b.name}`;
   if (b.label !== null && b.label !== undefined)
     pick.append(textEl("span", "branch-label", b.label, true));
   pick.append(textEl("span", "name", b.name, true));
@@ -358,6 +404,7 @@ function branchItem(b, view) {
   if (b.forksFrom) {
     const at = el("button", "forks");
     at.type = "button";
+    at.dataset.focusKey = `forks ${b.name}`;
     at.append(textEl("span", "", `forks from ${b.forksFrom.branch} at ${b.forksFrom.entry}`, true));
     const { branch, entry } = b.forksFrom;
     at.addEventListener("click", () => navigate({ c: conv.id, b: branch, e: entry }));
@@ -404,6 +451,9 @@ function takeResult(result) {
 
 async function openConversation(id, branch, entry) {
   const gen = ++generation;
+  // Taken now: a refused or superseded open must not leave it set for a later one.
+  const focusStart = focusBranchOnOpen;
+  focusBranchOnOpen = false;
   clearTimeout(pollTimer);
   stopListening(conv);
   conv = { id, branch: branch ?? null, next: null, follow: null, paused: false, refused: null };
@@ -413,6 +463,7 @@ async function openConversation(id, branch, entry) {
   ui.refusal.replaceChildren();
   ui.branches.replaceChildren();
   ui.flags.replaceChildren();
+  viewShown = "";
   timeline.clear();
   lastScrollTop = ui.scroller.scrollTop;
   renderConvHead();
@@ -423,7 +474,9 @@ async function openConversation(id, branch, entry) {
   if (!takeResult(result)) return;
   if (entry) await revealEntry(entry, gen);
   else scrollToBottom();
-  if (gen === generation) schedulePoll();
+  if (gen !== generation) return;
+  if (focusStart) focusBranchStart(result.view);
+  schedulePoll();
 }
 
 /** Reads the next page; one read at a time, so a cursor is never used twice. */
@@ -605,6 +658,8 @@ async function runSearch(query) {
     return;
   }
   ui.searchTitle.replaceChildren(textEl("span", "", `Search: ${q}`, true));
+  // The heading stops after a few lines (console.css); the whole query is on hover.
+  ui.searchTitle.title = `Search: ${q}`;
   ui.searchNote.textContent = "Searching…";
   const result = await fetchSearch(q, SEARCH_LIMIT);
   if (ui.search.value.trim() !== q) return;
@@ -648,7 +703,10 @@ function hitItem(hit) {
   return li;
 }
 
-/** Reads every remaining page, then shows the end and follows it. */
+/**
+ * Reads every remaining page, then shows the end and follows it; the last message takes focus
+ * (as g gives it the first), so j/k go on from the end, not from wherever focus was.
+ */
 async function jumpToEnd() {
   if (!conv) return;
   const gen = generation;
@@ -659,6 +717,40 @@ async function jumpToEnd() {
   if (conv.paused) resume();
   else scrollToBottom();
   updateFoot();
+  const articles = timeline.articles();
+  if (articles.length > 0 && focusIsFree()) setCurrent(articles[articles.length - 1]);
+}
+
+/**
+ * Whether focus may be moved after a read finishes: it is nowhere (its message was replaced,
+ * or its button hid) or on a message or the floating buttons; not if the person went on to
+ * the search box or another control while the pages were read.
+ */
+function focusIsFree() {
+  const a = document.activeElement;
+  return !a || a === document.body || ui.parts.contains(a) || a === ui.jumpEnd || a === ui.resume;
+}
+
+/** Marks `article` as the current message and focuses it without moving the view. */
+function setCurrent(article) {
+  for (const a of timeline.articles()) a.classList.remove("current");
+  article.classList.add("current");
+  article.focus({ preventScroll: true });
+}
+
+/**
+ * After [ or ]: focus the branch's own first message, the one after the entry it forks at
+ * (what differs from the branch before), shown in the view; a root branch, or one whose fork
+ * is not on the pages read, gets its first message.
+ */
+function focusBranchStart(view) {
+  const articles = timeline.articles();
+  if (articles.length === 0 || !focusIsFree()) return;
+  const fork = view.branches.find((b) => b.name === conv?.branch)?.forksFrom?.entry;
+  const at = fork ? articles.indexOf(timeline.elementOf(fork)) : -1;
+  const target = at >= 0 && at + 1 < articles.length ? articles[at + 1] : articles[0];
+  setCurrent(target);
+  target.scrollIntoView({ block: "nearest" });
 }
 
 /** Moves the current part by `step` (j/k) and shows it; the first press picks the nearest. */
@@ -673,10 +765,8 @@ function stepPart(step) {
     at -= step;
   }
   const next = Math.min(articles.length - 1, Math.max(0, at + step));
-  for (const a of articles) a.classList.remove("current");
   const target = articles[next];
-  target.classList.add("current");
-  target.focus({ preventScroll: true });
+  setCurrent(target);
   target.scrollIntoView({ block: "nearest" });
 }
 
@@ -684,6 +774,7 @@ function stepBranch(step) {
   if (!conv || branchOrder.length < 2) return;
   const at = branchOrder.indexOf(conv.branch);
   const next = branchOrder[(at + step + branchOrder.length) % branchOrder.length];
+  focusBranchOnOpen = true;
   navigate({ c: conv.id, b: next });
 }
 
@@ -692,11 +783,7 @@ function goToStart() {
   ui.scroller.scrollTop = 0;
   onScroll();
   const first = timeline.articles()[0];
-  if (first) {
-    for (const a of timeline.articles()) a.classList.remove("current");
-    first.classList.add("current");
-    first.focus({ preventScroll: true });
-  }
+  if (first) setCurrent(first);
 }
 
 function onKey(e) {
