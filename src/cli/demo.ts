@@ -14,6 +14,7 @@ import { MAX_APPENDS, restoreLive, saveLive, startGrowing } from "./demo-grow.ts
 import { DEMO_SEATS, demoProject, writeDemoProject } from "./demo-sessions.ts";
 import { commandPrefix, shellWord } from "./invocation.ts";
 import { checkHost, startServing, whenAborted } from "./serve.ts";
+import { makeVisible } from "./visible.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 const DEMO_DIR = join(REPO, "demo");
@@ -206,7 +207,9 @@ function servingReal(url: string): string {
 }
 
 function usage(error: string): number {
-  process.stderr.write(`npm start: ${error}\nRun "npm start -- --help" for usage.\n`);
+  // The message may quote what was typed: control characters are shown, never sent.
+  const shown = makeVisible(error, { showNewlines: true });
+  process.stderr.write(`npm start: ${shown}\nRun "npm start -- --help" for usage.\n`);
   return 2;
 }
 

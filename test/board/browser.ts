@@ -54,6 +54,22 @@ export async function launchBrowser(
   };
 }
 
+export type SuiteBrowsers = { light: Browser; dark: Browser; phone: Browser };
+
+/** The three browsers the Console suites look through: light and dark at 1400×900, light at 390 px. */
+export async function launchSuiteBrowsers(): Promise<SuiteBrowsers> {
+  // One after another: three Chromiums starting at once on two cores can miss the deadline.
+  const light = await launchBrowser();
+  const dark = await launchBrowser({ width: 1400, height: 900 }, "dark");
+  const phone = await launchBrowser({ width: 390, height: 844 });
+  return { light, dark, phone };
+}
+
+/** Closes what launchSuiteBrowsers started (any it did not get to start are skipped). */
+export async function closeSuiteBrowsers(b: Partial<SuiteBrowsers>): Promise<void> {
+  for (const browser of [b.light, b.dark, b.phone]) await browser?.close();
+}
+
 /** A fresh board on `reader` and a page on it; every request the page makes is recorded. */
 export async function openConsole(
   t: TestContext,

@@ -9,7 +9,8 @@ import {
   type AxeViolation,
   type Browser,
   browserSkip,
-  launchBrowser,
+  closeSuiteBrowsers,
+  launchSuiteBrowsers,
   openConsole,
   runAxe,
   seriousOf,
@@ -44,15 +45,9 @@ describe("board Console accessibility", { skip: browserSkip }, () => {
   let dark: Browser;
   let phone: Browser;
   before(async () => {
-    light = await launchBrowser();
-    dark = await launchBrowser({ width: 1400, height: 900 }, "dark");
-    phone = await launchBrowser({ width: 390, height: 844 });
+    ({ light, dark, phone } = await launchSuiteBrowsers());
   });
-  after(async () => {
-    await light?.close();
-    await dark?.close();
-    await phone?.close();
-  });
+  after(() => closeSuiteBrowsers({ light, dark, phone }));
 
   it("has no serious or critical axe violation on every view when light, dark or 390 px", async (t) => {
     for (const [name, browser] of [

@@ -12,7 +12,8 @@ import {
   ARTIFACTS,
   type Browser,
   browserSkip,
-  launchBrowser,
+  closeSuiteBrowsers,
+  launchSuiteBrowsers,
   openConsole,
   ROOT,
 } from "./browser.ts";
@@ -42,15 +43,9 @@ describe("board Console comfort", { skip: browserSkip }, () => {
   let dark: Browser;
   let phone: Browser;
   before(async () => {
-    light = await launchBrowser();
-    dark = await launchBrowser({ width: 1400, height: 900 }, "dark");
-    phone = await launchBrowser({ width: 390, height: 844 });
+    ({ light, dark, phone } = await launchSuiteBrowsers());
   });
-  after(async () => {
-    await light?.close();
-    await dark?.close();
-    await phone?.close();
-  });
+  after(() => closeSuiteBrowsers({ light, dark, phone }));
 
   it("follows the system's dark theme and remembers the toggle when reloaded", async (t) => {
     const fx = writeReadingFixture(t);

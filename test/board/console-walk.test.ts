@@ -16,7 +16,13 @@ import {
   user,
   writeSession,
 } from "../helpers/reader.ts";
-import { type Browser, browserSkip, launchBrowser, openConsole } from "./browser.ts";
+import {
+  type Browser,
+  browserSkip,
+  closeSuiteBrowsers,
+  launchSuiteBrowsers,
+  openConsole,
+} from "./browser.ts";
 import { writeReadingFixture } from "./reading-fixture.ts";
 
 if (browserSkip) process.stdout.write(`# Console walk-through skipped: ${browserSkip}\n`);
@@ -128,15 +134,9 @@ describe("board Console walk-through", { skip: browserSkip }, () => {
   let dark: Browser;
   let phone: Browser;
   before(async () => {
-    light = await launchBrowser();
-    dark = await launchBrowser({ width: 1400, height: 900 }, "dark");
-    phone = await launchBrowser({ width: 390, height: 844 });
+    ({ light, dark, phone } = await launchSuiteBrowsers());
   });
-  after(async () => {
-    await light?.close();
-    await dark?.close();
-    await phone?.close();
-  });
+  after(() => closeSuiteBrowsers({ light, dark, phone }));
 
   it("shows typed text readable in every field and button, light and dark, system or toggle", async (t) => {
     const fx = writeReadingFixture(t);
