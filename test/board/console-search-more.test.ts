@@ -73,11 +73,11 @@ async function showMoreByKeyboard(page: Page, expectHits: number): Promise<void>
   await page.keyboard.press("Tab");
   assert.equal(await page.evaluate("document.activeElement.id"), "search-more");
   await page.keyboard.press("Enter");
-  await page.waitForFunction(
-    `document.querySelectorAll("#hits button.hit").length === ${expectHits}`,
-    undefined,
-    { timeout: 10_000 },
-  );
+  // A locator wait, not waitForFunction: the Console's CSP forbids the eval it polls with.
+  await hits(page)
+    .nth(expectHits - 1)
+    .waitFor();
+  assert.equal(await hits(page).count(), expectHits);
 }
 
 /** The text of the focused element, and whether it is a hit. */
