@@ -46,9 +46,14 @@ const ui = {
   searchTitle: $("search-title"),
   searchNote: $("search-note"),
   hits: $("hits"),
+  searchMore: $("search-more"),
   exports: $("conv-exports"),
 };
-const SEARCH_LIMIT = 50;
+/**
+ * How many hits a search asks for, then each "Show more matches" (the route has no offset, so
+ * more is the same query with a larger limit); the last is the route's maximum.
+ */
+const SEARCH_LIMITS = [50, 200, 1000];
 const EXPORT_FORMATS = [
   ["md", "Markdown"],
   ["html", "HTML"],
@@ -648,10 +653,24 @@ function onScroll() {
   ui.jumpEnd.hidden = Boolean(conv.refused) || (!conv.next && isNearBottom());
 }
 
+/**
+ * The search on show: its words, the step in SEARCH_LIMITS it asked for, the keys of the hits
+ * listed (in order), and a counter so an answer to an older search or click is dropped.
+ */
+const shownSearch = { q: "", step: 0, keys: [], gen: 0 };
+
+/** One hit's identity and text: equal keys in order mean the list on show is still the answer. */
+function hitKey(hit) {
+  return JSON.stringify([hit.conversation, hit.branch, hit.entry, hit.snippet]);
+}
+
 /** Searches every conversation and lists the hits; each opens its branch at its entry. */
 async function runSearch(query) {
   const q = query.trim();
+  const gen = ++shownSearch.gen;
+  Object.assign(shownSearch, { q, step: 0, keys: [] });
   ui.searchResults.hidden = false;
+  ui.searchMore.hidden = true;
   ui.hits.replaceChildren();
   if (q === "") {
     ui.searchResults.hidden = true;
@@ -661,16 +680,77 @@ async function runSearch(query) {
   // The heading stops after a few lines (console.css); the whole query is on hover.
   ui.searchTitle.title = `Search: ${q}`;
   ui.searchNote.textContent = "Searching…";
-  const result = await fetchSearch(q, SEARCH_LIMIT);
-  if (ui.search.value.trim() !== q) return;
+  const result = await fetchSearch(q, SEARCH_LIMITS[0]);
+  if (gen !== shownSearch.gen || ui.search.value.trim() !== q) return;
   if (!result.ok) {
     ui.searchNote.replaceChildren(refusalBox(result.refusal, () => runSearch(q)));
     return;
   }
-  const n = result.hits.length;
-  ui.searchNote.textContent =
-    n === 0 ? "No match." : `${n === SEARCH_LIMIT ? `First ${n}` : n} match${n === 1 ? "" : "es"}.`;
   for (const hit of result.hits) ui.hits.append(hitItem(hit));
+  shownSearch.keys = result.hits.map(hitKey);
+  showSearchCount();
+}
+
+/**
+ * Asks the same words again with the next limit. When the hits already listed are still the
+ * answer's first ones, only the rest is appended (the list's scroll position and everything
+ * above stay as they were); otherwise the list is replaced, since a hit must not show text its
+ * file no longer holds. Focus goes to the first hit not listed before.
+ */
+async function showMoreHits() {
+  const { q, step, keys } = shownSearch;
+  if (q === "" || step + 1 >= SEARCH_LIMITS.length || ui.searchMore.getAttribute("aria-busy")) {
+    return;
+  }
+  const gen = ++shownSearch.gen;
+  ui.searchMore.setAttribute("aria-busy", "true");
+  ui.searchMore.textContent = "Loading more matches…";
+  const result = await fetchSearch(q, SEARCH_LIMITS[step + 1]);
+  ui.searchMore.removeAttribute("aria-busy");
+  ui.searchMore.textContent = "Show more matches";
+  if (gen !== shownSearch.gen || ui.search.value.trim() !== q) return;
+  if (!result.ok) {
+    ui.searchNote.replaceChildren(refusalBox(result.refusal, () => runSearch(q)));
+    ui.searchMore.hidden = true;
+    return;
+  }
+  const next = result.hits.map(hitKey);
+  const before = new Set(keys);
+  const items = result.hits.map(hitItem);
+  if (keys.every((k, i) => next[i] === k)) {
+    ui.hits.append(...items.slice(keys.length));
+  } else {
+    ui.hits.replaceChildren(...items);
+  }
+  shownSearch.step = step + 1;
+  shownSearch.keys = next;
+  showSearchCount();
+  const fresh = items[next.findIndex((k) => !before.has(k))] ?? items[items.length - 1];
+  const button = fresh?.querySelector("button");
+  if (button) {
+    // Scrolled only as far as needed, so the hits above stay in view where they fit.
+    button.focus({ preventScroll: true });
+    button.scrollIntoView({ block: "nearest" });
+  } else {
+    ui.search.focus();
+  }
+}
+
+/** The note under the heading and whether "Show more matches" is offered. */
+function showSearchCount() {
+  const n = shownSearch.keys.length;
+  const limit = SEARCH_LIMITS[shownSearch.step];
+  const last = shownSearch.step === SEARCH_LIMITS.length - 1;
+  let note;
+  if (n === 0) note = "No match.";
+  else if (n === 1) note = "1 match.";
+  else if (n < limit) note = shownSearch.step === 0 ? `${n} matches.` : `All ${n} matches.`;
+  else if (!last) note = `First ${n} matches.`;
+  else note = `The first ${n} matches; refine the words to see others.`;
+  ui.searchNote.textContent = note;
+  // As many as asked for: more may exist, unless the route's maximum was asked.
+  ui.searchMore.hidden = !(n === limit && !last);
+  ui.searchMore.title = last ? "" : `Show up to ${SEARCH_LIMITS[shownSearch.step + 1]} matches`;
 }
 
 function hitItem(hit) {
@@ -886,6 +966,7 @@ ui.searchForm.addEventListener("submit", (e) => {
   e.preventDefault();
   void runSearch(ui.search.value);
 });
+ui.searchMore.addEventListener("click", () => void showMoreHits());
 ui.themeToggle.addEventListener("click", toggleTheme);
 $("keys-help").addEventListener("click", () => ui.keys.showModal());
 $("keys-close").addEventListener("click", () => ui.keys.close());
