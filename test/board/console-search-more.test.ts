@@ -162,6 +162,38 @@ describe('board Console search: "Show more matches"', { skip: browserSkip }, () 
     assert.ok(await more(page).isHidden());
   });
 
+  it("keeps the hits and the button when asking for more is refused, and asks for more again", async (t) => {
+    const { page } = await boardWithMessages(t, browser, 120);
+    await markShown(page);
+    // The board refuses the first larger request, as a busy index does (search-unavailable).
+    let refused = 0;
+    await page.route(/\/api\/search\?q=quokkaberry&limit=200$/, async (route) => {
+      if (refused++ > 0) return route.continue();
+      await route.fulfill({
+        status: 503,
+        contentType: "application/json",
+        body: JSON.stringify({
+          ok: false,
+          refusal: {
+            code: "search-unavailable",
+            reconcile: false,
+            message:
+              "Another process is updating the search index right now; search again shortly.",
+          },
+        }),
+      });
+    });
+    await more(page).click();
+    await page.locator("#search-note .refusal", { hasText: "search-unavailable" }).waitFor();
+    assert.equal(await page.locator("#hits button.hit[data-seen]").count(), 50, "hits kept");
+    assert.ok(await more(page).isVisible(), "the button stays, to ask again");
+    await more(page).click();
+    await page.locator("#search-note", { hasText: "All 120 matches." }).waitFor();
+    assert.equal(await hits(page).count(), 120);
+    assert.equal(await page.locator("#hits button.hit[data-seen]").count(), 50, "kept, not reset");
+    assert.equal(refused, 2);
+  });
+
   it("shows no button when fewer hits than asked came back", async (t) => {
     const { page } = await boardWithMessages(t, browser, 30);
     assert.equal(await hits(page).count(), 30);

@@ -710,8 +710,9 @@ async function showMoreHits() {
   ui.searchMore.textContent = "Show more matches";
   if (gen !== shownSearch.gen || ui.search.value.trim() !== q) return;
   if (!result.ok) {
-    ui.searchNote.replaceChildren(refusalBox(result.refusal, () => runSearch(q)));
-    ui.searchMore.hidden = true;
+    // The hits listed stay, and so does the button: pressing it again asks for more again
+    // (a search refusal, busy index or bad query, has no "read again" of its own).
+    ui.searchNote.replaceChildren(refusalBox(result.refusal, () => void showMoreHits()));
     return;
   }
   const next = result.hits.map(hitKey);
