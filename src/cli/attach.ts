@@ -266,6 +266,8 @@ class AttachApp {
       c.onState((s) => this.#observeState(s)),
       c.onClose(() => {
         this.#droppedInControl = this.#lastRole === "controller";
+        // Control went with the connection, not to another client: not "taken" on reconnect.
+        this.#lastRole = null;
         this.#say(
           c.reconnecting ? "disconnected; reconnecting…" : "disconnected; Ctrl-O reconnects",
         );
@@ -275,7 +277,13 @@ class AttachApp {
         this.#lastRole = c.role;
       }),
       c.onDialog((d) => this.#say(`a dialog from Pi, not answered here: ${JSON.stringify(d)}`)),
-      c.onError((issue) => this.#say(`${issue.code}: ${issue.message}`)),
+      c.onError((issue) =>
+        this.#say(
+          issue.code === "reconnect-failed"
+            ? "no controller answers: Ctrl-O tries again, Ctrl-C quits"
+            : `${issue.code}: ${issue.message}`,
+        ),
+      ),
       this.#transcript.onChange(() => this.#draw()),
       this.#screen.onResize(() => {
         this.#bodyCache = null;
@@ -336,11 +344,19 @@ class AttachApp {
   }
 
   #observeState(state: ControllerState | null): void {
+    const role = this.#client.role;
     if (state && this.#composer.observeController(state)) {
+      // S4: a change of controller always clears the draft, this client's own takeover too.
+      this.#draftCleared = true;
       this.#say("the controller changed: the composer was cleared");
+    } else if (this.#lastRole === "controller" && role === "observer") {
+      this.#say("another client took control: Ctrl-T takes it back");
     }
     this.#draw();
   }
+
+  /** Set when a change of controller cleared a draft; the takeover's notice then says so. */
+  #draftCleared = false;
 
   #say(notice: string): void {
     this.#notice = notice;
@@ -394,7 +410,13 @@ class AttachApp {
         return;
       case "takeover":
         this.#say("taking control…");
-        void this.#client.takeover().then((o) => this.#outcome(o, "you have control"));
+        this.#draftCleared = false;
+        void this.#client.takeover().then((o) => {
+          const cleared = this.#draftCleared
+            ? "; your draft was cleared (a change of controller always clears it)"
+            : "";
+          this.#outcome(o, `you have control${cleared}`);
+        });
         return;
       case "interrupt":
         this.#say("interrupting…");

@@ -93,8 +93,11 @@ async function runFlow(t: TestContext, flow: Flow): Promise<void> {
   // Ctrl-T: control. The draft written before it never goes out under the new controller (S4).
   await op.tmux(["send-keys", "C-t"]);
   await op.waitScreen(
-    "control",
-    (s) => firstLine(s).startsWith("controller · ") && EMPTY_COMPOSER.test(s),
+    "control, saying the draft went",
+    (s) =>
+      firstLine(s).startsWith("controller · ") &&
+      EMPTY_COMPOSER.test(s) &&
+      s.includes("you have control; your draft was cleared"),
     { step: "05-operator-control" },
   );
   // The observer saw the controller change: its draft was cleared (S4), it is still an observer.

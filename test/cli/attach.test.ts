@@ -112,6 +112,26 @@ describe("conversation attach", { concurrency: 3 }, () => {
     assert.equal(a.err(), "");
   });
 
+  it("says so when another client takes control, and how to take it back", async (t) => {
+    const { ctl } = await startController(t);
+    const a = attach(t, ctl.socketPath, "g-op");
+    const b = attach(t, ctl.socketPath, "g-op");
+    await a.waitFrame("a's history", (f) => /^ {2}hello$/m.test(f));
+    await b.waitFrame("b's history", (f) => /^ {2}hello$/m.test(f));
+    a.keys("\x14");
+    await a.waitFrame("a in control", (f) => HEADER("controller")(f));
+    b.keys("\x14");
+    await b.waitFrame("b in control", (f) => HEADER("controller")(f));
+    const f = await a.waitFrame("a told", (f) =>
+      f.includes("another client took control: Ctrl-T takes it back"),
+    );
+    assert.ok(HEADER("observer")(f));
+    a.keys("\x03");
+    b.keys("\x03");
+    assert.equal(await exitCode(a), 0);
+    assert.equal(await exitCode(b), 0);
+  });
+
   it("an observer's Enter says not admitted: controller and keeps the text", async (t) => {
     const { ctl } = await startController(t);
     const a = attach(t, ctl.socketPath, "g-ro", ["--columns", "40"]);
