@@ -82,6 +82,15 @@ describe("steering from the Console in Chromium", { skip }, () => {
       .waitFor();
     assert.equal(await watcher.getByRole("textbox", { name: "Message" }).inputValue(), "let me in");
 
+    // Logged in but not in control: a send is refused, and the page says what to press.
+    await operator.getByRole("textbox", { name: "Message" }).fill("too early");
+    await operator.getByRole("button", { name: "Send" }).click();
+    await operator
+      .locator("#live-refusal")
+      .getByText("Press Take control first, then try again.")
+      .waitFor();
+    assert.match((await operator.locator("#live-refusal").textContent()) ?? "", /^controller: /);
+
     // The operator takes control and sends with Enter; Shift+Enter is a newline.
     await operator.getByRole("button", { name: "Take control" }).click();
     await who(operator)

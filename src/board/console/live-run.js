@@ -41,6 +41,12 @@ export function itemLine(item) {
 
 const $ = (id) => document.getElementById(id);
 
+/** What to do on this page about a controller refusal whose own message says only what is wrong. */
+const WHAT_TO_DO = {
+  controller: "Press Take control first, then try again.",
+  capability: "This login's grant does not allow it; ask whoever runs the controller.",
+};
+
 /** Sends one steering call; the answer is the board's JSON, or a local refusal. */
 async function steer(conversation, body) {
   let res;
@@ -94,6 +100,9 @@ export function createLiveRun() {
       document.createTextNode(": "),
       el("span", "message", refusal.message ?? ""),
     );
+    // The controller's words say what is wrong; on this page, say what to press about it.
+    const hint = WHAT_TO_DO[refusal.code];
+    if (hint) ui.refusal.append(document.createTextNode(" "), el("span", "hint", hint));
   }
 
   function clearRefusal() {
