@@ -4,10 +4,11 @@
 // a catalogue with a refused root prints what it could read and exits 1), 2 usage error. Text
 // is for people (80 columns when not a terminal), --json for scripts. Help and hints name the
 // command as it is run from here (invocation.ts).
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { liveConversations, markLive } from "../control/registry/live-catalogue.ts";
 import { placesFor } from "../control/registry/places.ts";
+import { listControllers, type RegistryEntry } from "../control/registry/registry.ts";
 import {
   createReader,
   type Page,
@@ -16,6 +17,7 @@ import {
   type RefusalRecord,
   rootsFromSpecs,
 } from "../index.ts";
+import { expandRoots } from "../reader/pi-store.ts";
 import { type Command, HELP, parseCommand } from "./args.ts";
 import { runAttach } from "./attach.ts";
 import { resolveSources, type SourceFlags, type Sources } from "./config.ts";
@@ -280,9 +282,39 @@ async function serve(
         `once one does, log in to steer it from the Console: ${board.loginUrl}\n`,
     );
   }
+  for (const line of unreadControllers(liveRegistry, sources)) io.out(`${line}\n`);
   await whenAborted(signal);
   await board.close();
   return EXIT.ok;
+}
+
+/**
+ * A line for each running controller whose session this board does not read (its sources do
+ * not hold that sessions directory): the Console would never show it, and the person started
+ * `serve` to watch it. The line says what to add.
+ */
+function unreadControllers(registryDir: string, sources: Sources): string[] {
+  const read = new Set<string>();
+  for (const root of expandRoots(rootsOf(sources))) {
+    if (root.kind === "pi") read.add(resolve(root.sessionsDir));
+  }
+  let live: RegistryEntry[];
+  try {
+    live = listControllers(registryDir).live;
+  } catch {
+    // An unreadable registry marks nothing live (live-catalogue.ts): nothing to say here either.
+    return [];
+  }
+  return live
+    .filter((e) => !read.has(resolve(dirname(e.sessionFile))))
+    .map((e) => {
+      const add = commandLine(["--project", e.project, "--seat", e.seat], "");
+      return makeVisible(
+        `Not on this board: a controller runs ${e.conversation} in ${e.project} (seat ${e.seat}); ` +
+          `to watch and steer it here, add:${add}`,
+        { showNewlines: true },
+      );
+    });
 }
 
 function rootsOf(sources: Sources) {

@@ -103,5 +103,21 @@ describe("live rows", () => {
     );
     serve.proc.kill("SIGTERM");
     assert.equal((await serve.exited).code, 0);
+    assert.doesNotMatch(serve.stdout(), /Not on this board/, "its project is a source");
+  });
+
+  it("serve names a running controller its sources do not read, and what to add", async (t) => {
+    const { project, state, a } = await registered(t);
+    const elsewhere = join(state, "..", "other");
+    mkdirSync(sessionsDirOf(elsewhere, "main"), { recursive: true });
+    const serve = startCli(t, [
+      ...["serve", "--project", elsewhere, "--state-dir", state, "--port", "0"],
+    ]);
+    await serve.waitFor("the note", (c) => /Not on this board/.test(c.stdout()), 20_000);
+    const line = /^Not on this board: .*$/m.exec(serve.stdout())?.[0] ?? "";
+    assert.ok(line.includes(a), line);
+    assert.ok(line.endsWith(`add: --project ${project} --seat main`), line);
+    serve.proc.kill("SIGTERM");
+    assert.equal((await serve.exited).code, 0);
   });
 });
