@@ -284,7 +284,10 @@ class AttachApp {
             : `${issue.code}: ${issue.message}`,
         ),
       ),
-      this.#transcript.onChange(() => this.#draw()),
+      this.#transcript.onChange(() => {
+        this.#sayIfNotRun();
+        this.#draw();
+      }),
       this.#screen.onResize(() => {
         this.#bodyCache = null;
         this.#draw();
@@ -355,6 +358,26 @@ class AttachApp {
     this.#draw();
   }
 
+  /** The receipt of the last prompt this client sent, until its settling is known. */
+  #pendingReceipt: string | null = null;
+
+  /**
+   * "prompt admitted" is the controller's word; when Pi then settles that prompt without
+   * running it (no model, no credentials), the notice says so too, not only the transcript.
+   */
+  #sayIfNotRun(): void {
+    const id = this.#pendingReceipt;
+    if (id === null) return;
+    const settled = this.#transcript
+      .items()
+      .find((i) => i.kind === "receipt" && i.receiptId === id);
+    if (settled?.kind !== "receipt") return;
+    this.#pendingReceipt = null;
+    if (settled.reason === "handled-without-run") {
+      this.#say("Pi did not run the prompt: see why above");
+    }
+  }
+
   /** Set when a change of controller cleared a draft; the takeover's notice then says so. */
   #draftCleared = false;
 
@@ -399,8 +422,12 @@ class AttachApp {
         this.#scroll = 0;
         this.#say("sending…");
         void this.#client.prompt(e.text).then((o) => {
-          if (o.outcome === "admitted") this.#say("prompt admitted");
-          else if (o.outcome === "unknown") this.#say("outcome unknown, check the transcript");
+          if (o.outcome === "admitted") {
+            this.#say("prompt admitted");
+            // Pi may settle it without running it before or after this answer comes.
+            this.#pendingReceipt = o.receipt.id;
+            this.#sayIfNotRun();
+          } else if (o.outcome === "unknown") this.#say("outcome unknown, check the transcript");
           else {
             // Refused: nothing was sent to the engine, so the text comes back to the composer.
             if (this.#composer.isEmpty) this.#composer.insert(e.text);

@@ -277,6 +277,10 @@ describe("conversation control on a project", { concurrency: 1 }, () => {
     const flat = said.replace(/\s+/g, " ");
     assert.match(flat, /\[prompt settled: handled-without-run\]/);
     assert.match(flat, /Pi did not run this prompt \(it said: No API key found/);
+    // The notice line says it too, not only "prompt admitted" (the controller's word).
+    await pane.waitScreen("the notice", (s) =>
+      s.includes("Pi did not run the prompt: see why above"),
+    );
     await quit(pane);
     await stopWithSigterm(cli);
   });
