@@ -3,14 +3,12 @@
 // on other loopback origins that hold the cookie and try fetch and form POSTs. A spy stands in
 // for the controller here: what these tests prove is that nothing reaches it.
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, it, type TestContext } from "node:test";
-import { type BrowserContext, chromium } from "playwright-core";
+import type { BrowserContext } from "playwright-core";
 import { type Board, type ControlCall, startBoard } from "../../src/board/index.ts";
 import { jsonReply } from "../../src/board/reply.ts";
+import { type Browser, browserSkip, launchBrowser } from "./browser.ts";
 import { writeBoardFixture } from "./fixture.ts";
 import { type Answer, send } from "./http-client.ts";
 
@@ -150,9 +148,6 @@ describe("board login and POST checks (raw HTTP)", () => {
   });
 });
 
-const CHROMIUM = "/usr/bin/chromium";
-const skip = !existsSync(CHROMIUM) && !process.env.CI ? `${CHROMIUM} is missing` : false;
-
 /** A page on another loopback origin that tries every way to POST to the board. */
 function attackerPage(target: string): string {
   return `<!doctype html><meta charset="utf-8"><body>
@@ -188,22 +183,14 @@ async function serveAttacker(t: TestContext, host: string, target: string): Prom
   return `http://${host}:${address.port}/`;
 }
 
-describe("board POST checks in Chromium", { skip }, () => {
+describe("board POST checks in Chromium", { skip: browserSkip }, () => {
+  let browser: Browser;
   let context: BrowserContext;
-  let profile: string;
   before(async () => {
-    profile = mkdtempSync(join(tmpdir(), "board-auth-chromium-"));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      timeout: 20_000,
-      args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"],
-    });
+    browser = await launchBrowser();
+    context = browser.context;
   });
-  after(async () => {
-    await context?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
-  });
+  after(() => browser?.close());
 
   it("a logged-in page acts; pages on other loopback origins holding the cookie reach nothing", async (t) => {
     const { board, spy } = await startAuthBoard(t);

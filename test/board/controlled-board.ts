@@ -1,6 +1,7 @@
 // A board over a running controller (the real Controller over fake-pi), registered in the
 // --state-dir registry as `conversation control` registers it: what every steering and live
-// test of the board starts from. Both are stopped when the test ends.
+// test of the board starts from (boardOverController does the registering and the board for a
+// controller a test made itself, as the real-Pi one does).
 import { join } from "node:path";
 import type { TestContext } from "node:test";
 import { type Board, startBoard } from "../../src/board/index.ts";
@@ -9,10 +10,25 @@ import { register } from "../../src/control/registry/registry.ts";
 import { conversationId } from "../../src/reader/sources.ts";
 import { startController } from "../control/controller-fixture.ts";
 
+/** A controller over fake-pi, registered, and a board over its project; all stopped at the end. */
 export async function startControlledBoard(
   t: TestContext,
 ): Promise<{ board: Board; conversation: string; ctl: Controller }> {
   const { ctl, f } = await startController(t);
+  const { board, conversation, unregister } = await boardOverController(f, ctl.socketPath);
+  t.after(unregister);
+  t.after(() => board.close());
+  return { board, conversation, ctl };
+}
+
+/**
+ * Registers the controller serving `f`'s session (at `socket`) in `f`'s --state-dir registry,
+ * and starts a board reading `f`'s project with that registry. The caller undoes both.
+ */
+export async function boardOverController(
+  f: { root: string; projectRoot: string; sessionFile: string },
+  socket: string,
+): Promise<{ board: Board; conversation: string; unregister: () => void }> {
   const conversation = conversationId(f.projectRoot, "main", "s.jsonl");
   const registryDir = join(f.root, "state", "controllers");
   const reg = await register(registryDir, {
@@ -20,21 +36,24 @@ export async function startControlledBoard(
     project: f.projectRoot,
     seat: "main",
     sessionFile: f.sessionFile,
-    socket: ctl.socketPath,
+    socket,
     execution: "ex-test",
     grants: ["g-op"],
     startedAt: new Date().toISOString(),
   });
-  t.after(() => reg.remove());
-  const board = await startBoard({
-    sources: {
-      specs: [{ kind: "repository", projectRoot: f.projectRoot, seat: "main" }],
-      registrations: [],
-      liveRegistry: registryDir,
-    },
-    lanes: 1,
-    grant: "g-op",
-  });
-  t.after(() => board.close());
-  return { board, conversation, ctl };
+  try {
+    const board = await startBoard({
+      sources: {
+        specs: [{ kind: "repository", projectRoot: f.projectRoot, seat: "main" }],
+        registrations: [],
+        liveRegistry: registryDir,
+      },
+      lanes: 1,
+      grant: "g-op",
+    });
+    return { board, conversation, unregister: () => reg.remove() };
+  } catch (e) {
+    reg.remove();
+    throw e;
+  }
 }

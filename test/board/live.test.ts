@@ -3,13 +3,12 @@
 // break, a hundred idle followers cost no reads, refusals come before any stream — and in
 // Chromium an append shows in an open Console page within 300 ms.
 import assert from "node:assert/strict";
-import { appendFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { appendFileSync } from "node:fs";
 import { after, before, describe, it, type TestContext } from "node:test";
-import { type BrowserContext, chromium } from "playwright-core";
+import type { BrowserContext } from "playwright-core";
 import { type Board, startBoard } from "../../src/board/index.ts";
 import { idOf, user } from "../helpers/reader.ts";
+import { type Browser, browserSkip, launchBrowser } from "./browser.ts";
 import { type BoardFixture, writeBoardFixture } from "./fixture.ts";
 import { send } from "./http-client.ts";
 import { openStream, type Stream } from "./sse-client.ts";
@@ -147,27 +146,17 @@ describe("board live route (SSE)", () => {
   });
 });
 
-const CHROMIUM = "/usr/bin/chromium";
-const skip = !existsSync(CHROMIUM) && !process.env.CI ? `${CHROMIUM} is missing` : false;
 /** The issue's bound: an append shows in an open page within this. */
 const PUSH_DEADLINE_MS = 300;
 
-describe("board live route in Chromium", { skip }, () => {
+describe("board live route in Chromium", { skip: browserSkip }, () => {
+  let browser: Browser;
   let context: BrowserContext;
-  let profile: string;
   before(async () => {
-    profile = mkdtempSync(join(tmpdir(), "board-live-chromium-"));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      timeout: 20_000,
-      args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"],
-    });
+    browser = await launchBrowser();
+    context = browser.context;
   });
-  after(async () => {
-    await context?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
-  });
+  after(() => browser?.close());
 
   it("shows an append in an open Console page within 300 ms", async (t) => {
     const { fx, board } = await startLiveBoard(t);

@@ -5,14 +5,12 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { startBoard } from "../../src/board/index.ts";
 import { PgroupLauncher } from "../../src/control/cohort/launcher.ts";
 import { Controller } from "../../src/control/controller/controller.ts";
-import { register } from "../../src/control/registry/registry.ts";
-import { conversationId } from "../../src/reader/sources.ts";
 import { controllerOptions, makeFixture } from "../control/controller-fixture.ts";
 import { type FakeModel, startFakeModel } from "../helpers/fake-model.ts";
 import { MODEL, settledSession, writeAgentFiles } from "../helpers/real-pi.ts";
+import { boardOverController } from "./controlled-board.ts";
 import { send } from "./http-client.ts";
 import { openStream, type SseEvent } from "./sse-client.ts";
 
@@ -46,28 +44,8 @@ describe("board steering with the real pinned Pi", () => {
       agentDir,
     });
     await ctrl.start();
-    const conversation = conversationId(f.projectRoot, "main", "s.jsonl");
-    const registryDir = join(f.root, "state", "controllers");
-    const reg = await register(registryDir, {
-      conversation,
-      project: f.projectRoot,
-      seat: "main",
-      sessionFile: f.sessionFile,
-      socket: ctrl.socketPath,
-      execution: "ex-test",
-      grants: ["g-op"],
-      startedAt: new Date().toISOString(),
-    });
-    removals.unshift(() => reg.remove());
-    const board = await startBoard({
-      sources: {
-        specs: [{ kind: "repository", projectRoot: f.projectRoot, seat: "main" }],
-        registrations: [],
-        liveRegistry: registryDir,
-      },
-      lanes: 1,
-      grant: "g-op",
-    });
+    const { board, conversation, unregister } = await boardOverController(f, ctrl.socketPath);
+    removals.unshift(unregister);
     stopBoard = () => board.close();
 
     const page = await send(board.port, `/api/conversations/${conversation}/page`);
