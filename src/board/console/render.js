@@ -108,36 +108,38 @@ function textSink(node) {
   return { node, add: (s) => appendText(node, s), finish() {} };
 }
 
-/** Text shows as it arrives; once whole it becomes Markdown. Its raw text is kept for copy. */
-function markdownSink(node, ctx) {
+/**
+ * A sink whose text shows in `shown` as it arrives and is kept whole: at the end, `done` gets
+ * the whole raw text (to render it properly, replacing what was shown).
+ */
+function wholeSink(node, shown, done) {
   let raw = "";
   return {
     node,
     add(s) {
       raw += s;
-      appendText(node, s);
+      appendText(shown, s);
     },
     finish() {
-      renderMarkdown(node, raw);
-      ctx.onText?.(raw);
+      done(raw);
     },
   };
 }
 
+/** Text shows as it arrives; once whole it becomes Markdown. Its raw text is kept for copy. */
+function markdownSink(node, ctx) {
+  return wholeSink(node, node, (raw) => {
+    renderMarkdown(node, raw);
+    ctx.onText?.(raw);
+  });
+}
+
 /** Tool output: shown as it arrives, then highlighted, folded when long, with a copy button. */
 function outputSink(node, ctx) {
-  let raw = "";
-  return {
-    node,
-    add(s) {
-      raw += s;
-      appendText(node, s);
-    },
-    finish() {
-      node.replaceChildren(toolOutput(raw, ctx.lang ?? "", ctx.copy));
-      ctx.onText?.(raw);
-    },
-  };
+  return wholeSink(node, node, (raw) => {
+    node.replaceChildren(toolOutput(raw, ctx.lang ?? "", ctx.copy));
+    ctx.onText?.(raw);
+  });
 }
 
 /** Arguments show as they arrive, then as the tool's view once the whole JSON text is here. */
@@ -148,19 +150,11 @@ function toolCallSink(block, ctx) {
   head.append(textEl("span", "tool-id", ` ${block.id}`, true));
   const args = el("pre", "args");
   node.append(head, args);
-  let raw = "";
-  return {
-    node,
-    add(s) {
-      raw += s;
-      appendText(args, s);
-    },
-    finish() {
-      const { node: body, view } = toolCallBody(block.name, raw);
-      args.replaceWith(body);
-      ctx.onCall?.(block.id, view);
-    },
-  };
+  return wholeSink(node, args, (raw) => {
+    const { node: body, view } = toolCallBody(block.name, raw);
+    args.replaceWith(body);
+    ctx.onCall?.(block.id, view);
+  });
 }
 
 /** Only the four raster types, only as a data: URL of plain base64; anything else a notice. */
