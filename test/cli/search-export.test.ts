@@ -56,11 +56,15 @@ function assertInertHtml(html: string, where: string): void {
   );
 }
 
-describe("conversation search and export", () => {
-  let cache: string;
+/**
+ * A search cache of the suite's own: XDG_CACHE_HOME points into a temp dir while the suite
+ * runs (the CLI children inherit it), restored and removed after. `dir()` is that cache.
+ */
+function scratchCache(prefix: string): { dir(): string } {
+  let cache = "";
   let saved: string | undefined;
   before(() => {
-    cache = mkdtempSync(join(tmpdir(), "cli-cache-"));
+    cache = mkdtempSync(join(tmpdir(), prefix));
     saved = process.env.XDG_CACHE_HOME;
     process.env.XDG_CACHE_HOME = cache;
   });
@@ -69,6 +73,11 @@ describe("conversation search and export", () => {
     else process.env.XDG_CACHE_HOME = saved;
     rmSync(cache, { recursive: true, force: true });
   });
+  return { dir: () => cache };
+}
+
+describe("conversation search and export", () => {
+  const cache = scratchCache("cli-cache-");
 
   it("prints hits as JSON and as text with the command that reads them", async (t) => {
     const fx = writeReadingFixture(t);
@@ -91,7 +100,9 @@ describe("conversation search and export", () => {
         timestamp: undefined,
       },
     );
-    assert.ok(readdirSync(join(cache, "mosaic-conversation")).includes("search-0-of-2.sqlite"));
+    assert.ok(
+      readdirSync(join(cache.dir(), "mosaic-conversation")).includes("search-0-of-2.sqlite"),
+    );
     const text = await runCli(t, ["search", "lexer", "--project", project]);
     assert.equal(text.code, 0, text.stderr);
     assert.match(
@@ -252,18 +263,7 @@ describe("conversation search and export", () => {
 // What a newcomer met running the installed command (issue 14's walk-through): each fixed, each
 // as a person runs it.
 describe("conversation search and export, as a newcomer runs them", () => {
-  let cache: string;
-  let saved: string | undefined;
-  before(() => {
-    cache = mkdtempSync(join(tmpdir(), "cli-walk-cache-"));
-    saved = process.env.XDG_CACHE_HOME;
-    process.env.XDG_CACHE_HOME = cache;
-  });
-  after(() => {
-    if (saved === undefined) delete process.env.XDG_CACHE_HOME;
-    else process.env.XDG_CACHE_HOME = saved;
-    rmSync(cache, { recursive: true, force: true });
-  });
+  const cache = scratchCache("cli-walk-cache-");
 
   /** The `read` lines printed under the hits (lines are never wrapped). */
   const readLines = (stdout: string) =>
@@ -289,7 +289,7 @@ describe("conversation search and export, as a newcomer runs them", () => {
       config,
       JSON.stringify({ specs: [{ kind: "repository", projectRoot: project, seat: "review-2" }] }),
     );
-    const env = { ...checkoutEnv(), XDG_CACHE_HOME: cache };
+    const env = { ...checkoutEnv(), XDG_CACHE_HOME: cache.dir() };
     for (const [sources, flags, text] of [
       [["--project", project, "--seat", "*"], `--project ${project} --seat '\\*'`, "review seat"],
       [["--pi-sessions", store], `--pi-sessions ${store}`, "Pi's own store"],
