@@ -47,23 +47,6 @@ type FileIdentity = { dev: string; ino: string; ctime: string };
 
 export type Identity = { dev: string; ino: string; size: number; ctime: string };
 
-/** Whether the file is exactly as indexed (device, inode, size, change time): one lstat. */
-export function isUnchanged(path: string, known: Identity | undefined): boolean {
-  if (!known) return false;
-  try {
-    const st = lstatSync(path, { bigint: true });
-    return (
-      known.dev === String(st.dev) &&
-      known.ino === String(st.ino) &&
-      known.size === Number(st.size) &&
-      known.ctime === String(st.ctimeNs)
-    );
-  } catch {
-    // Gone: not unchanged; catching up finds out why.
-    return false;
-  }
-}
-
 /**
  * Indexes what is new in `<root>/<name>`; "refused" when the reader would refuse the file. The
  * caller holds a transaction (refresh batches many files in one: a commit per file would cost
