@@ -85,6 +85,24 @@ describe("board Console comfort", { skip: browserSkip }, () => {
     await docShot(page, "console-390.png");
   });
 
+  it("keeps the catalogue's project, seat and size on one line each on a wide screen", async (t) => {
+    const fx = writeReadingFixture(t);
+    const { page, url } = await openConsole(t, light.context, fx.reader());
+    // Just above the width where rows stack: the columns are at their narrowest.
+    await page.setViewportSize({ width: 800, height: 800 });
+    await page.goto(url);
+    await page.locator("#catalogue td.size").first().waitFor();
+    // One line box per cell's text: "283 B" never breaks before its unit, "main" never inside.
+    const broken = await page.evaluate<string[]>(`[...document.querySelectorAll(
+      "#catalogue td.size, #catalogue td.seat, #catalogue td.project")].filter((td) => {
+        const r = document.createRange();
+        r.selectNodeContents(td);
+        const tops = new Set([...r.getClientRects()].map((b) => Math.round(b.top)));
+        return tops.size > 1;
+      }).map((td) => td.className + ": " + td.textContent)`);
+    assert.deepEqual(broken, []);
+  });
+
   it("shows the branch tree with labels and times with date and zone", async (t) => {
     const fx = writeReadingFixture(t);
     const { page, url } = await openConsole(t, light.context, fx.reader());
