@@ -10,6 +10,9 @@ const CONSOLE_DIR = join(import.meta.dirname, "console");
 /** URL path → file in ./console, and its content type. */
 const ASSET_FILES: Readonly<Record<string, readonly [file: string, contentType: string]>> = {
   "/": ["index.html", "text/html; charset=utf-8"],
+  // The page the login link opens; its token is read by login.js, never by the board here.
+  "/login": ["login.html", "text/html; charset=utf-8"],
+  "/login.js": ["login.js", "text/javascript; charset=utf-8"],
   "/console.css": ["console.css", "text/css; charset=utf-8"],
   "/console.js": ["console.js", "text/javascript; charset=utf-8"],
   "/api.js": ["api.js", "text/javascript; charset=utf-8"],

@@ -25,7 +25,7 @@ import { DEFAULT_GRANTS, readGrantsFile, runControl } from "./control.ts";
 import { listRunning } from "./controllers.ts";
 import { asInvoked, commandLine, commandPrefix } from "./invocation.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
-import { checkHost, startServing, whenAborted } from "./serve.ts";
+import { checkHost, nextLoginLine, startServing, whenAborted } from "./serve.ts";
 import { refuseOpen, reportRefusedRoots, seatsOf } from "./source-hints.ts";
 import { makeVisible } from "./visible.ts";
 
@@ -264,6 +264,8 @@ async function serve(
       },
     },
     ...cmd,
+    // Each link logs in once: the next one is printed as the first was (docs/board.md).
+    onLoginLinkUsed: (next) => io.out(nextLoginLine(next)),
   });
   if (!started.ok) {
     io.err(`conversation: cannot serve: ${started.error}\n`);

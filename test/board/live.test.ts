@@ -7,6 +7,7 @@ import { appendFileSync } from "node:fs";
 import { after, before, describe, it, type TestContext } from "node:test";
 import type { BrowserContext } from "playwright-core";
 import { type Board, startBoard } from "../../src/board/index.ts";
+import { MAX_STREAMS } from "../../src/board/live.ts";
 import { idOf, user } from "../helpers/reader.ts";
 import { type Browser, browserSkip, launchBrowser } from "./browser.ts";
 import { type BoardFixture, writeBoardFixture } from "./fixture.ts";
@@ -143,6 +144,34 @@ describe("board live route (SSE)", () => {
     for (const s of streams) s.close();
     await waitFor("followers to go", () => board.live().followers === 0);
     assert.equal(board.live().watching, 0, "the watch stops with its last follower");
+  });
+});
+
+describe("board live route bounds", () => {
+  it(`refuses a stream past ${MAX_STREAMS} with too-many-streams, and opens one once one closes`, async (t) => {
+    const { fx, board } = await startLiveBoard(t);
+    const id = idOf(fx.reader(), "grow.jsonl");
+    const streams: Stream[] = [];
+    t.after(() => {
+      for (const s of streams) s.close();
+    });
+    for (let i = 0; i < MAX_STREAMS; i++) {
+      streams.push(await openStream(board.port, livePath(id, await openPage(board, id))));
+    }
+    assert.ok(streams.every((s) => s.status === 200));
+    assert.equal(board.live().followers, MAX_STREAMS);
+    const path = livePath(id, await openPage(board, id));
+    const refused = await send(board.port, path);
+    assert.equal(refused.status, 503);
+    const body = refused.json as { refusal: { code: string; message: string } };
+    assert.equal(body.refusal.code, "too-many-streams");
+    assert.match(body.refusal.message, /close other Console tabs/);
+    assert.equal(board.live().followers, MAX_STREAMS, "the refusal held nothing open");
+    streams.pop()?.close();
+    await waitFor("a stream to close", () => board.live().followers === MAX_STREAMS - 1);
+    const again = await openStream(board.port, path);
+    streams.push(again);
+    assert.equal(again.status, 200);
   });
 });
 
