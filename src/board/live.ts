@@ -164,6 +164,16 @@ export class LiveHub {
         req.method,
       );
     }
+    // Before anything is looked up: a refused stream costs no listing of the roots.
+    if (this.#count() >= MAX_STREAMS) {
+      return send(
+        res,
+        boardRefusal(
+          "too-many-streams",
+          `The board holds ${MAX_STREAMS} live streams now, the most it keeps open; close other Console tabs (this page reads every second instead).`,
+        ),
+      );
+    }
     const raw = LIVE_ROUTE.exec(request.target)?.[1] ?? "";
     let conversation: string;
     try {
@@ -224,15 +234,6 @@ export class LiveHub {
         boardRefusal(
           "not-found",
           "No approved root holds this conversation now; reload the catalogue.",
-        ),
-      );
-    }
-    if (this.#count() >= MAX_STREAMS) {
-      return send(
-        res,
-        boardRefusal(
-          "too-many-streams",
-          `The board holds ${MAX_STREAMS} live streams now, the most it keeps open; close other Console tabs (this page reads every second instead).`,
         ),
       );
     }
