@@ -2,7 +2,7 @@
 // the printed link's token, POSTed once to /login from the board's own origin as JSON, traded
 // for a login key that every action then sends in its own header. No cookie is involved.
 import assert from "node:assert/strict";
-import { request } from "node:http";
+import { send } from "../board/http-client.ts";
 
 export type Login = {
   key: string;
@@ -31,41 +31,18 @@ export async function logIn(link: string): Promise<Login> {
 }
 
 /** The login page's POST of `link`'s token, as it sends it (or with `headers` changed). */
-export function postLogin(
+export async function postLogin(
   link: string,
   headers: Record<string, string> = {},
   token = new URL(link).searchParams.get("token") ?? "",
 ): Promise<LoginAnswer> {
   const url = new URL(link);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: url.hostname.replace(/^\[|\]$/g, ""),
-        port: url.port,
-        path: "/login",
-        method: "POST",
-        headers: { origin: url.origin, "content-type": "application/json", ...headers },
-        agent: false,
-        signal: AbortSignal.timeout(10_000),
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("error", reject);
-        res.on("end", () => {
-          const text = Buffer.concat(chunks).toString("utf8");
-          let json: unknown;
-          try {
-            json = JSON.parse(text);
-          } catch {
-            // Not JSON: the assertion on `json` says so.
-            json = text;
-          }
-          resolve({ status: res.statusCode ?? 0, setCookie: res.headers["set-cookie"], json });
-        });
-      },
-    );
-    req.on("error", reject);
-    req.end(JSON.stringify({ token }));
+  const answer = await send(Number(url.port), "/login", {
+    method: "POST",
+    headers: { origin: url.origin, "content-type": "application/json", ...headers },
+    body: JSON.stringify({ token }),
+    timeoutMs: 10_000,
   });
+  const setCookie = answer.headers["set-cookie"];
+  return { status: answer.status, setCookie, json: answer.json ?? answer.text };
 }

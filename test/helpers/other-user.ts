@@ -2,10 +2,11 @@
 // for the board's peer check: under root every test process is root, so "another user" has to
 // be a real other uid. setpriv(1) switches the child's uids and groups before node starts; the
 // request itself is a small script written to a temporary folder the other user can read.
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { runCaptured } from "./no-dac.ts";
 
 export const OTHER_UID = 65534;
 
@@ -65,30 +66,11 @@ export async function requestAsOtherUser(port: number, spec: Sent): Promise<Rece
       ...["--reuid", String(OTHER_UID), "--regid", "65534", "--clear-groups", "--"],
       ...[process.execPath, script, String(port), JSON.stringify({ method: "GET", ...spec })],
     ];
-    const out = await new Promise<string>((resolve, reject) => {
-      const child = spawn("setpriv", args, { stdio: ["ignore", "pipe", "pipe"] });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.setEncoding("utf8").on("data", (d: string) => {
-        stdout += d;
-      });
-      child.stderr.setEncoding("utf8").on("data", (d: string) => {
-        stderr += d;
-      });
-      const timer = setTimeout(() => {
-        child.kill("SIGKILL");
-        reject(new Error("the other user's request did not finish within 20 s"));
-      }, 20_000);
-      child.on("error", (e) => {
-        clearTimeout(timer);
-        reject(e);
-      });
-      child.on("close", (code) => {
-        clearTimeout(timer);
-        if (code === 0) resolve(stdout);
-        else reject(new Error(`the other user's request failed (${code}): ${stderr}`));
-      });
-    });
+    const run = await runCaptured("setpriv", args, 20_000, "the other user's request");
+    if (run.code !== 0) {
+      throw new Error(`the other user's request failed (${run.code}): ${run.stderr}`);
+    }
+    const out = run.stdout;
     return JSON.parse(out) as Received;
   } finally {
     rmSync(dir, { recursive: true, force: true });
