@@ -6,14 +6,14 @@
 // controller: what these tests prove is that nothing reaches it.
 import assert from "node:assert/strict";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import { after, before, describe, it, type TestContext } from "node:test";
+import { describe, it, type TestContext } from "node:test";
 import type { BrowserContext, Page } from "playwright-core";
 import { MAX_LOGINS } from "../../src/board/auth.ts";
 import { type Board, type ControlCall, startBoard } from "../../src/board/index.ts";
 import { jsonReply } from "../../src/board/reply.ts";
 import { logIn, postLogin } from "../helpers/login.ts";
 import { OTHER_UID, requestAsOtherUser, whyNoOtherUser } from "../helpers/other-user.ts";
-import { type Browser, browserSkip, launchBrowser } from "./browser.ts";
+import { browserSkip, suiteBrowser } from "./browser.ts";
 import { writeBoardFixture } from "./fixture.ts";
 import { send } from "./http-client.ts";
 
@@ -315,15 +315,10 @@ function steerFrom(page: Page, op: string): Promise<{ ok: boolean; refusal?: { c
 }
 
 describe("board login in Chromium", { skip: browserSkip }, () => {
-  let browser: Browser;
-  let context: BrowserContext;
-  before(async () => {
-    browser = await launchBrowser();
-    context = browser.context;
-  });
-  after(() => browser?.close());
+  const browserContext = suiteBrowser();
 
   it("the login link logs the tab in once, leaves no token in its history, and the Console acts", async (t) => {
+    const context = browserContext();
     const { board, spy } = await startAuthBoard(t);
     const link = board.loginUrl;
     const page = await logInPage(context, t, board);
@@ -358,6 +353,7 @@ describe("board login in Chromium", { skip: browserSkip }, () => {
   });
 
   it("pages on other loopback origins reach nothing, and the cookie sent to them acts nowhere", async (t) => {
+    const context = browserContext();
     const { board, spy } = await startAuthBoard(t);
     const page = await logInPage(context, t, board);
     assert.equal((await steerFrom(page, "release")).ok, true);
@@ -389,6 +385,7 @@ describe("board login in Chromium", { skip: browserSkip }, () => {
   });
 
   it("cookies tossed and flooded by another port neither sign the Console out nor stop it", async (t) => {
+    const context = browserContext();
     const { board, spy } = await startAuthBoard(t);
     t.after(() => context.clearCookies());
     const page = await logInPage(context, t, board);

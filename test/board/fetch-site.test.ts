@@ -5,13 +5,12 @@
 // searches as the issue's probe did, and not one reaches the index.
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
-import { after, before, describe, it, type TestContext } from "node:test";
-import type { BrowserContext } from "playwright-core";
+import { describe, it, type TestContext } from "node:test";
 import { type Board, startBoard } from "../../src/board/index.ts";
 import type { BoardSearch } from "../../src/board/search-route.ts";
 import { rootsFromSpecs } from "../../src/reader/sources.ts";
 import { idOf } from "../helpers/reader.ts";
-import { type Browser, browserSkip, launchBrowser } from "./browser.ts";
+import { browserSkip, suiteBrowser } from "./browser.ts";
 import { type BoardFixture, writeBoardFixture } from "./fixture.ts";
 import { send } from "./http-client.ts";
 
@@ -98,15 +97,10 @@ describe("board Sec-Fetch-Site rule (raw HTTP)", () => {
 });
 
 describe("board Sec-Fetch-Site rule in Chromium", { skip: browserSkip }, () => {
-  let browser: Browser;
-  let context: BrowserContext;
-  before(async () => {
-    browser = await launchBrowser();
-    context = browser.context;
-  });
-  after(() => browser?.close());
+  const browserContext = suiteBrowser();
 
   it("a page on another port times no-cors searches, exports and a stream; none reaches the board's data", async (t) => {
+    const context = browserContext();
     const { board, search, id } = await startSiteBoard(t);
     // The issue's probe: `no-cors` fetches of /api/search, timed, prefix by prefix; and the
     // other reads a page could make the browser send (an image, a stream, a navigation).

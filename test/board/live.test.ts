@@ -4,12 +4,11 @@
 // Chromium an append shows in an open Console page within 300 ms.
 import assert from "node:assert/strict";
 import { appendFileSync } from "node:fs";
-import { after, before, describe, it, type TestContext } from "node:test";
-import type { BrowserContext } from "playwright-core";
+import { describe, it, type TestContext } from "node:test";
 import { type Board, startBoard } from "../../src/board/index.ts";
 import { MAX_STREAMS } from "../../src/board/live.ts";
 import { idOf, user } from "../helpers/reader.ts";
-import { type Browser, browserSkip, launchBrowser } from "./browser.ts";
+import { browserSkip, suiteBrowser } from "./browser.ts";
 import { type BoardFixture, writeBoardFixture } from "./fixture.ts";
 import { send } from "./http-client.ts";
 import { openStream, type Stream } from "./sse-client.ts";
@@ -179,15 +178,10 @@ describe("board live route bounds", () => {
 const PUSH_DEADLINE_MS = 300;
 
 describe("board live route in Chromium", { skip: browserSkip }, () => {
-  let browser: Browser;
-  let context: BrowserContext;
-  before(async () => {
-    browser = await launchBrowser();
-    context = browser.context;
-  });
-  after(() => browser?.close());
+  const browserContext = suiteBrowser();
 
   it("shows an append in an open Console page within 300 ms", async (t) => {
+    const context = browserContext();
     const { fx, board } = await startLiveBoard(t);
     const page = await context.newPage();
     t.after(() => page.close());
