@@ -13,6 +13,7 @@ const ASSET_FILES: Readonly<Record<string, readonly [file: string, contentType: 
   // The page the login link opens; its token is read by login.js, never by the board here.
   "/login": ["login.html", "text/html; charset=utf-8"],
   "/login.js": ["login.js", "text/javascript; charset=utf-8"],
+  "/styles/login.css": ["styles/login.css", "text/css; charset=utf-8"],
   "/console.css": ["console.css", "text/css; charset=utf-8"],
   "/console.js": ["console.js", "text/javascript; charset=utf-8"],
   "/api.js": ["api.js", "text/javascript; charset=utf-8"],
