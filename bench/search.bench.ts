@@ -145,7 +145,7 @@ async function run(): Promise<void> {
       `${name}, ${mib(cost.corpusBytes)} MiB of Zipf words (median of ${QUERY_RUNS})`,
       ms(series.median),
       ratio(series.median, baseline),
-      `≤ ${TARGETS.costRatio}× one common word`,
+      name.startsWith("FTS5 alone") ? "" : `≤ ${TARGETS.costRatio}× one common word`,
     ]),
     [
       `catch-up after a one-entry append (median of ${APPEND_RUNS})`,
@@ -162,7 +162,10 @@ async function run(): Promise<void> {
     query: worstQuery <= TARGETS.queryMs,
     firstIndexing: first.ms <= TARGETS.indexRatio * floor.ms,
     catchUp: catchUp.median <= TARGETS.catchUpMs,
-    queryCost: Object.values(cost.series).every((c) => c.median <= TARGETS.costRatio * baseline),
+    // The bound is on what a search costs; the FTS5-alone rows show what it saves.
+    queryCost: Object.entries(cost.series).every(
+      ([name, c]) => name.startsWith("FTS5 alone") || c.median <= TARGETS.costRatio * baseline,
+    ),
   };
   process.stdout.write(`targets met: ${JSON.stringify(verdict)}\n`);
   const out = join(import.meta.dirname, "results");
