@@ -9,7 +9,7 @@ const port = parentPort;
 if (port === null) throw new Error("crashing-worker.ts runs only as a worker thread");
 const post = (message: FromWorker) => port.postMessage(message);
 port.on("message", (message: unknown) => {
-  if (!isToWorker(message)) return;
+  if (!isToWorker(message) || message.type !== "request") return;
   const { target } = message.request;
   if (target.endsWith("/exit")) process.exit(3);
   if (target.endsWith("/throw")) throw new Error("a bug in the worker");
