@@ -14,6 +14,7 @@ export function readExport(
   reader: Reader,
   conversation: string,
   params: Partial<Record<string, string>>,
+  log: (line: string) => void,
 ): Reply {
   const { format, branch } = params;
   if (format === undefined || !isExportFormat(format)) {
@@ -34,6 +35,6 @@ export function readExport(
       "Content-Security-Policy": OTHER_CSP,
     },
     body: Buffer.alloc(0),
-    stream: pulledFrom((sink, signal) => file.write(sink, signal)),
+    stream: pulledFrom((sink, signal) => file.write(sink, signal), log),
   };
 }

@@ -23,6 +23,7 @@ export type ReplyStream = {
  */
 export function pulledFrom(
   write: (sink: ExportSink, signal: AbortSignal) => Promise<ExportEnd>,
+  log: (line: string) => void,
 ): ReplyStream {
   const abort = new AbortController();
   let held: Buffer | null = null;
@@ -55,8 +56,11 @@ export function pulledFrom(
     started = true;
     write(sink, abort.signal).then(
       (end) => finish(end.ok ? "complete" : "stopped"),
-      // A bug in the export: the body is cut (its client sees an incomplete response).
-      () => finish("stopped"),
+      // A bug in the export: logged, and the body is cut (its client sees it incomplete).
+      (e: unknown) => {
+        log(`board: internal error in an export: ${e instanceof Error ? e.stack : e}`);
+        finish("stopped");
+      },
     );
   };
   const finish = (end: StreamEnd) => {

@@ -147,7 +147,8 @@ function longRun(block: Block, entry: EntryHead, count: number, lang: string): L
   const fenced = (note: string, info: string, prefix = "", lead = ""): LongRun => {
     const stream = new FenceStream(`${lead}${first}`, info, prefix);
     return {
-      start: `\n${note}${note === "" ? "" : "\n\n"}${stream.open()}${stream.write(lead)}${stream.write(first)}`,
+      // A blank line between the note and the fence, inside the quote when there is one.
+      start: `\n${note === "" ? "" : `${note}\n${prefix.trimEnd()}\n`}${stream.open()}${stream.write(lead)}${stream.write(first)}`,
       piece: (text) => stream.write(text),
       end: () =>
         `${stream.close()}\n${isOutputNote(block, entry) ? `\n*${stream.lines} lines.*\n` : ""}`,
@@ -159,7 +160,7 @@ function longRun(block: Block, entry: EntryHead, count: number, lang: string): L
       return fenced(longNote("Text", count, "shown as written, not read as Markdown"), "");
     case "thinking":
       return fenced(
-        `*Thinking:*\n\n${quote(longNote("Text", count, "shown as written, not read as Markdown"))}\n>`,
+        `*Thinking:*\n\n${quote(longNote("Text", count, "shown as written, not read as Markdown"))}`,
         "",
         "> ",
       );

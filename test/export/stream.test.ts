@@ -14,6 +14,7 @@ import type { Reader } from "../../src/reader/reader.ts";
 import { startCli } from "../cli/run-cli.ts";
 import { tempDir } from "../helpers/reader.ts";
 import { exportText, outputOf, replacingReader, writeLongSession } from "./export-fixture.ts";
+import { activeContent, RENDERERS } from "./hostile-links.ts";
 
 const FORMATS: ExportFormat[] = ["md", "html", "json"];
 
@@ -109,6 +110,92 @@ describe("export streaming", () => {
     const texts = json.pages.flatMap((p) => p.parts.flatMap((part) => part.blocks));
     const joined = texts.map((b) => b.text ?? "").join("");
     assert.ok(joined.includes(short) && joined.includes(long), "the JSON pages hold both");
+  });
+
+  it("writes long text, thinking, arguments and images piece by piece, each where it belongs", async (t) => {
+    const text = `${outputOf(4, 1_200_000)}\n[click](javascript:alert(1)) <b>x</b>`;
+    const thinking = outputOf(5, 1_200_000);
+    const content = outputOf(6, 1_500_000);
+    const png = "iVBORw0KGgo".padEnd(2_000_000, "A");
+    const bad = `${"A".repeat(1_100_000)}<script>${"A".repeat(400_000)}`;
+    const s = writeLongSession(t, 0, 0, [
+      {
+        type: "message",
+        id: "big-user",
+        timestamp: "2026-01-01T00:10:00.000Z",
+        message: {
+          role: "user",
+          content: [
+            { type: "image", mimeType: "image/png", data: png },
+            { type: "image", mimeType: "image/png", data: bad },
+          ],
+          timestamp: 1,
+        },
+      },
+      {
+        type: "message",
+        id: "big-reply",
+        timestamp: "2026-01-01T00:10:01.000Z",
+        message: {
+          role: "assistant",
+          content: [
+            { type: "thinking", thinking },
+            { type: "text", text },
+            { type: "toolCall", id: "w1", name: "write", arguments: { path: "a.txt", content } },
+          ],
+          stopReason: "toolUse",
+          timestamp: 2,
+        },
+      },
+    ]);
+    const md = (await exportText(s.reader, s.conversation, "md")).text;
+    const doc = new commonmark.Parser().parse(md);
+    const walker = doc.walker();
+    const found: { literal: string; quoted: boolean }[] = [];
+    for (let e = walker.next(); e !== null; e = walker.next()) {
+      if (!e.entering || e.node.type !== "code_block") continue;
+      found.push({ literal: e.node.literal ?? "", quoted: e.node.parent?.type === "block_quote" });
+    }
+    assert.deepEqual(
+      found.map((f) => [f.quoted, f.literal.length]),
+      [
+        [true, thinking.length + 1],
+        [false, text.length + 1],
+        [false, JSON.stringify({ path: "a.txt", content }).length + 1],
+      ],
+      "thinking quoted, text and arguments fenced, each whole",
+    );
+    assertSame(found[1]?.literal ?? "", `${text}\n`, "the long text as written");
+    assert.match(md, new RegExp(`\\[image: image/png, ${png.length} characters of base64`));
+    for (const render of Object.values(RENDERERS)) assert.deepEqual(activeContent(render(md)), []);
+    const html = (await exportText(s.reader, s.conversation, "html")).text;
+    const images = [
+      ...html.matchAll(
+        /<img alt="Image from the conversation" src="data:image\/png;base64,([A-Za-z0-9+/=]*)">/g,
+      ),
+    ];
+    assert.equal(images.length, 2);
+    assert.equal(images[0]?.[1], png, "the whole image, written piece by piece");
+    const cut = images[1]?.[1] ?? "";
+    assert.ok(
+      bad.startsWith(cut) && cut.length < bad.indexOf("<"),
+      "the bad one cut before its bad piece",
+    );
+    assert.match(
+      html,
+      /the image data stops being base64 after \d+ characters; the image is cut there/,
+    );
+    assert.deepEqual(
+      activeContent(
+        html.slice(html.indexOf("<body>")),
+        /^<img alt="Image from the conversation" src="data:image\/png;base64,[A-Za-z0-9+/=]*">$/,
+      ),
+      [],
+    );
+    assert.ok(
+      html.includes("[click](javascript:alert(1)) &lt;b&gt;x&lt;/b&gt;"),
+      "long text escaped, as written",
+    );
   });
 
   it("opens a longer fence when a long output holds a line that would close it", async (t) => {
