@@ -19,6 +19,7 @@ import { MAX_LANES, startReadPool } from "./read-pool.ts";
 import { boardRefusal, type Reply, rawResponse, SECURITY_HEADERS } from "./reply.ts";
 import { type BoardRequest, checkRequest, createHandler } from "./routes.ts";
 import type { BoardSearch } from "./search-route.ts";
+import { sendStream } from "./stream-reply.ts";
 
 export type { ReaderSources } from "./read-messages.ts";
 
@@ -172,7 +173,8 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
         req.resume();
         res.shouldKeepAlive = false;
         const request = { ...requestOf(req), method: "GET" };
-        writeReply(req, res, checkRequest(hosts, request) ?? crossSite);
+        // A refusal: a body of its own, never a stream, so nothing is left to wait for.
+        void writeReply(req, res, checkRequest(hosts, request) ?? crossSite);
         return;
       }
       if (auth !== null && early === null && acts(req)) {
@@ -362,15 +364,17 @@ async function answerConnect(req: IncomingMessage, socket: Socket, dispatch: Dis
 async function respond(req: IncomingMessage, res: ServerResponse, dispatch: Dispatch) {
   // The board never reads a request body; one that is sent is drained and discarded.
   req.resume();
-  writeReply(req, res, refuseAtHttpLevel(req) ?? (await dispatch(requestOf(req))));
+  await writeReply(req, res, refuseAtHttpLevel(req) ?? (await dispatch(requestOf(req))));
 }
 
-function writeReply(req: IncomingMessage, res: ServerResponse, out: Reply): void {
+async function writeReply(req: IncomingMessage, res: ServerResponse, out: Reply): Promise<void> {
   // The client may have gone while a worker read; there is no one left to answer.
   if (res.destroyed || res.writableEnded) {
     out.release?.();
+    out.stream?.cancel();
     return;
   }
+  if (out.stream) return sendStream(req, res, out.status, out.headers, out.stream);
   // Shared memory goes back once the response is over: sent whole (the socket's write of it
   // has completed by then) or cut off. 'close' is emitted in both cases.
   if (out.release) res.once("close", out.release);
@@ -431,7 +435,7 @@ async function act(
     if (req.method === "POST") req.resume();
     // A refused POST's body is not read; the connection closes rather than drain it.
     if (out.status >= 400 && req.method === "POST") res.shouldKeepAlive = false;
-    writeReply(req, res, out);
+    return writeReply(req, res, out);
   };
   if (refused !== null) return finish(refused);
   const path = request.target.split("?", 1)[0] ?? "";
@@ -477,7 +481,7 @@ async function act(
   const body = await readJsonObject(req);
   if (!body.ok) return finish(body.reply);
   if (res.destroyed) return;
-  finish(await control({ session: check.login, conversation, body: body.value }));
+  return finish(await control({ session: check.login, conversation, body: body.value }));
 }
 
 /** A POST's body as a JSON object, or the refusal: too large, not JSON, not an object. */
