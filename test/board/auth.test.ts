@@ -402,7 +402,10 @@ window.done = true;
     await evil.goto(attacker.url);
     await waitUntil(evil, "window.done === true", "the flood was written");
     const jar = await context.cookies(board.url);
-    assert.ok(jar.length >= 150, `the browser holds ${jar.length} cookies for the board's host`);
+    // How many the browser keeps varies (it purges in batches past its limit); what matters is
+    // that it sends the board far more than node's default 16 KiB head.
+    const bytes = jar.reduce((n, c) => n + c.name.length + c.value.length, 0);
+    assert.ok(bytes > 256 * 1024, `the browser holds ${jar.length} cookies, ${bytes} bytes`);
 
     const reload = await page.reload();
     assert.equal(reload?.status(), 200, "the Console loads through the flood");
