@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { request } from "node:http";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { register } from "../../src/control/registry/registry.ts";
@@ -26,12 +27,17 @@ async function registered(t: TestContext) {
   const a = conversationId(project, "main", "a.jsonl");
   const b = conversationId(project, "main", "b.jsonl");
   const state = join(root, "st");
+  // A socket this process listens on: register() records the controller's socket.
+  const socket = join(root, "c.sock");
+  const server = createServer((c) => c.destroy());
+  await new Promise<void>((resolve) => server.listen(socket, resolve));
+  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
   const reg = await register(join(state, "controllers"), {
     conversation: a,
     project,
     seat: "main",
     sessionFile: join(sessions, "a.jsonl"),
-    socket: join(root, "none.sock"),
+    socket,
     execution: "ex-1",
     grants: ["operator"],
     startedAt: new Date().toISOString(),
