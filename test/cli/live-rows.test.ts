@@ -5,11 +5,11 @@
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { request } from "node:http";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { register } from "../../src/control/registry/registry.ts";
 import { conversationId, sessionsDirOf } from "../../src/reader/sources.ts";
+import { listenOn } from "../helpers/listener.ts";
 import { settledSession, writeLines } from "../helpers/real-pi.ts";
 import { assertValid } from "../helpers/schema.ts";
 import { runCli, startCli } from "./run-cli.ts";
@@ -29,9 +29,7 @@ async function registered(t: TestContext) {
   const state = join(root, "st");
   // A socket this process listens on: register() records the controller's socket.
   const socket = join(root, "c.sock");
-  const server = createServer((c) => c.destroy());
-  await new Promise<void>((resolve) => server.listen(socket, resolve));
-  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  await listenOn(t, socket);
   const reg = await register(join(state, "controllers"), {
     conversation: a,
     project,

@@ -15,7 +15,6 @@ import {
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
@@ -34,6 +33,7 @@ import {
   register,
 } from "../../src/control/registry/registry.ts";
 import { until } from "../helpers/deadline.ts";
+import { listenOn } from "../helpers/listener.ts";
 import { assertValid } from "../helpers/schema.ts";
 
 function temp(t: TestContext): string {
@@ -45,12 +45,7 @@ function temp(t: TestContext): string {
 /** A socket this process listens on in `dir`, as a controller's: register() records it. */
 async function listening(t: TestContext, dir: string): Promise<string> {
   const path = join(dir, "s.sock");
-  const server = createServer((c) => c.destroy());
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(path, resolve);
-  });
-  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  await listenOn(t, path);
   return path;
 }
 

@@ -7,7 +7,6 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:net";
 import { dirname, join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { relayController } from "../../src/board/live-control.ts";
@@ -23,6 +22,7 @@ import {
   processStart,
   register,
 } from "../../src/control/registry/registry.ts";
+import { listenOn } from "../helpers/listener.ts";
 import { startAsOtherUser, whyNoOtherUser } from "../helpers/other-user.ts";
 
 const ATTACKER = new URL("./attacker-socket.ts", import.meta.url).pathname;
@@ -242,14 +242,4 @@ function failure(socket: string): string {
   const check = checkSocketPath(socket);
   assert.equal(check.ok, false);
   return check.ok ? "" : check.message;
-}
-
-async function listenOn(t: TestContext, path: string): Promise<Server> {
-  const server = createServer((c) => c.destroy());
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(path, resolve);
-  });
-  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return server;
 }
