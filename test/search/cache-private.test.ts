@@ -32,7 +32,7 @@ const SHARDS = ["search-0-of-2.sqlite", "search-1-of-2.sqlite"];
 
 /** A base uid 65534 may enter (0755), with one project of two conversations. */
 function fixture(t: TestContext) {
-  const base = mkdtempSync("/tmp/cp-");
+  const base = mkdtempSync("/tmp/scache-");
   chmodSync(base, 0o755);
   t.after(() => rmSync(base, { recursive: true, force: true }));
   const p = project(base, "demo");
