@@ -217,7 +217,7 @@ describe("board login from another user of this machine", { skip: whyNoOtherUser
     const token = new URL(link).searchParams.get("token") ?? "";
     const origin = `http://127.0.0.1:${board.port}`;
     const json = { origin, "content-type": "application/json" };
-    const tried = await requestAsOtherUser(board.port, {
+    const tried = await requestAsOtherUser(t, board.port, {
       path: "/login",
       method: "POST",
       headers: json,
@@ -231,7 +231,7 @@ describe("board login from another user of this machine", { skip: whyNoOtherUser
 
     const { key, headers } = await logIn(link);
     for (const extra of [{}, { cookie: `board_session_${board.port}=x` }]) {
-      const replay = await requestAsOtherUser(board.port, {
+      const replay = await requestAsOtherUser(t, board.port, {
         path: CONTROL,
         method: "POST",
         headers: { ...headers, ...extra },
@@ -242,7 +242,7 @@ describe("board login from another user of this machine", { skip: whyNoOtherUser
     }
     assert.equal(spy.calls.length, 0, "nothing reached the controller");
     // Reading stays open to loopback, as the seed's route is; only acting is the user's own.
-    const read = await requestAsOtherUser(board.port, { path: "/api/conversations" });
+    const read = await requestAsOtherUser(t, board.port, { path: "/api/conversations" });
     assert.equal(read.status, 200);
     assert.equal((await post(board, { ...json, "x-board-login": key })).status, 200);
   });

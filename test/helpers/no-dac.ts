@@ -33,16 +33,6 @@ export function runWithoutDacOverride(
   const argv = asRoot
     ? ["--bounding-set", "-dac_override,-dac_read_search", "--", process.execPath, script, ...args]
     : [script, ...args];
-  return runCaptured(cmd, argv, timeoutMs, script);
-}
-
-/** Runs `cmd argv`, collecting stdout and stderr, killed after `timeoutMs` (`what` says who). */
-export function runCaptured(
-  cmd: string,
-  argv: string[],
-  timeoutMs: number,
-  what: string,
-): Promise<ChildResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, argv, { stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
@@ -55,7 +45,7 @@ export function runCaptured(
     });
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
-      reject(new Error(`${what} did not finish within ${timeoutMs} ms`));
+      reject(new Error(`${script} did not finish within ${timeoutMs} ms`));
     }, timeoutMs);
     child.on("error", (e) => {
       clearTimeout(timer);

@@ -1,52 +1,115 @@
-// Sends an HTTP request from a process of another user of this machine (uid 65534, `nobody`),
-// for the board's peer check: under root every test process is root, so "another user" has to
-// be a real other uid. setpriv(1) switches the child's uids and groups before node starts; the
-// request itself is a small script written to a temporary folder the other user can read.
-import { execFileSync } from "node:child_process";
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+// Runs a script as a real other user (uid and gid 65534, "nobody", no supplementary groups),
+// with setpriv(1): the attacker of a security test. Every machine here runs as root, so file
+// modes prove nothing about what root may do; what another uid can do is what they prove.
+// Each child has a deadline and is killed when the test ends.
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { join } from "node:path";
-import { runCaptured } from "./no-dac.ts";
+import type { TestContext } from "node:test";
 
 export const OTHER_UID = 65534;
 
-const SCRIPT = `
-import { request } from "node:http";
-const [port, spec] = [Number(process.argv[2]), JSON.parse(process.argv[3])];
-const req = request({ host: "127.0.0.1", port, path: spec.path, method: spec.method,
-  headers: spec.headers, agent: false, signal: AbortSignal.timeout(10000) }, (res) => {
-  const chunks = [];
-  res.on("data", (c) => chunks.push(c));
-  res.on("end", () => process.stdout.write(JSON.stringify({ uid: process.getuid(),
-    status: res.statusCode, body: Buffer.concat(chunks).toString("utf8") })));
-});
-req.on("error", (e) => { process.stderr.write(String(e)); process.exit(1); });
-req.end(spec.body);
-`;
-
 let probed: string | false | undefined;
 
-/** False when a child can run as another uid here; else why not (the caller skips or fails). */
+/** False when a child can run as OTHER_UID here; else why not (the caller skips or fails). */
 export function whyNoOtherUser(): string | false {
   if (probed !== undefined) return probed;
-  probed = false;
-  if (process.getuid?.() !== 0) probed = "switching to another uid needs root";
-  else {
-    try {
-      execFileSync(
-        "setpriv",
-        ["--reuid", String(OTHER_UID), "--regid", "65534", "--clear-groups", "true"],
-        {
-          stdio: "ignore",
-        },
-      );
-    } catch (e) {
-      probed = `setpriv cannot switch to uid ${OTHER_UID} here: ${String(e)}`;
-    }
+  if (process.getuid?.() !== 0) {
+    probed = "not root: a child can't switch to another uid";
+    return probed;
+  }
+  try {
+    execFileSync("setpriv", [...AS_OTHER, "--", "true"], { stdio: "ignore" });
+    probed = false;
+  } catch (e) {
+    probed = `setpriv cannot switch to uid ${OTHER_UID} here: ${String(e)}`;
   }
   return probed;
 }
 
+const AS_OTHER = [
+  `--reuid=${OTHER_UID}`,
+  `--regid=${OTHER_UID}`,
+  "--clear-groups",
+  "--inh-caps=-all",
+];
+
+export type OtherUser = {
+  readonly child: ChildProcess;
+  /** Everything it wrote to stdout so far. */
+  output(): string;
+  /** Resolves once its stdout holds `text` (rejects at the deadline or when it exits first). */
+  waitFor(text: string, ms?: number): Promise<void>;
+  /** Resolves with its exit code (rejects at the deadline). */
+  exited(ms?: number): Promise<number | null>;
+};
+
+/** Starts `process.execPath script ...args` as OTHER_UID; killed after the test. */
+export function startAsOtherUser(t: TestContext, script: string, args: string[]): OtherUser {
+  const child = spawn("setpriv", [...AS_OTHER, "--", process.execPath, script, ...args], {
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  let code: number | null | undefined;
+  const waiters = new Set<() => void>();
+  const wake = () => {
+    for (const w of [...waiters]) w();
+  };
+  child.stdout?.setEncoding("utf8").on("data", (d: string) => {
+    out += d;
+    wake();
+  });
+  child.stderr?.setEncoding("utf8").on("data", (d: string) => {
+    err += d;
+  });
+  child.on("exit", (c) => {
+    code = c;
+    wake();
+  });
+  t.after(() => {
+    if (code === undefined) child.kill("SIGKILL");
+  });
+  const until = <T>(ready: () => T | undefined, what: string, ms: number): Promise<T> =>
+    new Promise((resolve, reject) => {
+      const check = () => {
+        const value = ready();
+        if (value !== undefined) {
+          done();
+          resolve(value);
+        } else if (code !== undefined) {
+          done();
+          reject(new Error(`the other user's script exited (${code}) before ${what}: ${err}`));
+        }
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(new Error(`no ${what} within ${ms} ms; stdout ${out}; stderr ${err}`));
+      }, ms);
+      const done = () => {
+        clearTimeout(timer);
+        waiters.delete(check);
+      };
+      waiters.add(check);
+      check();
+    });
+  return {
+    child,
+    output: () => out,
+    waitFor: (text, ms = 20_000) =>
+      until(() => (out.includes(text) ? true : undefined), JSON.stringify(text), ms).then(() => {}),
+    exited: (ms = 20_000) =>
+      new Promise((resolve, reject) => {
+        if (code !== undefined) return resolve(code);
+        const timer = setTimeout(() => reject(new Error(`still running after ${ms} ms`)), ms);
+        child.once("exit", (c) => {
+          clearTimeout(timer);
+          resolve(c);
+        });
+      }),
+  };
+}
+
+/** A request the other user sends (test/board/attacker-request.ts sends it). */
 export type Sent = {
   path: string;
   method?: string;
@@ -55,24 +118,19 @@ export type Sent = {
 };
 export type Received = { uid: number; status: number; body: string };
 
-/** Sends `spec` to 127.0.0.1:`port` as uid 65534; what came back. Rejects after a deadline. */
-export async function requestAsOtherUser(port: number, spec: Sent): Promise<Received> {
-  const dir = mkdtempSync(join(tmpdir(), "other-user-"));
-  try {
-    chmodSync(dir, 0o755);
-    const script = join(dir, "request.mjs");
-    writeFileSync(script, SCRIPT, { mode: 0o644 });
-    const args = [
-      ...["--reuid", String(OTHER_UID), "--regid", "65534", "--clear-groups", "--"],
-      ...[process.execPath, script, String(port), JSON.stringify({ method: "GET", ...spec })],
-    ];
-    const run = await runCaptured("setpriv", args, 20_000, "the other user's request");
-    if (run.code !== 0) {
-      throw new Error(`the other user's request failed (${run.code}): ${run.stderr}`);
-    }
-    const out = run.stdout;
-    return JSON.parse(out) as Received;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+const REQUEST_SCRIPT = join(import.meta.dirname, "..", "board", "attacker-request.ts");
+
+/** Sends `spec` to 127.0.0.1:`port` as OTHER_UID; what came back. Rejects at a deadline. */
+export async function requestAsOtherUser(
+  t: TestContext,
+  port: number,
+  spec: Sent,
+): Promise<Received> {
+  const other = startAsOtherUser(t, REQUEST_SCRIPT, [
+    String(port),
+    JSON.stringify({ method: "GET", ...spec }),
+  ]);
+  const code = await other.exited();
+  if (code !== 0) throw new Error(`the other user's request failed (${code})`);
+  return JSON.parse(other.output()) as Received;
 }
