@@ -194,7 +194,12 @@ function metaText(meta) {
   if (!meta) return [];
   const out = [];
   if (meta.customType !== undefined) out.push(meta.customType);
-  if (meta.stopReason !== undefined && meta.stopReason !== "stop") {
+  // "stop" and "toolUse" are how a reply ends normally (the tool call below says the second).
+  if (
+    meta.stopReason !== undefined &&
+    meta.stopReason !== "stop" &&
+    meta.stopReason !== "toolUse"
+  ) {
     out.push(`stop: ${meta.stopReason}`);
   }
   if (meta.exitCode !== undefined) out.push(`exit ${meta.exitCode === null ? "?" : meta.exitCode}`);
