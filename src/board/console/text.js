@@ -28,6 +28,8 @@ function markerFor(cp, oneLine) {
     (cp >= 0x2060 && cp <= 0x2064) ||
     (cp >= 0x2066 && cp <= 0x2069) ||
     cp === 0xfeff ||
+    // A lone surrogate (codePointAt gives it alone): the terminal and the exports mark it too.
+    (cp >= 0xd800 && cp <= 0xdfff) ||
     (cp >= 0xe0000 && cp <= 0xe007f)
   ) {
     return `<U+${cp.toString(16).toUpperCase().padStart(4, "0")}>`;
