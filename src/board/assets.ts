@@ -16,25 +16,24 @@ const ASSET_FILES: Readonly<Record<string, readonly [file: string, contentType: 
   "/render.js": ["render.js", "text/javascript; charset=utf-8"],
   "/text.js": ["text.js", "text/javascript; charset=utf-8"],
   "/live-run.js": ["live-run.js", "text/javascript; charset=utf-8"],
-  "/markdown.js": ["markdown.js", "text/javascript; charset=utf-8"],
   "/markup.js": ["markup.js", "text/javascript; charset=utf-8"],
-  "/present.js": ["present.js", "text/javascript; charset=utf-8"],
   "/tools.js": ["tools.js", "text/javascript; charset=utf-8"],
-  // Built by `npm run build:console` (markdown-it, highlight.js); git-ignored.
-  "/vendor.js": ["vendor.js", "text/javascript; charset=utf-8"],
-  // Also built by `npm run build:console`: the terminal's transcript state machine, bundled.
+  // Built by `npm run build:console` (git-ignored): the presentation rules of src/present/
+  // (with markdown-it and highlight.js), and the terminal's transcript state machine.
+  "/present.js": ["present.js", "text/javascript; charset=utf-8"],
   "/transcript.js": ["transcript.js", "text/javascript; charset=utf-8"],
 };
+const BUILT = new Set(["present.js", "transcript.js"]);
 
 /**
  * Reads every Console file now; throws if one is missing (a broken checkout, not a "no"; a
- * missing vendor.js means `npm run build:console` has not run).
+ * missing present.js or transcript.js means `npm run build:console` has not run).
  */
 export function loadAssets(): ReadonlyMap<string, Asset> {
   const assets = new Map<string, Asset>();
   for (const [path, [file, contentType]] of Object.entries(ASSET_FILES)) {
     const full = join(CONSOLE_DIR, file);
-    if ((file === "vendor.js" || file === "transcript.js") && !existsSync(full)) {
+    if (BUILT.has(file) && !existsSync(full)) {
       throw new Error(`${full} is missing: run "npm run build:console" (npm install runs it).`);
     }
     assets.set(path, { contentType, body: readFileSync(full) });

@@ -3,9 +3,9 @@
 // (and the alternate screen unless --no-alt-screen); otherwise (pipes, tests) it reads the
 // same key bytes from stdin and writes each changed screen as plain text frames, with no
 // control sequences at all. Invariants: every text from the engine, the transcript or the
-// controller passes visible.ts (through wrap.ts or makeVisible) before it is written, so the
-// only control sequences on the terminal are this file's own; a request is sent once and a
-// lost outcome is reported, never resent.
+// controller passes src/present/visible.ts (through wrap.ts or makeVisible) before it is
+// written, so the only control sequences on the terminal are this file's own; a request is
+// sent once and a lost outcome is reported, never resent.
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { ConnectError, ConversationClient, RECONNECT_DELAYS_MS } from "../control/client/client.ts";
@@ -13,10 +13,10 @@ import { Transcript, type TranscriptItem } from "../control/client/transcript.ts
 import type { ControllerState } from "../control/protocol.ts";
 import { placesFor } from "../control/registry/places.ts";
 import { findController } from "../control/registry/registry.ts";
+import { makeVisible } from "../present/visible.ts";
 import { commandLine } from "./invocation.ts";
 import { createPartPrinter } from "./render.ts";
 import { Composer, type ComposerEffect, InputDecoder, type KeyAction } from "./terminal-input.ts";
-import { makeVisible } from "./visible.ts";
 import { textWidth, wrapText } from "./wrap.ts";
 
 export type AttachCommand = {

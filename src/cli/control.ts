@@ -23,13 +23,13 @@ import { isPiVersion, PI_VERSIONS } from "../control/engine/pi-pin.ts";
 import { type Grant, OPERATIONS, type Operation } from "../control/protocol.ts";
 import { isControlRefusal } from "../control/refusal.ts";
 import { placesFor } from "../control/registry/places.ts";
+import { makeVisible } from "../present/visible.ts";
 import { ID_PATTERN } from "../protocol/chat-01.ts";
 import { sessionsDirOf } from "../reader/sources.ts";
 import type { Checked } from "./config.ts";
 import { commandLine } from "./invocation.ts";
 import type { Io } from "./io.ts";
 import { whenAborted } from "./serve.ts";
-import { makeVisible } from "./visible.ts";
 
 export type ControlTarget = { kind: "session"; file: string } | { kind: "new"; title?: string };
 

@@ -4,6 +4,7 @@
 import { realpathSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve, sep } from "node:path";
 import { type ExportFormat, readBranchExport, renderExport } from "../export/index.ts";
+import { makeVisible } from "../present/visible.ts";
 import type { Reader } from "../reader/reader.ts";
 import type { Root } from "../reader/sources.ts";
 import { sourceDirOf } from "../search/cache-dir.ts";
@@ -11,7 +12,6 @@ import type { SourceFlags } from "./config.ts";
 import { shellWord } from "./invocation.ts";
 import type { Io } from "./io.ts";
 import { refuseOpen } from "./source-hints.ts";
-import { makeVisible } from "./visible.ts";
 
 export type ExportCommand = {
   name: "export";

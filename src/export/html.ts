@@ -1,34 +1,20 @@
 // A branch as one self-contained HTML file: inline CSS allowed by its hash, no script, a
 // strict CSP meta (nothing loads but data: images). Markdown and highlighting come from the
-// Console's own trees (markdown.js), turned into markup here with every string escaped; tool
-// calls read as in the Console (present.js); long output folds in <details> with its count.
+// Console's own trees (src/present/markdown.ts), turned into markup here with every string
+// escaped; tool calls read as in the Console (tool-view.ts); long output folds in <details> with its line count.
 import { createHash } from "node:crypto";
-import {
-  codeNode,
-  languageOfPath,
-  markdownTree,
-  safeHref,
-  TREE_TAGS,
-  type TreeNode,
-} from "../board/console/markdown.js";
-import {
-  addUsage,
-  FOLD_LINES,
-  lineCount,
-  modelText,
-  readRange,
-  toolCallView,
-  type UsageTotal,
-  usageText,
-} from "../board/console/present.js";
-import { makeVisible } from "../cli/visible.ts";
+import { imageRefusal } from "../present/image.ts";
+import { metaPhrases, NOTICE_LABELS, whoOf } from "../present/labels.ts";
+import { languageOfPath } from "../present/language.ts";
+import { codeNode, markdownTree, safeHref, TREE_TAGS, type TreeNode } from "../present/markdown.ts";
+import { FOLD_LINES, lineCount, readRange, toolCallView } from "../present/tool-view.ts";
+import { addUsage, modelText, type UsageTotal, usageText } from "../present/usage.ts";
+import { makeVisible } from "../present/visible.ts";
 import type { Block } from "../protocol/chat-01.ts";
 import { type BranchExport, type Entry, entriesOf } from "./branch.ts";
 import { EXPORT_CSS } from "./html-style.ts";
-import { metaPhrases, NOTICE_LABELS, titleOf, utcTime, whoOf } from "./labels.ts";
+import { titleOf, utcTime } from "./labels.ts";
 
-const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
-const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 const HL_CLASS = /^hl-[a-z][a-z_-]{0,30}$/;
 
 /** The export's Content-Security-Policy: its one style element by hash, data: images only. */
@@ -174,7 +160,7 @@ function blockHtml(
     case "tool-result":
       return `<div class="block result">Result of <code>${escapeText(block.toolName, true)}</code> <span class="badge ${block.isError ? "error" : "ok"}">${block.isError ? "error" : "ok"}</span></div>`;
     case "image":
-      if (!IMAGE_TYPES.has(block.mimeType) || !BASE64.test(block.data)) {
+      if (imageRefusal(block.mimeType, block.data) !== null) {
         return `<p class="block notice">Image not shown: type ${escapeText(block.mimeType, true)} or its data is not a PNG, JPEG, GIF or WebP in base64.</p>`;
       }
       return `<figure class="block"><img alt="Image from the conversation" src="data:${block.mimeType};base64,${block.data}"><figcaption>${block.mimeType}</figcaption></figure>`;

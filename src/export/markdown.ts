@@ -2,20 +2,14 @@
 // tool calls and results in fenced blocks whose fence is longer than any backtick run inside,
 // usage per reply and for the branch. Control, bidi and invisible characters are shown as the
 // terminal shows them (`^[`, `<U+202E>`), so no file viewer can be steered by the content.
-import { languageOfPath } from "../board/console/markdown.js";
-import {
-  addUsage,
-  lineCount,
-  modelText,
-  readRange,
-  toolCallView,
-  type UsageTotal,
-  usageText,
-} from "../board/console/present.js";
-import { makeVisible } from "../cli/visible.ts";
+import { metaPhrases, NOTICE_LABELS, whoOf } from "../present/labels.ts";
+import { languageOfPath } from "../present/language.ts";
+import { lineCount, readRange, toolCallView } from "../present/tool-view.ts";
+import { addUsage, modelText, type UsageTotal, usageText } from "../present/usage.ts";
+import { makeVisible } from "../present/visible.ts";
 import type { Block } from "../protocol/chat-01.ts";
 import { type BranchExport, type Entry, entriesOf } from "./branch.ts";
-import { metaPhrases, NOTICE_LABELS, titleOf, utcTime, whoOf } from "./labels.ts";
+import { titleOf, utcTime } from "./labels.ts";
 
 /** The whole export; `now` is the export's time (a parameter so tests are exact). */
 export function renderMarkdown(doc: BranchExport, now = new Date()): string {
