@@ -7,7 +7,7 @@ import { EXPORT_FORMATS, isExportFormat } from "../export/index.ts";
 import { QUERY_MAX_CHARS } from "../search/query.ts";
 import { ATTACH_HELP, type AttachCommand, parseAttach } from "./attach.ts";
 import type { SourceFlags } from "./config.ts";
-import { CONTROL_HELP, type ControlCommand, parseControl } from "./control.ts";
+import { CONTROL_HELP, type ControlCommand, parseControl } from "./control-args.ts";
 import type { ControllersCommand } from "./controllers.ts";
 import type { ExportCommand } from "./export.ts";
 import type { SearchCommand } from "./search.ts";

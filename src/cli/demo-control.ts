@@ -10,7 +10,7 @@ import { join } from "node:path";
 import type { Grant } from "../control/protocol.ts";
 import { type Registration, register } from "../control/registry/registry.ts";
 import { sessionsDirOf } from "../index.ts";
-import { describeStarted, loadWarning } from "./control.ts";
+import { describeStarted, loadWarning } from "./control-report.ts";
 import { DEMO_FILE, DEMO_MODEL, demoModelsJson, startDemoModel } from "./demo-model.ts";
 
 /** The demo session's file name under the seat's sessions directory. */
