@@ -5,7 +5,7 @@ import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { EXPORT_FORMATS, isExportFormat } from "../export/index.ts";
 import { QUERY_MAX_CHARS } from "../search/query.ts";
-import { ATTACH_HELP, type AttachCommand, parseAttach } from "./attach.ts";
+import { ATTACH_HELP, type AttachCommand, parseAttach } from "./attach-args.ts";
 import type { SourceFlags } from "./config.ts";
 import { CONTROL_HELP, type ControlCommand, parseControl } from "./control-args.ts";
 import type { ControllersCommand } from "./controllers.ts";
