@@ -13,6 +13,7 @@ import { dirname, join } from "node:path";
 import type { Controller } from "../control/controller/controller.ts";
 import type { Grant } from "../control/protocol.ts";
 import { placesFor } from "../control/registry/places.ts";
+import type { Registration } from "../control/registry/registry.ts";
 import { sessionsDirOf } from "../reader/sources.ts";
 import { type Checked, fail } from "./config.ts";
 import type { ControlCommand } from "./control-args.ts";
@@ -60,7 +61,8 @@ async function controlUntilStopped(
   const { LiveSessionGuard } = await import("../control/engine/guard.ts");
   const { FixtureVerifier, RepositoryVerifier } = await import("../control/controller/records.ts");
   const { chooseLauncher } = await import("../control/cohort/cohort.ts");
-  const { ensurePrivateDir, register } = await import("../control/registry/registry.ts");
+  const { ensurePrivateDir } = await import("../control/registry/registry.ts");
+  const { registerStarted } = await import("./registration.ts");
   const places = placesFor(cmd.stateDir);
   let ctl: Controller;
   let sessionFile: string;
@@ -135,7 +137,7 @@ async function controlUntilStopped(
       cmd.fixtureRoot === undefined
         ? new RepositoryVerifier({ specs })
         : new FixtureVerifier({ fixtureRoot: cmd.fixtureRoot });
-    let registration: Awaited<ReturnType<typeof register>> | null = null;
+    let registration: Registration | null = null;
     ctl = new Controller({
       fixtureRoot: cmd.fixtureRoot ?? project,
       claimRoot,
@@ -161,24 +163,11 @@ async function controlUntilStopped(
     });
     // `start` stops whatever it started before it rethrows.
     await ctl.start();
-    try {
-      registration = await register(places.registry, {
-        conversation: ctl.conversation,
-        project: ctl.projectRoot,
-        seat: ctl.seat,
-        sessionFile: ctl.sessionFile,
-        socket: ctl.socketPath,
-        execution: ctl.execution?.execution ?? "none",
-        grants: grants.map((g) => g.id),
-        startedAt: new Date().toISOString(),
-        ...(ctl.execution?.binding.engine
-          ? { piVersion: ctl.execution.binding.engine.version }
-          : {}),
-      });
-    } catch (e) {
-      await ctl.stop().catch(() => undefined);
-      throw e;
-    }
+    registration = await registerStarted(
+      places.registry,
+      ctl,
+      grants.map((g) => g.id),
+    );
     const reg = registration;
     // Removed at a normal stop; also when the process ends some other way while Node runs.
     const onExit = () => reg.remove();
