@@ -1,7 +1,7 @@
 // The flags of `conversation attach` and its help: a conversation id (found in the registry)
 // or --socket PATH, the grant, a fixed size off a terminal, and the alternate screen.
 import { resolve } from "node:path";
-import { parseArgs } from "node:util";
+import { parseFlags } from "./flags.ts";
 
 export type AttachCommand = {
   name: "attach";
@@ -49,19 +49,14 @@ with control characters made visible (^[, <U+202E>). Exit status: 0 quit;
 
 export function parseAttach(args: string[]): AttachParsed {
   const bad = (error: string): AttachParsed => ({ ok: false, error, usage: ATTACH_HELP });
-  const { values, positionals } = parseArgs({
-    args,
-    options: {
-      socket: { type: "string" },
-      "state-dir": { type: "string" },
-      grant: { type: "string" },
-      columns: { type: "string" },
-      rows: { type: "string" },
-      "no-alt-screen": { type: "boolean" },
-      help: { type: "boolean", short: "h" },
-    },
-    allowPositionals: true,
-    strict: true,
+  const { values, positionals } = parseFlags(args, {
+    socket: { type: "string" },
+    "state-dir": { type: "string" },
+    grant: { type: "string" },
+    columns: { type: "string" },
+    rows: { type: "string" },
+    "no-alt-screen": { type: "boolean" },
+    help: { type: "boolean", short: "h" },
   });
   if (values.help) return { ok: true, command: { name: "help", text: ATTACH_HELP } };
   const [conversation, extra] = positionals;

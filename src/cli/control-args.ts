@@ -1,8 +1,8 @@
 // The flags of `conversation control` and its help: parsed with node:util parseArgs (strict),
 // checked before anything runs (a usage error names the flag); paths are resolved here.
 import { resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { isPiVersion, PI_VERSIONS } from "../control/engine/pi-pin.ts";
+import { parseFlags } from "./flags.ts";
 
 export type ControlTarget = { kind: "session"; file: string } | { kind: "new"; title?: string };
 
@@ -102,29 +102,24 @@ const PATH_FLAGS = [
 /** Parses the flags after `control`; throws parseArgs' TypeError on an unknown flag. */
 export function parseControl(args: string[]): ControlParsed {
   const bad = (error: string): ControlParsed => ({ ok: false, error, usage: CONTROL_HELP });
-  const { values, positionals } = parseArgs({
-    args,
-    options: {
-      project: { type: "string" },
-      seat: { type: "string" },
-      session: { type: "string" },
-      new: { type: "boolean" },
-      title: { type: "string" },
-      "fixture-root": { type: "string" },
-      "state-dir": { type: "string" },
-      "claim-root": { type: "string" },
-      "socket-dir": { type: "string" },
-      grants: { type: "string" },
-      model: { type: "string" },
-      provider: { type: "string" },
-      thinking: { type: "string" },
-      "agent-dir": { type: "string" },
-      "agent-from": { type: "string" },
-      "pi-version": { type: "string" },
-      help: { type: "boolean", short: "h" },
-    },
-    allowPositionals: true,
-    strict: true,
+  const { values, positionals } = parseFlags(args, {
+    project: { type: "string" },
+    seat: { type: "string" },
+    session: { type: "string" },
+    new: { type: "boolean" },
+    title: { type: "string" },
+    "fixture-root": { type: "string" },
+    "state-dir": { type: "string" },
+    "claim-root": { type: "string" },
+    "socket-dir": { type: "string" },
+    grants: { type: "string" },
+    model: { type: "string" },
+    provider: { type: "string" },
+    thinking: { type: "string" },
+    "agent-dir": { type: "string" },
+    "agent-from": { type: "string" },
+    "pi-version": { type: "string" },
+    help: { type: "boolean", short: "h" },
   });
   if (values.help) return { ok: true, command: { name: "help", text: CONTROL_HELP } };
   if (positionals.length > 0) return bad(`unexpected argument ${JSON.stringify(positionals[0])}`);
