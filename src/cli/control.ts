@@ -8,12 +8,13 @@
 // are checked before it runs (usage errors); what it prints is control-report.ts's, refusals
 // as `refused: <code>: <message>` and a line saying what to do. The control modules are loaded
 // only when the command runs.
-import { chmodSync, copyFileSync, lstatSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { chmodSync, copyFileSync, rmSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Controller } from "../control/controller/controller.ts";
 import type { Grant } from "../control/protocol.ts";
 import { placesFor } from "../control/registry/places.ts";
 import type { Registration } from "../control/registry/registry.ts";
+import { checkPrivateFolder } from "../fs/private-folder.ts";
 import { sessionsDirOf } from "../reader/sources.ts";
 import { type Checked, fail } from "./config.ts";
 import type { ControlCommand } from "./control-args.ts";
@@ -63,6 +64,8 @@ async function controlUntilStopped(
   const { chooseLauncher } = await import("../control/cohort/cohort.ts");
   const { ensurePrivateDir } = await import("../control/registry/registry.ts");
   const { registerStarted } = await import("./registration.ts");
+  const leftovers = await import("../control/registry/leftovers.ts");
+  const { controlPlace } = await import("../control/registry/private-dirs.ts");
   const places = placesFor(cmd.stateDir);
   let ctl: Controller;
   let sessionFile: string;
@@ -87,11 +90,12 @@ async function controlUntilStopped(
       }
     }
     const claimRoot = cmd.claimRoot ?? places.claims;
-    ensurePrivateDir(places.registry);
+    // The state dir the person named is private like every folder in it (issue 22 item 2).
+    if (cmd.stateDir !== undefined) ensurePrivateDir(cmd.stateDir, controlPlace("the state dir"));
+    ensurePrivateDir(places.registry, controlPlace("the registry of running controllers"));
     let socketDir = cmd.socketDir;
     if (socketDir === undefined) {
-      ensurePrivateDir(places.sockets);
-      const made = mkdtempSync(join(places.sockets, "c-"));
+      const made = leftovers.makeSocketDir(places.sockets);
       undo.push(() => rmSync(made, { recursive: true, force: true }));
       socketDir = made;
     }
@@ -99,10 +103,13 @@ async function controlUntilStopped(
     if (badDir !== null) return refused(io, "configuration", badDir);
     let agentDir = cmd.agentDir;
     if (cmd.agentFrom !== undefined) {
-      ensurePrivateDir(places.agents);
-      const made = mkdtempSync(join(places.agents, "a-"));
-      // It holds a copy of the credentials: it goes with the controller.
-      undo.push(() => rmSync(made, { recursive: true, force: true }));
+      const made = leftovers.makeAgentCopyDir(places.agents);
+      // It holds a copy of the credentials: it goes with the controller, however it ends.
+      const guard = leftovers.guardUntilGone(made);
+      undo.push(() => {
+        rmSync(made, { recursive: true, force: true });
+        guard.release();
+      });
       const copied = copyAgentFiles(cmd.agentFrom, made);
       if (!copied.ok) return refused(io, "configuration", copied.error);
       agentDir = made;
@@ -167,6 +174,7 @@ async function controlUntilStopped(
       places.registry,
       ctl,
       grants.map((g) => g.id),
+      cmd.agentFrom !== undefined && agentDir !== undefined ? { agentCopy: agentDir } : {},
     );
     const reg = registration;
     // Removed at a normal stop; also when the process ends some other way while Node runs.
@@ -278,16 +286,11 @@ function checkSocketDir(dir: string): string | null {
       "choose a shorter --state-dir (or set XDG_RUNTIME_DIR)"
     );
   }
-  let st: ReturnType<typeof lstatSync>;
-  try {
-    st = lstatSync(dir);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    return code === "ENOENT" ? null : `socketDir ${dir}: ${code ?? String(e)}`;
-  }
-  if (!st.isDirectory()) return `socketDir ${dir} is not a directory`;
-  if (st.uid !== process.getuid?.()) return `socketDir ${dir} belongs to uid ${st.uid}`;
-  const mode = st.mode & 0o777;
-  if ((mode & 0o077) !== 0) return `socketDir ${dir} has mode ${mode.toString(8)}, not 0700`;
-  return null;
+  const check = checkPrivateFolder(dir, {
+    what: "the socket folder",
+    instead: "choose another with --state-dir (or --socket-dir)",
+  });
+  // Absent: the controller creates it (0700) when it listens.
+  if (check.ok || check.problem.code === "missing") return null;
+  return check.problem.message;
 }

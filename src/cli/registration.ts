@@ -3,13 +3,17 @@
 // start`'s demo. If registering fails, the controller is stopped before the error goes on: no
 // controller keeps running that nobody can find.
 import type { Controller } from "../control/controller/controller.ts";
-import { type Registration, register } from "../control/registry/registry.ts";
+import { type Registration, type RegistryEntry, register } from "../control/registry/registry.ts";
 
-/** Registers `ctl` (started) in `dir` with the ids of the grants it serves. */
+/**
+ * Registers `ctl` (started) in `dir` with the ids of the grants it serves; `more` adds what
+ * only its command knows (the private copy of an agent dir, swept if the controller dies).
+ */
 export async function registerStarted(
   dir: string,
   ctl: Controller,
   grants: readonly string[],
+  more: Pick<RegistryEntry, "agentCopy"> = {},
 ): Promise<Registration> {
   const engine = ctl.execution?.binding.engine;
   try {
@@ -22,6 +26,7 @@ export async function registerStarted(
       execution: ctl.execution?.execution ?? "none",
       grants: [...grants],
       startedAt: new Date().toISOString(),
+      ...more,
       ...(engine ? { piVersion: engine.version } : {}),
     });
   } catch (e) {

@@ -2,7 +2,7 @@
 // (src/cli), the Console (src/board/console) and the exports (src/export) all take these rules
 // from here, and `npm run build:console` bundles this file into the Console's present.js. Node
 // code imports the one file it needs (markdown.ts loads the Markdown and highlighting bundle).
-export { imageRefusal } from "./image.ts";
+export { imageRefusal, isShownImageType } from "./image.ts";
 export { kindLabel, metaPhrases, NOTICE_LABELS, noticeLabel, roleLabel, whoOf } from "./labels.ts";
 export { languageOfPath } from "./language.ts";
 export {

@@ -108,7 +108,8 @@ function walk(tokens: readonly Token[], root: Open): void {
       else if (type === "link_open") node = linkNode(token.attrGet("href"));
       else node = { tag: blockTag(type), children: [] };
       if (type === "ordered_list_open") {
-        const start = Number(token.attrGet("start"));
+        // markdown-it sets `start` only when it is not 1; Number(null) would read as 0.
+        const start = Number(token.attrGet("start") ?? 1);
         if (Number.isInteger(start) && start !== 1) node.start = start;
       }
       top().children.push(node);

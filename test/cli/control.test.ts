@@ -227,7 +227,10 @@ describe("conversation control", { concurrency: 4 }, () => {
         /^refused: live-session-refused: --agent-dir is inside the live root.*\n {2}What to do: .*--agent-from ~\/\.pi\/agent/,
       ],
       // Checked before the claim: after a launch this refusal would leave the claim uncertain.
-      [withFlag(f.args, "--socket-dir", loose), /^refused: configuration: socketDir .* mode 755/],
+      [
+        withFlag(f.args, "--socket-dir", loose),
+        /^refused: configuration: the socket folder .* \(mode 755\)/,
+      ],
     ];
     const results = await Promise.all(cases.map(([args]) => runCli(t, args)));
     for (const [i, r] of results.entries()) {

@@ -5,11 +5,12 @@
 // from what the launcher left (cohort-proof.ts). One file per execution,
 // `<claim root>/launch/<execution>.json`, created exclusively and never rewritten.
 import { constants } from "node:fs";
-import { lstat, mkdir, open, unlink } from "node:fs/promises";
+import { open, unlink } from "node:fs/promises";
 import { isAbsolute, join, resolve } from "node:path";
 import { ID_PATTERN } from "../../protocol/chat-01.ts";
 import type { LauncherKind } from "../cohort/launcher.ts";
 import { ControlRefusal } from "../refusal.ts";
+import { controlPlace, ensurePrivateDir } from "../registry/private-dirs.ts";
 import { errnoOf, parseKeys, type SeatKey } from "./claim-record.ts";
 
 export type LaunchRecord = {
@@ -41,15 +42,7 @@ export async function writeLaunchRecord(claimRoot: string, record: LaunchRecord)
   const problem = parseLaunchRecord(record);
   if (typeof problem === "string") throw new TypeError(`launch record: ${problem}`);
   const dir = join(claimRoot, "launch");
-  try {
-    await mkdir(dir, { mode: 0o700 });
-  } catch (e) {
-    if (errnoOf(e) !== "EEXIST") throw e;
-  }
-  const st = await lstat(dir);
-  if (!st.isDirectory() || (st.mode & 0o077) !== 0) {
-    throw new ControlRefusal("configuration", `${dir} is not a private directory (mode 0700).`);
-  }
+  ensurePrivateDir(dir, controlPlace("the launch records folder"));
   const fh = await open(launchRecordPath(claimRoot, record.execution), "wx", 0o600);
   try {
     await fh.writeFile(`${JSON.stringify(record, null, 2)}\n`);

@@ -4,9 +4,14 @@
 import type { Reply } from "../protocol.ts";
 import type { ControlRefusalCode } from "../refusal.ts";
 
-/** Why `connect` rejected. `refused` carries the controller's refusal (`grant`, `malformed`). */
+/**
+ * Why `connect` rejected. `refused` carries the controller's refusal (`grant`, `malformed`);
+ * `untrusted-socket`: the socket is not one only this user could have made (registry/peer.ts),
+ * so nothing was sent to it.
+ */
 export type ConnectErrorCode =
   | "already-connected"
+  | "untrusted-socket"
   | "channel"
   | "timeout"
   | "refused"

@@ -24,6 +24,7 @@ import {
   type Welcome,
 } from "../protocol.ts";
 import type { ControlRefusalCode } from "../refusal.ts";
+import { checkSocketPath } from "../registry/peer.ts";
 import {
   type ClientIssue,
   ConnectError,
@@ -169,13 +170,19 @@ export class ConversationClient {
 
   /**
    * Opens the socket, sends the hello and resolves with the welcome (the client starts as an
-   * observer). Rejects with ConnectError: `refused` (the hello's reply, e.g. `grant`), `invalid`
-   * (a line that is not a welcome), `protocol` (another version), `timeout`, `channel` (the
-   * socket failed or closed first), `already-connected`. Callable again after a close.
+   * observer). Rejects with ConnectError: `untrusted-socket` (checked before anything is sent:
+   * registry/peer.ts), `refused` (the hello's reply, e.g. `grant`), `invalid` (a line that is
+   * not a welcome), `protocol` (another version), `timeout`, `channel` (the socket failed or
+   * closed first), `already-connected`. Callable again after a close.
    */
   connect(): Promise<Welcome> {
     if (this.#conn !== null) {
       return Promise.reject(new ConnectError("already-connected", "the client is connected"));
+    }
+    const peer = checkSocketPath(this.#socketPath);
+    if (!peer.ok) {
+      const code = peer.absent ? "channel" : "untrusted-socket";
+      return Promise.reject(new ConnectError(code, peer.message));
     }
     this.#closedByUser = false;
     this.#cancelReconnect();
