@@ -10,7 +10,7 @@ import type { Reader } from "../reader/reader.ts";
 import { type Root, rootsFromSpecs } from "../reader/sources.ts";
 import { loadAssets } from "./assets.ts";
 import { BoardAuth } from "./auth.ts";
-import { createControlRoute } from "./control-route.ts";
+import { type ControlRoute, createControlRoute } from "./control-route.ts";
 import { LIVE_ROUTE, LiveHub, type LiveStats } from "./live.ts";
 import type { ReaderSources } from "./read-messages.ts";
 import { MAX_LANES, startReadPool } from "./read-pool.ts";
@@ -62,10 +62,6 @@ export type BoardOptions = BoardReading & {
    */
   search?: BoardSearch;
 };
-
-/** One steering call from a logged-in browser session: `session` names its connection. */
-export type ControlCall = { session: string; conversation: string; body: Record<string, unknown> };
-export type ControlRoute = (call: ControlCall) => Promise<Reply>;
 
 /** Largest POST body read; a steering call is a prompt and a few fields. */
 export const MAX_POST_BYTES = 64 * 1024;
