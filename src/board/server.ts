@@ -10,7 +10,7 @@ import type { Reader } from "../reader/reader.ts";
 import { type Root, rootsFromSpecs } from "../reader/sources.ts";
 import { loadAssets } from "./assets.ts";
 import { BoardAuth } from "./auth.ts";
-import { createControlRoute } from "./control-route.ts";
+import { type ControlRoute, createControlRoute } from "./control-route.ts";
 import { refuseCrossSite } from "./fetch-site.ts";
 import { LIVE_ROUTE, LiveHub, type LiveStats } from "./live.ts";
 import { isTrustedPeer, peerOwner } from "./peer-owner.ts";
@@ -71,10 +71,6 @@ export type BoardOptions = BoardReading & {
    */
   search?: BoardSearch;
 };
-
-/** One steering call from a logged-in browser session: `session` names its connection. */
-export type ControlCall = { session: string; conversation: string; body: Record<string, unknown> };
-export type ControlRoute = (call: ControlCall) => Promise<Reply>;
 
 /**
  * Largest request head read. Chromium and Firefox send every cookie any port of this host set,

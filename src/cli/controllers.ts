@@ -5,9 +5,9 @@
 import { isControlRefusal } from "../control/refusal.ts";
 import { placesFor } from "../control/registry/places.ts";
 import { listControllers } from "../control/registry/registry.ts";
+import { makeVisible } from "../present/visible.ts";
 import { commandLine } from "./invocation.ts";
 import type { Io } from "./io.ts";
-import { makeVisible } from "./visible.ts";
 
 export type ControllersCommand = { name: "controllers"; json: boolean; stateDir?: string };
 

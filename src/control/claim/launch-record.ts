@@ -11,7 +11,7 @@ import { ID_PATTERN } from "../../protocol/chat-01.ts";
 import type { LauncherKind } from "../cohort/launcher.ts";
 import { ControlRefusal } from "../refusal.ts";
 import { controlPlace, ensurePrivateDir } from "../registry/private-dirs.ts";
-import { checkKeys, errnoOf, type SeatKey } from "./claim-record.ts";
+import { errnoOf, parseKeys, type SeatKey } from "./claim-record.ts";
 
 export type LaunchRecord = {
   version: 2;
@@ -116,18 +116,12 @@ export function parseLaunchRecord(v: unknown): LaunchRecord | string {
   const keys = Object.keys(o).sort().join(" ");
   if (keys !== KEYS.split(" ").sort().join(" ")) return `fields ${keys}`;
   if (o.version !== 2 || o.kind !== "launch-record") return "not a version 2 launch record";
-  const { execution, incarnation, seatKey, sessionKey, host, bootId, launcher, scope, at } = o;
+  const { execution, incarnation, seatKey, host, bootId, launcher, scope, at } = o;
   if (typeof execution !== "string" || !ID_PATTERN.test(execution)) return "bad execution";
   if (typeof incarnation !== "string" || !ID_PATTERN.test(incarnation)) return "bad incarnation";
   if (typeof seatKey !== "object" || seatKey === null) return "bad seatKey";
-  const { projectRoot, seat } = seatKey as Record<string, unknown>;
-  if (typeof projectRoot !== "string" || typeof seat !== "string") return "bad seatKey";
-  if (typeof sessionKey !== "string") return "bad sessionKey";
-  try {
-    checkKeys({ projectRoot, seat }, sessionKey);
-  } catch (e) {
-    return e instanceof Error ? e.message : "bad keys";
-  }
+  const seat = parseKeys(seatKey as Record<string, unknown>, o.sessionKey);
+  if (typeof seat === "string") return seat;
   if (typeof host !== "string" || host === "" || host.length > 255) return "bad host";
   if (typeof bootId !== "string" || !/^[0-9a-f-]{1,64}$/.test(bootId)) return "bad bootId";
   if (!LAUNCHERS.includes(launcher as LauncherKind)) return "bad launcher";
@@ -142,8 +136,7 @@ export function parseLaunchRecord(v: unknown): LaunchRecord | string {
     kind: "launch-record",
     execution,
     incarnation,
-    seatKey: { projectRoot, seat },
-    sessionKey,
+    ...seat,
     host,
     bootId,
     launcher: launcher as LauncherKind,
