@@ -52,12 +52,17 @@ describe("board Console visible text", { skip: browserSkip }, () => {
   it("shows the live run's text as the history shows it when a run streams U+202E and ESC", async (t) => {
     const fx = await writeBoardFixture(t);
     const { page } = await openConsole(t, browser.context, fx.reader());
-    // A steering answer with a hostile refusal, as a controller could word one.
+    // A steering answer with a hostile refusal, as a controller could word one, in the board's
+    // wire shape (control-route.ts always sends `reconcile`; api.js takes an answer without it
+    // for a bad-response and shows no hint).
     await page.route("**/api/conversations/c/control", (route) =>
       route.fulfill({
         status: 409,
         contentType: "application/json",
-        body: JSON.stringify({ ok: false, refusal: { code: "controller", message: EVIL } }),
+        body: JSON.stringify({
+          ok: false,
+          refusal: { code: "controller", reconcile: false, message: EVIL },
+        }),
       }),
     );
     const ev = (sequence: number, event: object) => ({
