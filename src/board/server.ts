@@ -63,6 +63,9 @@ export type BoardOptions = BoardReading & {
   search?: BoardSearch;
 };
 
+/** What a request answered `board-starting` is told to wait (`Retry-After`), in seconds. */
+export const STARTING_RETRY_AFTER_S = 1;
+
 /** Largest POST body read; a steering call is a prompt and a few fields. */
 export const MAX_POST_BYTES = 64 * 1024;
 
@@ -128,9 +131,14 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
   }
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const hosts = new Set<string>();
-  // Until the workers run (they need the port for the Host check), nothing is answered.
+  // Until the workers run (they need the port for the Host check), every request is told to
+  // come back: the port listens first, so a script or a browser may be quicker than they are.
   let dispatch: Dispatch = () =>
-    Promise.resolve(boardRefusal("internal-error", "The board is starting."));
+    Promise.resolve(
+      boardRefusal("board-starting", "The board is starting; try again in a moment.", {
+        "Retry-After": String(STARTING_RETRY_AFTER_S),
+      }),
+    );
   let stopReading = async () => {};
   let readers = () => ({ running: 0, slabChunksInUse: 0 });
 
@@ -139,9 +147,11 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
   let auth: BoardAuth | null = null;
   let control = options.control;
   let stopControl = async () => {};
+  let ready = false;
   const server = createServer({ requireHostHeader: false }, (req, res) => {
     const target = req.url ?? "";
-    if (auth !== null && refuseAtHttpLevel(req) === null && actsOrLogsIn(req)) {
+    // Before the workers run, a login or a POST is told to come back like any request.
+    if (ready && auth !== null && refuseAtHttpLevel(req) === null && actsOrLogsIn(req)) {
       const acting = act(req, res, auth, hosts, control).catch((e: unknown) => {
         log(`board: internal error on a POST or login: ${e instanceof Error ? e.stack : e}`);
         res.destroy();
@@ -240,6 +250,7 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
     await new Promise<void>((resolve) => server.close(() => resolve()));
     throw e;
   }
+  ready = true;
 
   let closing: Promise<void> | undefined;
   return {
