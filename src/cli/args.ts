@@ -81,7 +81,8 @@ ${SOURCES_HELP}
 
 Text output is for people (hostile control characters shown as ^[ or
 <U+202E>); --json is for scripts. Exit status: 0 ok; 1 refused or failed
-(stderr: "refused: <code>: <message>"); 2 usage error.
+(stderr: "refused: <code>: <message>"); 2 usage error. More: README.md and
+docs/*.md.
 `,
   catalogue: `Usage: conversation catalogue [SOURCES] [--json]
 

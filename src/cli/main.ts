@@ -25,7 +25,7 @@ import { resolveSources, type SourceFlags, type Sources } from "./config.ts";
 import { runControl } from "./control.ts";
 import { listRunning } from "./controllers.ts";
 import { DEFAULT_GRANTS, readGrantsFile } from "./grants-file.ts";
-import { asInvoked, commandLine, commandPrefix } from "./invocation.ts";
+import { asInvoked, commandLine, commandPrefix, withDocsPlace } from "./invocation.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
 import { checkHost, startServing, whenAborted } from "./serve.ts";
 import { refuseOpen, reportRefusedRoots, seatsOf } from "./source-hints.ts";
@@ -46,7 +46,7 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
   if (!parsed.ok) return usageError(io, parsed.error, parsed.usage, parsed.more);
   const cmd = parsed.command;
   if (cmd.name === "help") {
-    io.out(asInvoked(cmd.text));
+    io.out(withDocsPlace(asInvoked(cmd.text)));
     return EXIT.ok;
   }
   if (cmd.name === "control") {
