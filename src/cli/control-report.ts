@@ -116,9 +116,19 @@ export function describeStopped(ctl: Controller): string {
         : visible(stop.why);
     engine = `${exited}stop ${stop.result}: ${why}`;
   }
-  const held = claim === "uncertain" ? ", held until a proven stop (docs/claim.md)" : "";
-  return `Stopped: ${engine}; claim ${claim}${held}.`;
+  return `Stopped: ${engine}; ${CLAIM_WORDS[claim] ?? "the claim is"} (claim ${claim}).`;
 }
+
+/** Where the claim was left, in words a person acts on; the state follows in parentheses. */
+const CLAIM_WORDS: Readonly<Record<string, string>> = {
+  "stopped-proven": "the session and its seat are free for another controller",
+  released: "the session and its seat are free for another controller",
+  uncertain:
+    "the session and its seat stay claimed until a stop is proven, as docs/claim.md explains",
+  stopping: "the session and its seat stay claimed while the stop is being proven",
+  held: "the session and its seat are still claimed",
+  none: "no claim was taken",
+};
 
 /** What to do after each refusal `conversation control` can print. */
 const WHAT_TO_DO: Readonly<Record<string, string>> = {
