@@ -177,17 +177,11 @@ describe("conversation search and export", () => {
   it("exports Markdown when no --format is given", async (t) => {
     const fx = writeReadingFixture(t);
     const project = join(fx.base, "gamma");
-    const plain = await runCli(t, ["export", fx.conversation, "--project", project]);
+    const args = ["export", fx.conversation, "--project", project];
+    const plain = await runCli(t, args);
     assert.equal(plain.code, 0, plain.stderr);
     assert.match(plain.stdout, /^# Reading fixture\n/);
-    const asked = await runCli(t, [
-      "export",
-      fx.conversation,
-      "--project",
-      project,
-      "--format",
-      "md",
-    ]);
+    const asked = await runCli(t, [...args, "--format", "md"]);
     assert.equal(
       plain.stdout.replace(/^.*Exported.*$/gm, ""),
       asked.stdout.replace(/^.*Exported.*$/gm, ""),
