@@ -95,7 +95,7 @@ describe("board Console visible text", { skip: browserSkip }, () => {
       live.onDialog({ method: "select", title: ${JSON.stringify(`dialog ${EVIL}`)} });
     })()`);
     const streamed = await textOf("live-activity");
-    const markers = await page.locator("#live-run .ctl").count();
+    const markers = await page.locator("#live-activity .ctl, #live-run .ctl").count();
     // A reconnect the controller could not replay ends the preview at a marker in its words.
     await page.evaluate(
       `window.liveUnderTest.onSeam({ message: ${JSON.stringify(`seam ${EVIL}`)} })`,

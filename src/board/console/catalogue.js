@@ -15,7 +15,7 @@ const $ = (id) => document.getElementById(id);
 /**
  * The catalogue view. `selected()` is the conversation open (its row is marked); `onChange()`
  * is called after a read that changed the rows (the open conversation's head shows its row).
- * Returns `{ load(), render(), rowOf(id) }`.
+ * Returns `{ load(), render(), focusRow(id), rowOf(id) }`.
  */
 export function createCatalogue({ selected, onChange }) {
   const ui = {
@@ -184,9 +184,15 @@ export function createCatalogue({ selected, onChange }) {
     if (document.visibilityState === "visible") void load();
   }, CATALOGUE_REFRESH_MS);
 
+  /** Gives focus back to the row of `id` (the list shown again after its conversation). */
+  function focusRow(id) {
+    rowButtons.get(id)?.focus({ preventScroll: true });
+  }
+
   return {
     load,
     render,
+    focusRow,
     rowOf: (id) => rows.find((r) => r.conversation === id) ?? null,
   };
 }
