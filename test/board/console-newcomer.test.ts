@@ -138,9 +138,9 @@ describe("board Console: what a newcomer hit", { skip: browserSkip }, () => {
       await list.locator("li > span").evaluateAll((spans) => spans.map((s) => s.className)),
       ["task-open", "task-done", "task-done"],
     );
-    const bullets = await list
-      .locator("li")
-      .evaluateAll((items) => items.map((li) => getComputedStyle(li).listStyleType));
+    const bullets = await page.evaluate<string[]>(
+      `[...document.querySelectorAll("article.part.assistant .md ul li")].map((li) => getComputedStyle(li).listStyleType)`,
+    );
     assert.deepEqual(bullets, ["none", "none", "none"], "the box stands in the bullet's place");
     const port = portOf(url);
     const md = await send(port, `/api/conversations/${fx.tasks}/export?format=md&branch=main`);
@@ -180,9 +180,7 @@ describe("board Console: what a newcomer hit", { skip: browserSkip }, () => {
           link: top("button.link"),
           when: top("time"),
           right: Math.round(h.getBoundingClientRect().right),
-          tools: Math.round(
-            (h.querySelector(".part-tools") as Element).getBoundingClientRect().right,
-          ),
+          tools: Math.round(h.querySelector(".part-tools")?.getBoundingClientRect().right ?? 0),
         };
       });
       // The head is long enough to wrap (its time goes under), yet Copy and ¶ stay up top.
@@ -234,10 +232,11 @@ describe("board Console: what a newcomer hit", { skip: browserSkip }, () => {
       const fx = writeNewcomerFixture(t);
       const { page, url } = await openConsole(t, pick().context, fx.reader());
       // The list is the page: no box of its own scrolls, the page does; no conversation yet.
-      const wrap = await page.locator(".table-wrap").evaluate((w) => ({
-        inner: w.scrollHeight - w.clientHeight,
-        page: document.documentElement.scrollHeight - document.documentElement.clientHeight,
-      }));
+      const wrap = await page.evaluate<{ inner: number; page: number }>(`(() => {
+        const w = document.querySelector(".table-wrap");
+        const d = document.documentElement;
+        return { inner: w.scrollHeight - w.clientHeight, page: d.scrollHeight - d.clientHeight };
+      })()`);
       assert.ok(wrap.inner <= 1, `the list has no scroller of its own: ${JSON.stringify(wrap)}`);
       assert.ok(wrap.page > 400, `the page scrolls the list: ${JSON.stringify(wrap)}`);
       assert.equal(await boxOf(page, "#conversation"), null, "no conversation under the list");

@@ -64,7 +64,7 @@ function placeOf(page: Page, selector: string) {
 async function endsInView(page: Page, selector: string, slack = 2): Promise<void> {
   const until = Date.now() + WAIT_MS;
   let place = await placeOf(page, selector);
-  while (!place || !place.inHistory || !place.shows || place.below > slack) {
+  while (!place?.inHistory || !place.shows || place.below > slack) {
     assert.ok(Date.now() < until, `${selector} never ended in view: ${JSON.stringify(place)}`);
     await new Promise((r) => setTimeout(r, 50));
     place = await placeOf(page, selector);
