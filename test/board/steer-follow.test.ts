@@ -124,6 +124,7 @@ describe("steering from the Console: the view and the controls follow the run", 
       page.on("pageerror", (e) => errors.push(e.message));
       t.after(() => assert.deepEqual(errors, []));
       await page.goto(board.loginUrl);
+      await page.waitForURL(board.url);
       await page.goto(`${board.url}#c=${conversation}`);
 
       // Every page read, the end in view, under it the live panel.
@@ -188,7 +189,10 @@ describe("steering from the Console: the view and the controls follow the run", 
       const page = await browser.context.newPage();
       t.after(() => page.close());
       page.setDefaultTimeout(WAIT_MS);
-      if (loggedIn) await page.goto(board.loginUrl);
+      if (loggedIn) {
+        await page.goto(board.loginUrl);
+        await page.waitForURL(board.url);
+      }
       await page.goto(`${board.url}#c=${conversation}`);
       await page
         .locator("#live-who")

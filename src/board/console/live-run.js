@@ -7,6 +7,7 @@
 // text only, with controls made visible by the history's own rule (text.js). The streaming
 // reply shows at the end of the history, where the finished message will land; the panel under
 // the history shows only the controls that apply now, and says why the others are not there.
+import { postControl as steer } from "./api.js";
 import { refusalNodes } from "./controls.js";
 import { appendText, textEl } from "./text.js";
 import { TranscriptState } from "./transcript.js";
@@ -50,31 +51,6 @@ function lineEl(line) {
 }
 
 const $ = (id) => document.getElementById(id);
-
-/** Sends one steering call; the answer is the board's JSON, or a local refusal. */
-async function steer(conversation, body) {
-  let res;
-  try {
-    res = await fetch(`/api/conversations/${encodeURIComponent(conversation)}/control`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json", Accept: "application/json" },
-      body: JSON.stringify(body),
-      cache: "no-store",
-    });
-  } catch (e) {
-    return { ok: false, refusal: { code: "board-unreachable", message: String(e.message) } };
-  }
-  try {
-    const json = await res.json();
-    if (typeof json === "object" && json !== null && typeof json.ok === "boolean") return json;
-  } catch {
-    // Not JSON: said below.
-  }
-  return {
-    ok: false,
-    refusal: { code: "bad-response", message: `The board answered ${res.status}.` },
-  };
-}
 
 /**
  * Which steering controls apply now, and what the panel says about those that do not: `holder`
