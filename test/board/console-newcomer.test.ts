@@ -80,6 +80,10 @@ function writeNewcomerFixture(t: TestContext) {
     user("u1", null, "A growing conversation", 1),
     reply("a1", "u1", 2, "The first answer", 0.5),
   ]);
+  writeSession(p.sessionsDir, "words.jsonl", [
+    header(p.projectRoot, { id: "01a00000-0000-7000-8000-000000000203" }),
+    user("u1", null, LONG_WORDS, 1),
+  ]);
   const specs = [{ kind: "repository" as const, projectRoot: p.projectRoot, seat: p.seat }];
   const reader = () => createReader({ roots: () => rootsFromSpecs(specs, []) });
   return {
@@ -91,6 +95,10 @@ function writeNewcomerFixture(t: TestContext) {
     listed: (i: number) => idOf(reader(), `s${String(i).padStart(2, "0")}.jsonl`),
   };
 }
+
+/** A title of long words, the kind a table squeezing its column breaks mid-word. */
+const LONG_WORDS =
+  "Internationalization reconciliation: documentation, configuration, authentication";
 
 const portOf = (url: string) => Number(new URL(url).port);
 
@@ -313,6 +321,34 @@ describe("board Console: what a newcomer hit", { skip: browserSkip }, () => {
       assert.equal(await focusedText(linked), "BUTTON Listed conversation 7");
     });
   }
+
+  it("names the project once and breaks no title mid-word when the catalogue is a list at 1024 px", async (t) => {
+    const fx = writeNewcomerFixture(t);
+    const { page, url } = await openConsole(t, light.context, fx.reader());
+    await page.setViewportSize({ width: 1024, height: 900 });
+    await page.goto(url);
+    await page.getByRole("button", { name: LONG_WORDS }).waitFor();
+    // The group heading names the project; no row repeats it, nor the one seat every row has.
+    assert.deepEqual(await page.locator("tr.group th").allTextContents(), ["alpha (27)"]);
+    assert.equal(await page.locator("tr.row td.project").count(), 0, "no project column");
+    assert.equal(await page.locator("tr.row td.seat").count(), 0, "no seat column for one seat");
+    assert.equal(await page.locator("#seat-column").isVisible(), false);
+    // Each word of the title on one line: a line may end between words, never inside one.
+    const broken = await page.evaluate<string[]>(`(() => {
+      const b = [...document.querySelectorAll("#catalogue button.open")].find((e) => e.textContent === ${JSON.stringify(LONG_WORDS)});
+      const text = b.querySelector("span").firstChild;
+      const out = [];
+      for (const m of text.data.matchAll(/\\S+/g)) {
+        const r = document.createRange();
+        r.setStart(text, m.index);
+        r.setEnd(text, m.index + m[0].length);
+        const tops = new Set([...r.getClientRects()].map((x) => Math.round(x.top)));
+        if (tops.size > 1) out.push(m[0]);
+      }
+      return out;
+    })()`);
+    assert.deepEqual(broken, [], "no word of the title is broken across lines");
+  });
 
   it("shows both the list and the conversation on wide screens, with no Back control", async (t) => {
     const fx = writeNewcomerFixture(t);
