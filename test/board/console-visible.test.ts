@@ -57,7 +57,11 @@ describe("board Console visible text", { skip: browserSkip }, () => {
       route.fulfill({
         status: 409,
         contentType: "application/json",
-        body: JSON.stringify({ ok: false, refusal: { code: "controller", message: EVIL } }),
+        // The board's refusal shape (api.js reads one without `reconcile` as a bad answer).
+        body: JSON.stringify({
+          ok: false,
+          refusal: { code: "controller", message: EVIL, reconcile: false },
+        }),
       }),
     );
     const ev = (sequence: number, event: object) => ({

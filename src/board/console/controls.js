@@ -33,11 +33,12 @@ export function copyButton(getText, label) {
 export function refusalNodes(refusal) {
   const w = refusalWords(String(refusal.code), String(refusal.message ?? ""));
   // Spaces between the pieces: they read as one sentence (and a flex box drops them).
-  const nodes = [textEl("span", "said", w.said), " "];
+  // The layer's words come from the wire: one-line fields, marked as the history marks them.
+  const nodes = [textEl("span", "said", w.said, true), " "];
   if (w.todo !== null) nodes.push(el("span", "todo", w.todo), " ");
   const why = el("span", "why", "(");
   why.append(textEl("code", "code", w.code, true));
-  if (w.detail !== null) why.append(": ", textEl("span", "detail", w.detail));
+  if (w.detail !== null) why.append(": ", textEl("span", "detail", w.detail, true));
   why.append(")");
   nodes.push(why);
   return nodes;
