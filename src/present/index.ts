@@ -15,7 +15,12 @@ export {
   TREE_TAGS,
   type TreeNode,
 } from "./markdown.ts";
-export { type RefusalWords, refusalLine, refusalWords } from "./refusal-words.ts";
+export {
+  type RefusalWords,
+  refusalLine,
+  refusalWords,
+  WORDED_CODES,
+} from "./refusal-words.ts";
 export { formatSize } from "./size.ts";
 export {
   type DiffLine,

@@ -95,6 +95,9 @@ const WORDS: Readonly<Record<string, Words>> = {
   },
 };
 
+/** The codes given words of their own (a test checks each is a code some layer refuses with). */
+export const WORDED_CODES: readonly string[] = Object.keys(WORDS);
+
 /** A refusal in plain words: `said` and `todo` first, then `code` and `detail` in parentheses. */
 export type RefusalWords = {
   said: string;

@@ -217,6 +217,23 @@ describe("board Console: what a newcomer hit", { skip: browserSkip }, () => {
     page.on("request", (r) => {
       if (r.url().includes("/live?")) pushed.push(r.url());
     });
+    // The catalogue, read again every few seconds, is held at its first answer: the total
+    // must grow with the replies the follow appends, not wait for a catalogue that changed.
+    let firstCatalogue: { status: number; body: Buffer } | null = null;
+    await page.route(
+      (u) => u.pathname === "/api/conversations",
+      async (route) => {
+        if (firstCatalogue === null) {
+          const res = await route.fetch();
+          firstCatalogue = { status: res.status(), body: await res.body() };
+        }
+        await route.fulfill({
+          status: firstCatalogue.status,
+          contentType: "application/json",
+          body: firstCatalogue.body,
+        });
+      },
+    );
     await page.goto(`${board.url}#c=${fx.growId}`);
     await page.locator("#follow-status.live").waitFor();
     const totals = page.locator("#conv-totals");
