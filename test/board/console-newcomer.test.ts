@@ -9,7 +9,7 @@ import { after, before, describe, it, type TestContext } from "node:test";
 import type { Page } from "playwright-core";
 import { startBoard } from "../../src/board/index.ts";
 import { createReader, rootsFromSpecs } from "../../src/index.ts";
-import { header, idOf, project, tempDir, ts, user, writeSession } from "../helpers/reader.ts";
+import { header, idOf, project, tempDir, user, writeSession } from "../helpers/reader.ts";
 import {
   type Browser,
   browserSkip,
@@ -21,6 +21,7 @@ import {
   seriousOf,
 } from "./browser.ts";
 import { send } from "./http-client.ts";
+import { assistantMessage } from "./reading-fixture.ts";
 
 if (browserSkip) process.stdout.write(`# Console newcomer suite skipped: ${browserSkip}\n`);
 
@@ -33,29 +34,14 @@ const TASKS = ["Steps:", "", "- [ ] write the test", "- [x] read the issue", "- 
 
 /** An assistant reply with everything its head can show: a long model, cache, cost, a stop. */
 function reply(id: string, parentId: string, n: number, text: string, cost = 0.1234): object {
-  return {
-    type: "message",
+  return assistantMessage(
     id,
     parentId,
-    timestamp: ts(n),
-    message: {
-      role: "assistant",
-      content: [{ type: "text", text }],
-      api: "anthropic-messages",
-      provider: "anthropic",
-      model: "claude-sonnet-4-5-20250929-with-a-long-deployment-name",
-      usage: {
-        input: 12_345,
-        output: 1_234,
-        cacheRead: 40_123,
-        cacheWrite: 2_048,
-        totalTokens: 55_750,
-        cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: cost },
-      },
-      stopReason: "length",
-      timestamp: n,
-    },
-  };
+    n,
+    [{ type: "text", text }],
+    { input: 12_345, output: 1_234, cacheRead: 40_123, cacheWrite: 2_048, cost },
+    { model: "claude-sonnet-4-5-20250929-with-a-long-deployment-name", stopReason: "length" },
+  );
 }
 
 function writeNewcomerFixture(t: TestContext) {
