@@ -1,17 +1,17 @@
 // The reader benchmark (SPEC §7): side by side in one run, on sessions written by Pi's own
-// SessionManager, the reader's full traversal against the one-pass floor (read + SHA-256 +
+// SessionManager, the reader's full traversal — of a live session (written again just before,
+// inside the racy window) and of a settled one — against the one-pass floor (read + SHA-256 +
 // JSON.parse of every line) and Pi's SessionManager.open; follow latency after a small append;
-// peak memory (child processes); the catalogue over 50 roots and over Pi's store (200
-// directories) against lstat. Prints tables and writes the raw numbers to
+// peak memory of both traversals (child processes); the catalogue over 50 roots and over Pi's
+// store (200 directories) against lstat. Prints tables and writes the raw numbers to
 // bench/results/<timestamp>.json.
 //
 //   npm run bench -- [--sizes 1,20,100] [--runs 5] [--quick] [--seed 1] [--budget 240]
 //                    [--bytes-runs 2]
 //
 // --quick: sizes 1 and 5 MiB, 2 runs. --bytes-runs: how many of the runs also time a cold
-// traversal with `prefixCheck: "bytes"` (the racy path: every page compares the whole pinned
-// prefix with the held bytes, as where the change time proves nothing), quadratic, hence only
-// two by default. --budget: seconds per size; once two runs are done, no run starts that would
+// traversal with `prefixCheck: "bytes"` (the seed's method: every call verifies the whole pinned
+// prefix, as where the change time proves nothing), quadratic, hence only two by default. --budget: seconds per size; once two runs are done, no run starts that would
 // end past it (0: no limit), so the full run stays within about five minutes.
 // Generated sessions are cached in bench/results/cache/ (git-ignored), keyed by size, seed and
 // a hash of the generator's sources and Pi's version.
@@ -128,7 +128,7 @@ async function main(): Promise<void> {
         memoryMib = c.mib;
         // GC timing varies from process to process (a late major collection can double the
         // peak), so each is measured in several children and the median child is reported.
-        for (const mode of ["reader", "floor", "pi"] as const) {
+        for (const mode of ["live", "settled", "floor", "pi"] as const) {
           process.stderr.write(`  ${c.mib} MiB peak memory: ${mode}\n`);
           const all = Array.from({ length: memoryRuns }, () => measureMemory(mode, s, tmp));
           all.sort((a, b) => a.aboveBaseline - b.aboveBaseline);

@@ -9,13 +9,13 @@ import { conversationId, createReader, rootsFromSpecs } from "../../src/index.ts
 import { gc, timed } from "../stats.ts";
 import { traverse } from "../traverse.ts";
 import { floorPass } from "./baselines.ts";
-import { type PiModule, SEAT, SESSION_NAME, type Session } from "./session.ts";
+import { freshen, type PiModule, SEAT, SESSION_NAME, type Session } from "./session.ts";
 
 /** The script a memory child runs: the bench's entry, with --worker. */
 const SCRIPT = fileURLToPath(new URL("../reader.bench.ts", import.meta.url));
 
 export type MemoryResult = {
-  mode: "reader" | "floor" | "pi";
+  mode: "live" | "settled" | "floor" | "pi";
   fileBytes: number;
   baselineRss: number;
   peakRss: number;
@@ -56,11 +56,14 @@ export function measureMemory(mode: MemoryResult["mode"], s: Session, tmp: strin
 
 export async function memoryWorker(mode: string, file: string, projectRoot: string): Promise<void> {
   let work: (sample: () => void) => Record<string, number | string>;
-  if (mode === "reader") {
+  if (mode === "live" || mode === "settled") {
     const roots = rootsFromSpecs([{ kind: "repository", projectRoot, seat: SEAT }], []);
     const conversation = conversationId(projectRoot, SEAT, basename(file));
+    // live: written again just now (inside the racy window), default settings; settled: as a
+    // file quiet for longer than the window.
+    if (mode === "live") freshen(file);
     work = (sample) => {
-      const reader = createReader({ roots });
+      const reader = createReader(mode === "live" ? { roots } : { roots, racyWindowMs: 0 });
       const t = traverse(reader, conversation, sample);
       return { pages: t.pages, parts: t.parts };
     };

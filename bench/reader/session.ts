@@ -1,7 +1,9 @@
 // The reader bench's session under test: a cached Pi-written session copied into a fresh
 // project of its own, with the roots and conversation id the reader finds it by.
+import { closeSync, fstatSync, openSync, readSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { conversationId, type Root, rootsFromSpecs } from "../../src/index.ts";
+import { racyWindowNs, trustsChangeTime } from "../../src/reader/change-time.ts";
 import { type CachedSession, materialize } from "../fixtures.ts";
 
 export type PiModule = typeof import("@earendil-works/pi-coding-agent");
@@ -34,4 +36,23 @@ export function freshSession(cached: CachedSession, base: string): Session {
     conversation: conversationId(projectRoot, SEAT, SESSION_NAME),
     roots: rootsFromSpecs([{ kind: "repository", projectRoot, seat: SEAT }], []),
   };
+}
+
+/**
+ * Makes the session "live" as far as the reader can tell: its last byte is written again with
+ * the same value, so the content is unchanged but the change time is now, inside the racy
+ * window (src/reader/change-time.ts) for the next 50 s, as a session Pi wrote seconds ago.
+ * Returns whether the reader will treat it as racy here (a trusted filesystem and a window).
+ */
+export function freshen(file: string): boolean {
+  const fd = openSync(file, "r+");
+  try {
+    const size = fstatSync(fd).size;
+    const last = Buffer.alloc(1);
+    readSync(fd, last, 0, 1, size - 1);
+    writeSync(fd, last, 0, 1, size - 1);
+    return trustsChangeTime(fd, fstatSync(fd, { bigint: true }).dev) && racyWindowNs() !== null;
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -7,7 +7,7 @@ import { ms } from "../report.ts";
 import { gc, type Series, summarize, timed } from "../stats.ts";
 import { type Traversal, traverse } from "../traverse.ts";
 import { floorPass } from "./baselines.ts";
-import { type PiModule, SESSION_NAME, type Session } from "./session.ts";
+import { freshen, type PiModule, SESSION_NAME, type Session } from "./session.ts";
 
 const MIN_RUNS = 2;
 
@@ -22,6 +22,14 @@ export type SizeResult = {
   pi: Series;
   readerCold: Series;
   readerWarm: Series;
+  /**
+   * A cold traversal of the session just written again (freshen): inside the racy window, as
+   * every session someone is watching, with the reader's default settings.
+   */
+  readerLive: Series;
+  /** Whether this host treats the live file as racy at all (else live is the settled path). */
+  liveRacy: boolean;
+  pageLive: Series;
   /** A cold traversal with `prefixCheck: "bytes"`: every page re-reads and hashes the prefix. */
   readerBytes: Series;
   /** Every page `next` of every run, cold and warm. */
@@ -51,6 +59,9 @@ export function measureSize(
   const cold: number[] = [];
   const warm: number[] = [];
   const bytes: number[] = [];
+  const live: number[] = [];
+  const pageLive: number[] = [];
+  let liveRacy = false;
   const pageCold: number[] = [];
   const pageWarm: number[] = [];
   const openCold: number[] = [];
@@ -103,6 +114,13 @@ export function measureSize(
     checkTraversal(w.value, shape, piLeaf);
     last = keepLast ? { reader: c.value.reader, traversal: w.value } : null;
 
+    liveRacy = freshen(s.file);
+    gc();
+    const l = timed(() => traverse(createReader({ roots: s.roots }), s.conversation));
+    live.push(l.ms);
+    pageLive.push(...l.value.pageMs);
+    checkTraversal(l.value, shape, piLeaf);
+
     let b: number | undefined;
     if (run < bytesRuns) {
       gc();
@@ -117,7 +135,7 @@ export function measureSize(
     lastIteration = performance.now() - iteration;
     process.stderr.write(
       `  ${s.cached.mib} MiB run ${run + 1}: floor ${ms(f.ms)} ms, pi ${ms(p.ms)} ms, ` +
-        `reader cold ${ms(c.ms)} ms, warm ${ms(w.ms)} ms` +
+        `reader settled cold ${ms(c.ms)} ms, warm ${ms(w.ms)} ms, live ${ms(l.ms)} ms` +
         `${b === undefined ? "" : `, cold with byte checks ${ms(b)} ms`}\n`,
     );
   }
@@ -134,6 +152,9 @@ export function measureSize(
       pi: summarize(pi),
       readerCold: summarize(cold),
       readerWarm: summarize(warm),
+      readerLive: summarize(live),
+      liveRacy,
+      pageLive: summarize(pageLive),
       readerBytes: summarize(bytes),
       pageCold: summarize(pageCold),
       pageWarm: summarize(pageWarm),
