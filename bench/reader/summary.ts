@@ -216,7 +216,7 @@ export function report(r: {
       ),
     );
     out.push(
-      "(peak = the child's maxRSS; heap*, buffers* = largest heapUsed and arrayBuffers sampled " +
+      "(peak = the child's RSS high-water mark (VmHWM) during the work, start-up's reset first; heap*, buffers* = largest heapUsed and arrayBuffers sampled " +
         "after each reader call and after the work)",
     );
   }
