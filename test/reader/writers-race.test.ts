@@ -11,6 +11,7 @@ import { lstatSync, readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { racyWindowNs } from "../../src/reader/change-time.ts";
+import { RECHECK_MS } from "../../src/reader/snapshot.ts";
 import { fixture, newTally, readAllSlots, readBytes, readChain, slotsOf } from "./racer/chains.ts";
 import { racerOrSkip, startRacer, stepper } from "./racer/racer.ts";
 
@@ -48,7 +49,11 @@ describe("writers racing the reader (default proof)", () => {
       for (const code of tally.refusals.keys()) {
         assert.ok(EXPECTED[mode]?.includes(code), `unexpected refusal ${code}`);
       }
-      // The writer has stopped: an open serves exactly what the file holds.
+      // The writer has stopped: once the last full verification is old enough (RECHECK_MS, or
+      // 20 times its own duration; here a minute on the reader's clock), a change no ctime
+      // showed (the rest of a write in flight, a store to a dirty mapped page) is caught, and an
+      // open serves exactly what the file holds.
+      fx.later(60 * RECHECK_MS);
       const onDisk = slotsOf(readFileSync(fx.file, "latin1"));
       assert.deepEqual(readAllSlots(fx), onDisk);
     });
@@ -56,7 +61,7 @@ describe("writers racing the reader (default proof)", () => {
 });
 
 describe("a shared mapping", () => {
-  it("refuses a page after a silent store through the mapping, and an open then serves it", async (t) => {
+  it("after a silent store through the mapping, serves only the snapshot's bytes, refuses the first call RECHECK_MS after the last verification, and an open then serves the store", async (t) => {
     const racer = racerOrSkip(t);
     if (!racer) return;
     const fx = fixture(t);
@@ -71,19 +76,38 @@ describe("a shared mapping", () => {
       await step(`w ${at} ${round}`);
       const first = fx.reader.open({ conversation: fx.id });
       assert.ok(first.ok && first.cursor);
-      // Racy (the ctime moved just now): each page compares the whole pinned prefix.
       assert.equal(slotsOf(JSON.stringify(first.page.parts))[0], `${round}00000`);
       const before = ctime();
       await step(`w ${at} ${round + 1}`);
       silent = ctime() === before;
-      const next = fx.reader.next({ cursor: first.cursor.id, conversation: fx.id, branch: "main" });
-      assert.equal(next.ok ? "page" : next.refusal.code, "source-replaced");
+      const second = fx.reader.next({
+        cursor: first.cursor.id,
+        conversation: fx.id,
+        branch: "main",
+      });
+      if (!silent) {
+        // The change time moved: the very next call verified every byte and refused.
+        assert.equal(second.ok ? "page" : second.refusal.code, "source-replaced");
+      } else {
+        // Silent, and the last full verification is recent: the chain goes on with bytes the
+        // snapshot's tags proved, never the store.
+        assert.ok(second.ok && second.cursor, "the page after a silent store was refused early");
+        assert.deepEqual(new Set(slotsOf(JSON.stringify(second.page.parts))), new Set(["000000"]));
+        // RECHECK_MS later (on the reader's clock) the next call verifies in full and refuses.
+        fx.later(RECHECK_MS);
+        const third = fx.reader.next({
+          cursor: second.cursor.id,
+          conversation: fx.id,
+          branch: "main",
+        });
+        assert.equal(third.ok ? "page" : third.refusal.code, "source-replaced");
+      }
       assert.equal(readAllSlots(fx)[0], `${round + 1}00000`);
       await step("s");
     }
     assert.ok(silent, "every second store moved the ctime: the hazard never arose");
     // After msync (writeback) and with the writer quiet, opens still serve what the file holds.
-    await sleep(50);
+    fx.later(RECHECK_MS);
     assert.deepEqual(readAllSlots(fx), slotsOf(readFileSync(fx.file, "latin1")));
   });
 

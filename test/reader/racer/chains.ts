@@ -44,7 +44,15 @@ export function whyNotAState(slots: string[], versions = 10): string | null {
   return null;
 }
 
-export type Fixture = { p: Project; file: string; offsets: number[]; reader: Reader; id: string };
+export type Fixture = {
+  p: Project;
+  file: string;
+  offsets: number[];
+  reader: Reader;
+  id: string;
+  /** Moves the reader's clock on by `ms` (cursor expiry and racy re-verification; no sleep). */
+  later(ms: number): void;
+};
 
 /**
  * A session of `messages` user messages (each a slot and `pad` bytes of padding) read by a
@@ -66,14 +74,19 @@ export function fixture(
   const text = readFileSync(file, "latin1");
   const offsets = [...text.matchAll(/slot (\d{6})/g)].map((m) => (m.index ?? 0) + 5);
   assert.equal(offsets.length, messages);
+  let skew = 0;
   const reader = createReader({
     roots: () =>
       rootsFromSpecs([{ kind: "repository", projectRoot: p.projectRoot, seat: p.seat }], []),
+    now: () => Date.now() + skew,
     ...options,
   });
   const id = reader.catalogue().conversations[0]?.conversation ?? "";
   assert.ok(id);
-  return { p, file, offsets, reader, id };
+  const later = (ms: number) => {
+    skew += ms;
+  };
+  return { p, file, offsets, reader, id, later };
 }
 
 export type Tally = { served: number; chains: number; refusals: Map<string, number> };
