@@ -38,15 +38,11 @@ import {
   user,
   writeSession,
 } from "../helpers/reader.ts";
+import { readBytes } from "./racer/chains.ts";
 
 setFlagsFromString("--expose-gc");
 const gc = runInNewContext("gc") as () => void;
 setFlagsFromString("--no-expose-gc");
-
-/** Bytes this process has read through read(2) so far (rchar of /proc/self/io). */
-function readBytes(): number {
-  return Number(/rchar: (\d+)/.exec(readFileSync("/proc/self/io", "utf8"))?.[1]);
-}
 
 /** A session of about `mib` MiB (messages of 6 KiB), just written: racy for the next 50 s. */
 function liveSession(t: TestContext, mib: number): { p: Project; file: string; size: number } {
