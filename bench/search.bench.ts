@@ -2,10 +2,11 @@
 // files; SEARCH_BENCH_MIB and SEARCH_BENCH_FILES change it), the one-pass floor (read + SHA-256
 // + JSON.parse of every line), the first indexing (wall time, on two threads: the index has two
 // shards, src/search/shards.ts; and its CPU time over all threads), query latency once indexed (each query
-// includes its catch-up check of every file), and the catch-up after a one-entry append.
-// Targets: query ≤ 100 ms, first indexing ≤ 3× the floor, catch-up ≤ 50 ms. The corpus is
-// copies of a few sessions written by Pi's SessionManager (bench/fixtures.ts), each with a
-// unique word appended; it lives in a temporary folder removed at the end.
+// includes its catch-up check of every file), the catch-up after a one-entry append, and the
+// catch-up after a file is deleted (its shard purged of its words). Targets: query ≤ 100 ms,
+// first indexing ≤ 3× the floor, catch-up ≤ 50 ms, a deletion ≤ 0.1× the first indexing. The
+// corpus is copies of a few sessions written by Pi's SessionManager (bench/fixtures.ts), each
+// with a unique word appended; it lives in a temporary folder removed at the end.
 import { createHash } from "node:crypto";
 import {
   appendFileSync,
@@ -31,7 +32,8 @@ const FILES = Number(process.env.SEARCH_BENCH_FILES ?? (QUICK ? 32 : 512));
 const BASES = 4;
 const QUERY_RUNS = 20;
 const APPEND_RUNS = 10;
-const TARGETS = { queryMs: 100, indexRatio: 3, catchUpMs: 50 };
+const DELETE_RUNS = 3;
+const TARGETS = { queryMs: 100, indexRatio: 3, catchUpMs: 50, purgeRatio: 0.1 };
 
 const tmp = mkdtempSync(join(tmpdir(), "search-bench-"));
 try {
@@ -116,6 +118,21 @@ async function run(): Promise<void> {
   const found = search.search(`capybara${APPEND_RUNS - 1}`, 5);
   if (!found.ok || found.hits.length !== 1) throw new Error("the appended entry is not found");
   const catchUp = summarize(appendSamples);
+
+  // A deleted conversation: its rows go and its shard is purged (FTS5 'optimize', zeroed free
+  // pages, an emptied WAL), so its words leave the files (src/search/store.ts purgeDeleted).
+  const deleteSamples: number[] = [];
+  for (let r = 1; r <= DELETE_RUNS; r++) {
+    const gone = files[r]!;
+    rmSync(gone);
+    const t = timed(() => search.refresh());
+    if (t.value.removed !== 1)
+      throw new Error(`expected one removed file: ${JSON.stringify(t.value)}`);
+    deleteSamples.push(t.ms);
+    const left = search.search(`uniqueword${String(r).padStart(7, "0")}`, 5);
+    if (!left.ok || left.hits.length !== 0) throw new Error("a deleted file's word is still found");
+  }
+  const purge = summarize(deleteSamples);
   search.close();
 
   const worstQuery = Math.max(...Object.values(perQuery).map((s) => s.median));
@@ -140,6 +157,12 @@ async function run(): Promise<void> {
       "",
       `≤ ${TARGETS.catchUpMs} ms`,
     ],
+    [
+      `catch-up after a file is deleted, words purged (median of ${DELETE_RUNS})`,
+      ms(purge.median),
+      ratio(purge.median, first.ms),
+      `≤ ${TARGETS.purgeRatio}× first indexing`,
+    ],
   ];
   process.stdout.write(
     `\n${table([`search, ${files.length} files, ${mib(bytes)} MiB`, "ms", "ratio", "target"], rows)}\n`,
@@ -149,6 +172,7 @@ async function run(): Promise<void> {
     query: worstQuery <= TARGETS.queryMs,
     firstIndexing: first.ms <= TARGETS.indexRatio * floor.ms,
     catchUp: catchUp.median <= TARGETS.catchUpMs,
+    purge: purge.median <= TARGETS.purgeRatio * first.ms,
   };
   process.stdout.write(`targets met: ${JSON.stringify(verdict)}\n`);
   const out = join(import.meta.dirname, "results");
@@ -167,6 +191,7 @@ async function run(): Promise<void> {
         indexBytes,
         queries: perQuery,
         catchUp,
+        purge,
         targets: TARGETS,
         verdict,
       },

@@ -9,7 +9,6 @@ import { CONFIRMED_OPERATIONS, OPERATIONS, type Operation } from "../control/pro
 import { findController } from "../control/registry/registry.ts";
 import { DEFAULT_GRANT } from "./live-control.ts";
 import { boardRefusal, jsonReply, type Reply } from "./reply.ts";
-import type { ControlCall, ControlRoute } from "./server.ts";
 import { statusOf } from "./status.ts";
 
 /** The socket's operations that act; `observe` is the live route's own connection. */
@@ -17,6 +16,10 @@ type ControlOp = Exclude<Operation, "observe">;
 export const CONTROL_OPS: readonly ControlOp[] = OPERATIONS.filter(
   (op): op is ControlOp => op !== "observe",
 );
+
+/** One steering call from a logged-in browser session: `session` names its connection. */
+export type ControlCall = { session: string; conversation: string; body: Record<string, unknown> };
+export type ControlRoute = (call: ControlCall) => Promise<Reply>;
 
 export type ControlRouteOptions = {
   registryDir: string;

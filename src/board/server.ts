@@ -10,13 +10,14 @@ import type { Reader } from "../reader/reader.ts";
 import { type Root, rootsFromSpecs } from "../reader/sources.ts";
 import { loadAssets } from "./assets.ts";
 import { BoardAuth } from "./auth.ts";
-import { createControlRoute } from "./control-route.ts";
+import { type ControlRoute, createControlRoute } from "./control-route.ts";
 import { LIVE_ROUTE, LiveHub, type LiveStats } from "./live.ts";
 import type { ReaderSources } from "./read-messages.ts";
 import { MAX_LANES, startReadPool } from "./read-pool.ts";
 import { boardRefusal, type Reply, rawResponse, SECURITY_HEADERS } from "./reply.ts";
 import { type BoardRequest, checkRequest, createHandler } from "./routes.ts";
 import type { BoardSearch } from "./search-route.ts";
+import { sendStream } from "./stream-reply.ts";
 
 export type { ReaderSources } from "./read-messages.ts";
 
@@ -61,10 +62,6 @@ export type BoardOptions = BoardReading & {
    */
   search?: BoardSearch;
 };
-
-/** One steering call from a logged-in browser session: `session` names its connection. */
-export type ControlCall = { session: string; conversation: string; body: Record<string, unknown> };
-export type ControlRoute = (call: ControlCall) => Promise<Reply>;
 
 /** Largest POST body read; a steering call is a prompt and a few fields. */
 export const MAX_POST_BYTES = 64 * 1024;
@@ -322,8 +319,10 @@ async function respond(req: IncomingMessage, res: ServerResponse, dispatch: Disp
   // The client may have gone while a worker read; there is no one left to answer.
   if (res.destroyed || res.writableEnded) {
     out.release?.();
+    out.stream?.cancel();
     return;
   }
+  if (out.stream) return sendStream(req, res, out.status, out.headers, out.stream);
   // Shared memory goes back once the response is over: sent whole (the socket's write of it
   // has completed by then) or cut off. 'close' is emitted in both cases.
   if (out.release) res.once("close", out.release);

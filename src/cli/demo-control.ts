@@ -8,10 +8,11 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Grant } from "../control/protocol.ts";
-import { type Registration, register } from "../control/registry/registry.ts";
+import type { Registration } from "../control/registry/registry.ts";
 import { sessionsDirOf } from "../index.ts";
-import { describeStarted, loadWarning } from "./control.ts";
+import { describeStarted, loadWarning } from "./control-report.ts";
 import { DEMO_FILE, DEMO_MODEL, demoModelsJson, startDemoModel } from "./demo-model.ts";
+import { registerStarted } from "./registration.ts";
 
 /** The demo session's file name under the seat's sessions directory. */
 export const DEMO_CONTROL_FILE = "control.jsonl";
@@ -78,21 +79,11 @@ export async function startDemoControl(options: {
     await ctl.start();
     let registration: Registration | null = null;
     if (options.registryDir !== undefined) {
-      try {
-        registration = await register(options.registryDir, {
-          conversation: ctl.conversation,
-          project: ctl.projectRoot,
-          seat: ctl.seat,
-          sessionFile: ctl.sessionFile,
-          socket: ctl.socketPath,
-          execution: ctl.execution?.execution ?? "none",
-          grants: DEMO_GRANTS.map((g) => g.id),
-          startedAt: new Date().toISOString(),
-        });
-      } catch (e) {
-        await ctl.stop().catch(() => undefined);
-        throw e;
-      }
+      registration = await registerStarted(
+        options.registryDir,
+        ctl,
+        DEMO_GRANTS.map((g) => g.id),
+      );
     }
     const warning = loadWarning(ctl);
     let stopped: Promise<string> | null = null;

@@ -7,6 +7,7 @@ import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { conversationId } from "../index.ts";
+import { makeVisible } from "../present/visible.ts";
 import { DEFAULT_HOST, DEFAULT_PORT, parsePort, sourcesOf } from "./args.ts";
 import { type Sources, sourcesFromFlags } from "./config.ts";
 import { DEMO_OPERATOR_GRANT, type DemoControl, tryDemoControl } from "./demo-control.ts";
@@ -14,7 +15,6 @@ import { MAX_APPENDS, restoreLive, saveLive, startGrowing } from "./demo-grow.ts
 import { DEMO_SEATS, demoProject, writeDemoProject } from "./demo-sessions.ts";
 import { commandPrefix, shellWord } from "./invocation.ts";
 import { checkHost, startServing, whenAborted } from "./serve.ts";
-import { makeVisible } from "./visible.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 const DEMO_DIR = join(REPO, "demo");

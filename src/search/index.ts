@@ -33,7 +33,14 @@ import {
   shardFile,
   shardOf,
 } from "./shards.ts";
-import { inTransaction, isBusy, openStore, type Store } from "./store.ts";
+import {
+  inTransaction,
+  isBusy,
+  openStore,
+  purgeDeleted,
+  type Store,
+  UnsafeIndexFile,
+} from "./store.ts";
 
 export { defaultCacheDir } from "./cache-dir.ts";
 
@@ -97,6 +104,7 @@ export function createSearch(
   } catch (e) {
     // A folder we may not write in (or a full disk): search is off, said in words, not a crash.
     for (const s of stores) s.db.close();
+    if (e instanceof UnsafeIndexFile) return { ok: false, reason: `${e.message}.` };
     const code = (e as NodeJS.ErrnoException | null)?.code;
     const why =
       typeof code === "string" && /^E[A-Z0-9]+$/.test(code)
@@ -162,6 +170,8 @@ export function createSearch(
         for (const [, f] of mine) dropFile(store, f.id);
       });
     });
+    // A conversation deleted (or moved out of the roots) leaves the index's files too.
+    for (const store of stores) purgeDeleted(store);
     stats.removed = gone.length;
     located = seen;
     return stats;
@@ -256,6 +266,7 @@ export function createSearch(
             dropFile(store, h.file);
             catchUpFile(store, where.root, where.name);
           });
+          purgeDeleted(store);
           return "stale";
         }
         if (check && !holdsPhrases(text, terms)) continue;

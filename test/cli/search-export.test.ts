@@ -454,7 +454,7 @@ describe("conversation search and export, as a newcomer runs them", () => {
     assert.equal(r.code, 1);
     assert.equal(
       r.stderr,
-      `refused: search-unavailable: The search cache ${file}/mosaic-conversation cannot be made: it, or a part of its path, is a file, not a folder (ENOTDIR); set XDG_CACHE_HOME to a folder you may write to (the cache is $XDG_CACHE_HOME/mosaic-conversation, else ~/.cache/mosaic-conversation).\n`,
+      `refused: search-unavailable: the search cache ${file}/mosaic-conversation cannot be made: a part of the path is a file, not a folder (ENOTDIR); set XDG_CACHE_HOME to a folder of your own (the cache is $XDG_CACHE_HOME/mosaic-conversation, else ~/.cache/mosaic-conversation).\n`,
     );
     assert.equal(r.stdout, "");
   });

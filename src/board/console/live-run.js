@@ -3,19 +3,21 @@
 // controls (composer, Take control, Release, Interrupt, Force stop with a confirming dialog).
 // Messages arrive on the live SSE stream (console.js passes them here); actions are POSTs to
 // the control route, answered by the session's own controller connection. Every refusal is
-// shown in words with its code. Text from the wire is inserted as text only (text.js).
-import { el } from "./text.js";
+// shown in words with its code. Text from the wire is inserted as text only, with controls
+// made visible by the history's own rule (text.js).
+import { appendText, el, textEl } from "./text.js";
 import { TranscriptState } from "./transcript.js";
 
 /**
  * The line one state-machine item shows in the live view, or null when it shows none: a
  * finished message (`part`) reaches the history through the follow, so it is not repeated.
- * Pure, so a test can fold the same events in Node and compare with the page.
+ * `multiLine` lines keep their line breaks; the others are one-line fields. Pure, so a test
+ * can fold the same events in Node and compare with the page.
  */
 export function itemLine(item) {
   switch (item.kind) {
     case "streaming":
-      return { className: "streaming", text: item.text };
+      return { className: "streaming", text: item.text, multiLine: true };
     case "tool":
       return item.state === "running"
         ? { className: "tool running", text: `Running ${item.toolName || "tool"}` }
@@ -37,6 +39,11 @@ export function itemLine(item) {
     default:
       return null;
   }
+}
+
+/** A live line as the page shows it: its text made visible, a one-line field unless multiLine. */
+function lineEl(line) {
+  return textEl("div", line.className, line.text, line.multiLine !== true);
 }
 
 const $ = (id) => document.getElementById(id);
@@ -96,9 +103,9 @@ export function createLiveRun() {
   function showRefusal(refusal) {
     ui.refusal.hidden = false;
     ui.refusal.replaceChildren(
-      el("span", "code", refusal.code),
+      textEl("span", "code", String(refusal.code), true),
       document.createTextNode(": "),
-      el("span", "message", refusal.message ?? ""),
+      textEl("span", "message", String(refusal.message ?? ""), true),
     );
     // The controller's words say what is wrong; on this page, say what to press about it.
     const hint = WHAT_TO_DO[refusal.code];
@@ -176,7 +183,7 @@ export function createLiveRun() {
     const nodes = [];
     for (const item of transcript.items()) {
       const line = itemLine(item);
-      if (line !== null) nodes.push(el("div", line.className, line.text));
+      if (line !== null) nodes.push(lineEl(line));
     }
     ui.activity.replaceChildren(...before, ...nodes, ...after);
   }
@@ -204,7 +211,7 @@ export function createLiveRun() {
   /** Starts over at the next event; this seat's hole markers and dialogs stay, before it. */
   function reseat(marker) {
     for (const item of transcript.items()) {
-      if (item.kind === "seam") before.push(el("div", "seam", itemLine(item).text));
+      if (item.kind === "seam") before.push(lineEl(itemLine(item)));
     }
     before.push(...after);
     after = [];
@@ -253,7 +260,10 @@ export function createLiveRun() {
     },
     onController(info) {
       ui.root.hidden = !info.running;
-      if (!info.running) ui.who.textContent = info.message ?? "";
+      if (!info.running) {
+        ui.who.replaceChildren();
+        appendText(ui.who, String(info.message ?? ""), true);
+      }
     },
     onState(message) {
       state = message.state ?? null;
@@ -266,20 +276,22 @@ export function createLiveRun() {
      */
     onSeam(message) {
       reseat(
-        el(
+        textEl(
           "div",
           "seam",
           `Reconnected; events in the gap are not shown: ${String(message.message)}`,
+          true,
         ),
       );
       render();
     },
     onDialog(message) {
       after.push(
-        el(
+        textEl(
           "div",
           "dialog",
           `The engine asks (${String(message.method)}): ${String(message.title)}`,
+          true,
         ),
       );
       render();
