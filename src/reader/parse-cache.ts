@@ -2,7 +2,7 @@
 // (the one being paged and the one a follow just took) and at most 512 MiB of parse memory in
 // all (estimated: heldBytes), least recently used first out. Snapshots hold no bytes.
 // A follow extends its file's cached parse with only the appended lines instead of parsing the
-// whole file again, in place: the two snapshots of a file share their bytes and structures as
+// whole file again, in place: the two snapshots of a file share their structures as
 // prefixes (tree.ts), so they hold about one copy, not two.
 import type { BranchItems } from "./items.ts";
 import type { SnapshotData } from "./snapshot.ts";

@@ -3,7 +3,8 @@
 // - The open reads the file forward once and verifies it backward, in other steps.
 // - Pages read about the file once in all (their windows), not the pinned prefix each.
 // - A follow after a small append reads the prefix once, not twice.
-// - A racy snapshot is verified in full again once its last verification is RECHECK_MS old.
+// - A racy snapshot is verified in full again once its last verification is RECHECK_MS old
+//   (or RECHECK_SHARE times its own duration, when longer).
 // - The reader keeps no snapshot bytes: what it holds does not grow with the file.
 // - A page read under the change time is checked by its tags when the file moved meanwhile.
 import assert from "node:assert/strict";
@@ -25,7 +26,12 @@ import { trustsChangeTime } from "../../src/reader/change-time.ts";
 import { PageBytes, WindowCache } from "../../src/reader/page-bytes.ts";
 import { FreshParse } from "../../src/reader/parse-sink.ts";
 import { closeFile, openSessionFile, statOpenFile } from "../../src/reader/safe-fs.ts";
-import { openSnapshot, RECHECK_MS } from "../../src/reader/snapshot.ts";
+import {
+  openSnapshot,
+  RECHECK_MS,
+  RECHECK_SHARE,
+  recheckAfter,
+} from "../../src/reader/snapshot.ts";
 import { work } from "../../src/reader/work.ts";
 import {
   expectOk,
@@ -174,6 +180,19 @@ if (!r.ok) { console.error(r.refusal.code); process.exit(3); }
     now += 1;
     assert.equal(page(), size, "the first page at RECHECK_MS verified every byte");
     assert.equal(page(), 0, "the page after it verified the file again");
+  });
+
+  it("waits RECHECK_SHARE times a verification's own duration when that is longer than RECHECK_MS", (t) => {
+    const { p } = liveSession(t, 1);
+    const f = openSessionFile(p.projectRoot, p.sessionsDir, "s.jsonl");
+    t.after(() => closeFile(f));
+    const fresh = () => new FreshParse(p);
+    const policy = { prefixCheck: "auto", racyWindowNs: 10n ** 12n } as const;
+    const { data } = openSnapshot(f, undefined, policy, { fresh, extend: fresh });
+    data.checkMs = 10;
+    assert.equal(recheckAfter(data), RECHECK_MS, "a quick verification waits RECHECK_MS");
+    data.checkMs = 300;
+    assert.equal(recheckAfter(data), 300 * RECHECK_SHARE, "a verification of 300 ms waits 6 s");
   });
 
   it("holds none of the snapshot's bytes: what it keeps does not grow with the file", (t) => {
