@@ -52,16 +52,15 @@ describe("board Console visible text", { skip: browserSkip }, () => {
   it("shows the live run's text as the history shows it when a run streams U+202E and ESC", async (t) => {
     const fx = await writeBoardFixture(t);
     const { page } = await openConsole(t, browser.context, fx.reader());
-    // A steering answer with a hostile refusal, as a controller could word one, in the board's
-    // wire shape (control-route.ts always sends `reconcile`; api.js takes an answer without it
-    // for a bad-response and shows no hint).
+    // A steering answer with a hostile refusal, as a controller could word one.
     await page.route("**/api/conversations/c/control", (route) =>
       route.fulfill({
         status: 409,
         contentType: "application/json",
+        // The board's refusal shape (api.js reads one without `reconcile` as a bad answer).
         body: JSON.stringify({
           ok: false,
-          refusal: { code: "controller", reconcile: false, message: EVIL },
+          refusal: { code: "controller", message: EVIL, reconcile: false },
         }),
       }),
     );
@@ -100,7 +99,7 @@ describe("board Console visible text", { skip: browserSkip }, () => {
       live.onDialog({ method: "select", title: ${JSON.stringify(`dialog ${EVIL}`)} });
     })()`);
     const streamed = await textOf("live-activity");
-    const markers = await page.locator("#live-run .ctl").count();
+    const markers = await page.locator("#live-activity .ctl, #live-run .ctl").count();
     // A reconnect the controller could not replay ends the preview at a marker in its words.
     await page.evaluate(
       `window.liveUnderTest.onSeam({ message: ${JSON.stringify(`seam ${EVIL}`)} })`,
