@@ -19,8 +19,8 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { parseHeader } from "../src/reader/harness/pi/pi.ts";
 import { branchItems, extendBranchItems } from "../src/reader/items.ts";
-import { parseHeader } from "../src/reader/pi.ts";
 import { closeFile, openSessionFile } from "../src/reader/safe-fs.ts";
 import { openSnapshot, type SnapshotData, verifyAndExtend } from "../src/reader/snapshot.ts";
 import { sessionsDirOf } from "../src/reader/sources.ts";

@@ -1,6 +1,6 @@
 // @mosaic/conversation: the reader (CHAT-02). Read-only histories of Pi conversations.
 export * from "./protocol/chat-01.ts";
-export { defaultPiSessionsDir, encodeCwd } from "./reader/pi-store.ts";
+export { defaultPiSessionsDir, encodeCwd } from "./reader/harness/pi/pi-store.ts";
 export {
   ACTOR,
   createReader,

@@ -12,8 +12,8 @@ import type {
   RefusedRoot,
 } from "../protocol/chat-01.ts";
 import { toChatId } from "../protocol/chat-01.ts";
-import { parseHeader } from "./pi.ts";
-import { expandRoots } from "./pi-store.ts";
+import { parseHeader } from "./harness/pi/pi.ts";
+import { expandRoots } from "./harness/pi/pi-store.ts";
 import { isRefusal, Refusal } from "./refusal.ts";
 import {
   closeDirectory,

@@ -3,7 +3,7 @@
 // part always fits a page; at most 100 parts and 8 MiB per page. Nothing is clipped.
 import type { Block, Part } from "../protocol/chat-01.ts";
 import { LIMITS } from "../protocol/chat-01.ts";
-import type { DraftPart } from "./blocks.ts";
+import type { DraftPart } from "./harness/pi/blocks.ts";
 
 /** Room left in a fragment's 1 MiB for the block around the string (small fields ≤ 1024 chars). */
 const FRAGMENT_STRING_JSON_MAX = LIMITS.fragmentJsonBytes - 16 * 1024;

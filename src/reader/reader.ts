@@ -13,11 +13,11 @@ import type {
 import { listRoot, readCatalogue } from "./catalogue.ts";
 import type { PrefixCheck, ProofPolicy } from "./change-time.ts";
 import { type Binding, type CursorState, CursorStore } from "./cursors.ts";
+import { parseHeader } from "./harness/pi/pi.ts";
+import { approvalKey, expandRoots } from "./harness/pi/pi-store.ts";
 import { type BranchItems, branchItems, extendBranchItems } from "./items.ts";
 import { ParseCache, type Parsed } from "./parse-cache.ts";
 import { fillPage, type Position, type SizedPart } from "./parts.ts";
-import { parseHeader } from "./pi.ts";
-import { approvalKey, expandRoots } from "./pi-store.ts";
 import { isRefusal, Refusal } from "./refusal.ts";
 import { createItemRenderer } from "./render.ts";
 import { closeFile, openSessionFile } from "./safe-fs.ts";

@@ -2,10 +2,10 @@
 // kept (one slot per reader) while its pages are read: rendering parses the entry's line, so
 // rendering it again for each page made reading a 24 MB message quadratic in its size.
 import { isUtf8 } from "node:buffer";
-import { renderEntry } from "./blocks.ts";
+import { renderEntry } from "./harness/pi/blocks.ts";
+import { type EntryRec, entryObject, keyOf } from "./harness/pi/pi.ts";
 import type { Item } from "./items.ts";
 import { type SizedPart, SMALL_LINE_BYTES, sourceBound, toParts } from "./parts.ts";
-import { type EntryRec, entryObject, keyOf } from "./pi.ts";
 
 /** Renders one item of a snapshot `buf` into its parts (none for a hidden entry). */
 export type ItemRenderer = (buf: Buffer, item: Item) => SizedPart[];

@@ -3,7 +3,6 @@
 // entry lines), and branches are columns too: a file of millions of tiny entries or roots costs
 // a few words per entry, and no step walks more than linear work (no per-branch depth walk).
 import { toChatId } from "../protocol/chat-01.ts";
-import { IdIndex } from "./id-index.ts";
 import {
   continuedScan,
   type EntryRec,
@@ -16,7 +15,8 @@ import {
   scanLines,
   sharedScan,
   trimTable,
-} from "./pi.ts";
+} from "./harness/pi/pi.ts";
+import { IdIndex } from "./id-index.ts";
 import { work } from "./work.ts";
 
 export const ROOT = 1;

@@ -12,8 +12,8 @@ import { createHash } from "node:crypto";
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { parseHeader } from "../../src/reader/harness/pi/pi.ts";
 import { ParseCache } from "../../src/reader/parse-cache.ts";
-import { parseHeader } from "../../src/reader/pi.ts";
 import type { Reader, ReadResult } from "../../src/reader/reader.ts";
 import { parseSession } from "../../src/reader/tree.ts";
 import {

@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { toChatId } from "../../src/protocol/chat-01.ts";
+import { entryAt, keyOf, parseHeader } from "../../src/reader/harness/pi/pi.ts";
 import {
   type BranchItems,
   branchItems,
   extendBranchItems,
   itemKey,
 } from "../../src/reader/items.ts";
-import { entryAt, keyOf, parseHeader } from "../../src/reader/pi.ts";
 import { branchName, depthOf, extendSession, leafOf, parseSession } from "../../src/reader/tree.ts";
 import {
   assistant,

@@ -1,9 +1,9 @@
 // Pi entry content to CHAT-01 blocks (message shapes: pi-ai types; entry types: Pi's
 // docs/session-format.md). Hidden kinds return null. Untrusted: every field is checked, and an
 // unexpected shape becomes a notice, never an exception. Limits are applied later (parts.ts).
-import type { Block, NoticeCode, PartKind, PartMeta, Role } from "../protocol/chat-01.ts";
-import { toChatId } from "../protocol/chat-01.ts";
-import { jsonText } from "./json-text.ts";
+import type { Block, NoticeCode, PartKind, PartMeta, Role } from "../../../protocol/chat-01.ts";
+import { toChatId } from "../../../protocol/chat-01.ts";
+import { jsonText } from "../../json-text.ts";
 
 export type DraftPart = {
   kind: PartKind;

@@ -7,10 +7,10 @@ import { lstatSync, readdirSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Refusal } from "./refusal.ts";
-import { refusalFromErrno } from "./safe-fs.ts";
-import type { PiRoot, PiStoreRoot, Root, UnsupportedRoot } from "./sources.ts";
-import { STORE_SEAT } from "./sources.ts";
+import { Refusal } from "../../refusal.ts";
+import { refusalFromErrno } from "../../safe-fs.ts";
+import type { PiRoot, PiStoreRoot, Root, UnsupportedRoot } from "../../sources.ts";
+import { STORE_SEAT } from "../../sources.ts";
 
 /** Pi's environment variable for its agent directory (config.js ENV_AGENT_DIR, both versions). */
 export const AGENT_DIR_ENV = "PI_CODING_AGENT_DIR";

@@ -3,13 +3,13 @@
 // scan of the snapshot's lines into entry records (tree.ts builds the tree and branches from
 // them). Entry content is parsed again only when a page renders it, so a record holds a byte
 // range and the three keys the tree needs, not the object: memory per entry stays small.
-import { toChatId } from "../protocol/chat-01.ts";
+import { toChatId } from "../../../protocol/chat-01.ts";
+import { Refusal } from "../../refusal.ts";
+import { isCwdInsideProject } from "../../safe-fs.ts";
+import type { PiRoot } from "../../sources.ts";
+import { work } from "../../work.ts";
 import { scanLine } from "./line-scan.ts";
 import { checkStoreCwd } from "./pi-store.ts";
-import { Refusal } from "./refusal.ts";
-import { isCwdInsideProject } from "./safe-fs.ts";
-import type { PiRoot } from "./sources.ts";
-import { work } from "./work.ts";
 
 /**
  * A valid entry line: a JSON object with a string id. Made on demand from the entry table
