@@ -19,7 +19,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseHeader } from "../src/reader/harness/pi/pi.ts";
+import { PI_SCANNER, parseHeader } from "../src/reader/harness/pi/pi.ts";
 import { branchItems, extendBranchItems } from "../src/reader/items.ts";
 import { closeFile, openSessionFile } from "../src/reader/safe-fs.ts";
 import { openSnapshot, type SnapshotData, verifyAndExtend } from "../src/reader/snapshot.ts";
@@ -60,7 +60,7 @@ try {
   let f = openSessionFile(projectRoot, sessionsDir, name);
   let data: SnapshotData = openSnapshot(f, undefined, policy);
   closeFile(f);
-  let session = parseSession(data.buf, parseHeader(data.buf, data.incomplete, root));
+  let session = parseSession(data.buf, parseHeader(data.buf, data.incomplete, root), PI_SCANNER);
   const b = defaultBranch(session);
   let items = branchItems(session, b);
   let digest = items.digestOf(items.length);

@@ -11,7 +11,7 @@ import {
   keyOf,
   type LineNotice,
   roomFor,
-} from "./harness/pi/pi.ts";
+} from "./entries.ts";
 import { LOOP, leafOf, MISSING_PARENT, type ParsedSession } from "./tree.ts";
 import { work } from "./work.ts";
 

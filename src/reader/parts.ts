@@ -1,9 +1,17 @@
 // CHAT-01 limits (seed: Pages): strings cut into fragments of at most 262,144 characters and
 // 1 MiB of JSON, never inside a surrogate pair; at most 64 blocks and 4 MiB per part, so one
 // part always fits a page; at most 100 parts and 8 MiB per page. Nothing is clipped.
-import type { Block, Part } from "../protocol/chat-01.ts";
+import type { Block, Part, PartKind, PartMeta, Role } from "../protocol/chat-01.ts";
 import { LIMITS } from "../protocol/chat-01.ts";
-import type { DraftPart } from "./harness/pi/blocks.ts";
+
+/** A part before it is sized: what a harness renders an entry into. */
+export type DraftPart = {
+  kind: PartKind;
+  role?: Role;
+  timestamp?: string;
+  meta?: PartMeta;
+  blocks: Block[];
+};
 
 /** Room left in a fragment's 1 MiB for the block around the string (small fields ≤ 1024 chars). */
 const FRAGMENT_STRING_JSON_MAX = LIMITS.fragmentJsonBytes - 16 * 1024;

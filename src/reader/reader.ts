@@ -13,7 +13,7 @@ import type {
 import { listRoot, readCatalogue } from "./catalogue.ts";
 import type { PrefixCheck, ProofPolicy } from "./change-time.ts";
 import { type Binding, type CursorState, CursorStore } from "./cursors.ts";
-import { parseHeader } from "./harness/pi/pi.ts";
+import { PI_SCANNER, parseHeader } from "./harness/pi/pi.ts";
 import { approvalKey, expandRoots } from "./harness/pi/pi-store.ts";
 import { type BranchItems, branchItems, extendBranchItems } from "./items.ts";
 import { ParseCache, type Parsed } from "./parse-cache.ts";
@@ -172,7 +172,9 @@ export function createReader(options: ReaderOptions): Reader {
       if (data.room) prev.data.room = data.room;
     }
     const header = prev ? prev.session.header : parseHeader(data.buf, data.incomplete, root);
-    const session = prev ? extendSession(prev.session, data.buf) : parseSession(data.buf, header);
+    const session = prev
+      ? extendSession(prev.session, data.buf)
+      : parseSession(data.buf, header, PI_SCANNER);
     const parsed: Parsed = { data, session, items: new Map() };
     parses.put(cacheKey(root), parsed);
     return parsed;

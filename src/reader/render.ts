@@ -2,8 +2,8 @@
 // kept (one slot per reader) while its pages are read: rendering parses the entry's line, so
 // rendering it again for each page made reading a 24 MB message quadratic in its size.
 import { isUtf8 } from "node:buffer";
+import { type EntryRec, entryObject, keyOf } from "./entries.ts";
 import { renderEntry } from "./harness/pi/blocks.ts";
-import { type EntryRec, entryObject, keyOf } from "./harness/pi/pi.ts";
 import type { Item } from "./items.ts";
 import { type SizedPart, SMALL_LINE_BYTES, sourceBound, toParts } from "./parts.ts";
 

@@ -4,18 +4,15 @@
 // a few words per entry, and no step walks more than linear work (no per-branch depth walk).
 import { toChatId } from "../protocol/chat-01.ts";
 import {
-  continuedScan,
   type EntryRec,
   entryAt,
-  firstScan,
-  type Header,
   type LineNotice,
   roomFor,
+  type Scanner,
   type ScanState,
-  scanLines,
-  sharedScan,
+  type SessionHead,
   trimTable,
-} from "./harness/pi/pi.ts";
+} from "./entries.ts";
 import { IdIndex } from "./id-index.ts";
 import { work } from "./work.ts";
 
@@ -73,7 +70,9 @@ type Columns = {
 const MISSING_MAX = 65_536;
 
 export type ParsedSession = {
-  header: Header;
+  header: SessionHead;
+  /** The harness's scan, which a follow continues (extendSession). */
+  scanner: Scanner;
   scan: ScanState;
   /** Per entry index: 1 when it wins its id (a later duplicate replaces the earlier, SM:694). */
   wins: Uint8Array;
@@ -102,11 +101,15 @@ export type ParsedSession = {
   forkChildren?: { offsets: Int32Array; list: Int32Array };
 };
 
-/** Indexes a snapshot that starts with a valid header (see parseHeader). */
-export function parseSession(buf: Buffer, header: Header): ParsedSession {
-  const scan = scanLines(buf, header, firstScan(buf));
+/** Indexes a snapshot whose head the harness accepted, with the harness's scan. */
+export function parseSession<H extends SessionHead, S extends ScanState>(
+  buf: Buffer,
+  header: H,
+  scanner: Scanner<H, S>,
+): ParsedSession {
+  const scan = scanner.lines(buf, header, scanner.first(buf, header));
   trimTable(scan.entries);
-  return indexEntries(header, scan);
+  return indexEntries(header, scanner, scan);
 }
 
 /**
@@ -119,18 +122,19 @@ export function parseSession(buf: Buffer, header: Header): ParsedSession {
  */
 export function extendSession(prev: ParsedSession, buf: Buffer): ParsedSession {
   const c = prev.cols;
-  const shared = c.tip === prev.scan.entries.count ? sharedScan(prev.scan) : null;
+  const { scanner } = prev;
+  const shared = c.tip === prev.scan.entries.count ? scanner.shared(prev.scan) : null;
   if (shared) {
     // Claimed: whatever happens below, no other parse may append to these columns any more.
     c.tip = -1;
-    const scan = scanLines(buf, prev.header, shared);
+    const scan = scanner.lines(buf, prev.header, shared);
     const extended = extendInPlace(prev, scan);
     if (extended) return extended;
-    return indexEntries(prev.header, scan);
+    return indexEntries(prev.header, scanner, scan);
   }
-  const scan = scanLines(buf, prev.header, continuedScan(prev.scan));
+  const scan = scanner.lines(buf, prev.header, scanner.continued(prev.scan));
   trimTable(scan.entries);
-  return indexEntries(prev.header, scan);
+  return indexEntries(prev.header, scanner, scan);
 }
 
 /** Room for `n` rows with a little to spare, so the next follow appends without copying. */
@@ -218,11 +222,12 @@ function extendInPlace(prev: ParsedSession, scan: ScanState): ParsedSession | nu
     c.hasChild[p] = 1;
   }
   c.tip = n;
-  return sessionOf(prev.header, scan, c, count, prev.main);
+  return sessionOf(prev.header, prev.scanner, scan, c, count, prev.main);
 }
 
 function sessionOf(
-  header: Header,
+  header: SessionHead,
+  scanner: Scanner,
   scan: ScanState,
   c: Columns,
   branchCount: number,
@@ -233,6 +238,7 @@ function sessionOf(
   const { byId } = c;
   return {
     header,
+    scanner,
     scan,
     wins: c.wins,
     byId: { get: (id) => byId.get(id, n) },
@@ -267,7 +273,7 @@ export function depthOf(s: ParsedSession, b: number): number {
   return d;
 }
 
-function indexEntries(header: Header, scan: ScanState): ParsedSession {
+function indexEntries(header: SessionHead, scanner: Scanner, scan: ScanState): ParsedSession {
   const table = scan.entries;
   const n = table.count;
   work.rowsIndexed += n;
@@ -382,7 +388,7 @@ function indexEntries(header: Header, scan: ScanState): ParsedSession {
     missing,
     tip: n,
   };
-  return sessionOf(header, scan, cols, count, main);
+  return sessionOf(header, scanner, scan, cols, count, main);
 }
 
 /**

@@ -5,8 +5,8 @@
 // the branches it forks from (nearest first), then the others in file order. `branchCount` says how many exist;
 // any branch opens by its name (`b.<entry id>`) whether listed or not.
 import { type BranchInfo, LIMITS, type View } from "../protocol/chat-01.ts";
+import { entryAt, entryObject, keyOf, keyOfId } from "./entries.ts";
 import { renderEntry } from "./harness/pi/blocks.ts";
-import { entryAt, entryObject, keyOf, keyOfId } from "./harness/pi/pi.ts";
 import { branchName, defaultBranch, depthOf, forksOf, leafOf, type ParsedSession } from "./tree.ts";
 
 /** The view of a page of branch `shown` (an index into `s.branches`). */

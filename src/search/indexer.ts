@@ -17,8 +17,9 @@ import { createHash } from "node:crypto";
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import { type Block, toChatId } from "../protocol/chat-01.ts";
+import { entryAt, keyOfId } from "../reader/entries.ts";
 import { renderEntry } from "../reader/harness/pi/blocks.ts";
-import { entryAt, type Header, keyOfId, parseHeader } from "../reader/harness/pi/pi.ts";
+import { type Header, PI_SCANNER, parseHeader } from "../reader/harness/pi/pi.ts";
 import { isRefusal } from "../reader/refusal.ts";
 import { closeFile, openSessionFile, readRange } from "../reader/safe-fs.ts";
 import type { PiRoot } from "../reader/sources.ts";
@@ -383,7 +384,7 @@ function indexWhole(
       return;
     }
   }
-  const s = parseSession(buf, header);
+  const s = parseSession(buf, header, PI_SCANNER);
   const table = s.scan.entries;
   const v1 = header.version < 2;
   const hasChild = new Uint8Array(table.count);

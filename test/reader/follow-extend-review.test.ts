@@ -12,7 +12,7 @@ import { createHash } from "node:crypto";
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { parseHeader } from "../../src/reader/harness/pi/pi.ts";
+import { PI_SCANNER, parseHeader } from "../../src/reader/harness/pi/pi.ts";
 import { ParseCache } from "../../src/reader/parse-cache.ts";
 import type { Reader, ReadResult } from "../../src/reader/reader.ts";
 import { parseSession } from "../../src/reader/tree.ts";
@@ -450,6 +450,7 @@ describe("the parse cache's bound, reviewed", () => {
     const session = parseSession(
       Buffer.from(line(header("/p"))),
       parseHeader(Buffer.from(line(header("/p"))), false, { projectRoot: "/p" }),
+      PI_SCANNER,
     );
     const stamp = { ctimeNs: 1n, size: 0, settled: false, whole: true };
     for (let f = 0; f < 10; f++) {

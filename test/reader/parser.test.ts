@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { toChatId } from "../../src/protocol/chat-01.ts";
-import { entryAt, keyOf, parseHeader } from "../../src/reader/harness/pi/pi.ts";
+import { entryAt, keyOf } from "../../src/reader/entries.ts";
+import { PI_SCANNER, parseHeader } from "../../src/reader/harness/pi/pi.ts";
 import {
   type BranchItems,
   branchItems,
@@ -604,10 +605,10 @@ describe("incremental parse", () => {
     ].map((l) => (typeof l === "string" ? l : JSON.stringify(l)));
     const whole = Buffer.from(`${lines.join("\n")}\n`);
     const h = parseHeader(whole, false, { projectRoot: cwd });
-    const expected = shape(parseSession(whole, h));
+    const expected = shape(parseSession(whole, h, PI_SCANNER));
     for (let cut = 1; cut < lines.length; cut++) {
       const prefix = Buffer.from(`${lines.slice(0, cut).join("\n")}\n`);
-      const extended = extendSession(parseSession(prefix, h), whole);
+      const extended = extendSession(parseSession(prefix, h, PI_SCANNER), whole);
       assert.deepEqual(shape(extended), expected, `cut after line ${cut}`);
     }
   });
@@ -644,7 +645,7 @@ describe("incremental parse, chained", () => {
     for (let k = 0; k < 40; k++) lines.push(nextLine(k));
     const h = parseHeader(bufOf(2), false, { projectRoot: cwd });
     const chain: { n: number; s: ReturnType<typeof parseSession>; items: BranchItems[] }[] = [];
-    let s = parseSession(bufOf(lines.length), h);
+    let s = parseSession(bufOf(lines.length), h, PI_SCANNER);
     const itemsOf = (x: typeof s, prev?: (typeof chain)[number]) =>
       Array.from({ length: x.branches.count }, (_, b) => {
         const before = prev?.items[b];
@@ -664,7 +665,7 @@ describe("incremental parse, chained", () => {
       }
     }
     for (const c of chain) {
-      const whole = parseSession(bufOf(c.n), h);
+      const whole = parseSession(bufOf(c.n), h, PI_SCANNER);
       assert.deepEqual(shape(c.s), shape(whole), `the parse of ${c.n} lines`);
       const want = shape(whole).items;
       const got = c.items.map((it) =>

@@ -1,17 +1,10 @@
 // Pi entry content to CHAT-01 blocks (message shapes: pi-ai types; entry types: Pi's
 // docs/session-format.md). Hidden kinds return null. Untrusted: every field is checked, and an
 // unexpected shape becomes a notice, never an exception. Limits are applied later (parts.ts).
-import type { Block, NoticeCode, PartKind, PartMeta, Role } from "../../../protocol/chat-01.ts";
+import type { Block, NoticeCode, PartMeta } from "../../../protocol/chat-01.ts";
 import { toChatId } from "../../../protocol/chat-01.ts";
 import { jsonText } from "../../json-text.ts";
-
-export type DraftPart = {
-  kind: PartKind;
-  role?: Role;
-  timestamp?: string;
-  meta?: PartMeta;
-  blocks: Block[];
-};
+import type { DraftPart } from "../../parts.ts";
 
 /**
  * Entry types never shown (seed: Parser): settings, labels, names, extension state; and two
