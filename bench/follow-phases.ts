@@ -19,12 +19,13 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { PI_SCANNER, parseHeader } from "../src/reader/harness/pi/pi.ts";
+import { parseHeader } from "../src/reader/harness/pi/pi.ts";
+import { parsePiSession } from "../src/reader/harness/pi/rows.ts";
 import { branchItems, extendBranchItems } from "../src/reader/items.ts";
 import { closeFile, openSessionFile } from "../src/reader/safe-fs.ts";
 import { openSnapshot, type SnapshotData, verifyAndExtend } from "../src/reader/snapshot.ts";
 import { sessionsDirOf } from "../src/reader/sources.ts";
-import { defaultBranch, extendSession, parseSession } from "../src/reader/tree.ts";
+import { defaultBranch, extendSession } from "../src/reader/tree.ts";
 import { viewFor } from "../src/reader/view.ts";
 import { ensureCached, materialize } from "./fixtures.ts";
 import { writeTinyEntries } from "./hostile-files.ts";
@@ -60,7 +61,7 @@ try {
   let f = openSessionFile(projectRoot, sessionsDir, name);
   let data: SnapshotData = openSnapshot(f, undefined, policy);
   closeFile(f);
-  let session = parseSession(data.buf, parseHeader(data.buf, data.incomplete, root), PI_SCANNER);
+  let session = parsePiSession(data.buf, parseHeader(data.buf, data.incomplete, root));
   const b = defaultBranch(session);
   let items = branchItems(session, b);
   let digest = items.digestOf(items.length);

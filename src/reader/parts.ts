@@ -126,20 +126,30 @@ export function sourceBound(lineBytes: number, draft: DraftPart): number | null 
  * The parts of one entry: its blocks fragmented and grouped, at most 64 blocks and 4 MiB of
  * JSON each. Every part after the first says `continues: true`. An entry with no blocks still
  * has one (empty) part, so a message without content is visible. `bound`, from sourceBound,
- * says the whole entry fits one part of at most that many bytes, with no string to cut.
+ * says the whole entry fits one part of at most that many bytes, with no string to cut. Parts
+ * are numbered from `first`: an entry drafted from several lines (a Claude reply's chunks)
+ * continues its earlier lines' parts, and every part from a later line continues.
  */
-export function toParts(entry: string, draft: DraftPart, bound: number | null = null): SizedPart[] {
+export function toParts(
+  entry: string,
+  draft: DraftPart,
+  bound: number | null = null,
+  first = 0,
+): SizedPart[] {
   if (bound !== null) {
-    const part: Part = { id: `${entry}.0`, ...headOf(entry, draft), blocks: draft.blocks };
+    const part: Part = { id: `${entry}.${first}`, ...headOf(entry, draft), blocks: draft.blocks };
+    if (first > 0) part.continues = true;
     return [{ part, bytes: bound }];
   }
   const head = headOf(entry, draft);
-  const envelope = jsonBytes({ id: `${entry}.0000`, continues: true, ...head, blocks: [] });
+  // Room for the longest part number this entry could reach (an id digit per 10× parts).
+  const digits = "0".repeat(Math.max(4, String(first).length + 2));
+  const envelope = jsonBytes({ id: `${entry}.${digits}`, continues: true, ...head, blocks: [] });
   const out: SizedPart[] = [];
   let blocks: Block[] = [];
   let bytes = envelope;
   const flush = () => {
-    const index = out.length;
+    const index = first + out.length;
     const part: Part = { id: `${entry}.${index}`, ...head, blocks };
     if (index > 0) part.continues = true;
     out.push({ part, bytes });

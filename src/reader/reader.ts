@@ -13,7 +13,7 @@ import type {
 import { listRoot, readCatalogue } from "./catalogue.ts";
 import type { PrefixCheck, ProofPolicy } from "./change-time.ts";
 import { type Binding, type CursorState, CursorStore } from "./cursors.ts";
-import { PI_SCANNER, parseHeader } from "./harness/pi/pi.ts";
+import { harnessOf } from "./harness/index.ts";
 import { approvalKey, expandRoots } from "./harness/pi/pi-store.ts";
 import { type BranchItems, branchItems, extendBranchItems } from "./items.ts";
 import { ParseCache, type Parsed } from "./parse-cache.ts";
@@ -29,7 +29,7 @@ import {
   verifyPinned,
 } from "./snapshot.ts";
 import { conversationIdOf, type PiRoot, type Root, unsupportedRowId } from "./sources.ts";
-import { branchName, defaultBranch, extendSession, findBranch, parseSession } from "./tree.ts";
+import { branchName, defaultBranch, findBranch } from "./tree.ts";
 import { viewFor } from "./view.ts";
 
 export const ACTOR = "local-operator";
@@ -171,10 +171,10 @@ export function createReader(options: ReaderOptions): Reader {
       prev.data.buf = data.buf.subarray(0, prev.data.buf.length);
       if (data.room) prev.data.room = data.room;
     }
-    const header = prev ? prev.session.header : parseHeader(data.buf, data.incomplete, root);
+    const harness = harnessOf(root);
     const session = prev
-      ? extendSession(prev.session, data.buf)
-      : parseSession(data.buf, header, PI_SCANNER);
+      ? harness.extend(prev.session, data.buf, root)
+      : harness.parse(data.buf, data.incomplete, root);
     const parsed: Parsed = { data, session, items: new Map() };
     parses.put(cacheKey(root), parsed);
     return parsed;
@@ -205,7 +205,8 @@ export function createReader(options: ReaderOptions): Reader {
     start: Position,
     incomplete: boolean,
   ): ReadResult {
-    const partsOf = (i: number): SizedPart[] => renderItem(parsed.data.buf, items.at(i));
+    const partsOf = (i: number): SizedPart[] =>
+      renderItem(parsed.session, parsed.data.buf, items.at(i));
     const { parts, next } = fillPage(items.length, start, partsOf);
     const pinned = {
       snapshot: parsed.data.snapshot,

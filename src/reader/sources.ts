@@ -40,6 +40,9 @@ export type PiRoot = RootBase & {
   store?: StoreOrigin;
 };
 
+/** A directory of session files the reader reads (harness/index.ts says with which harness). */
+export type FileRoot = PiRoot;
+
 /** A root on another harness: one catalogue row, and its directory is never read. */
 export type UnsupportedRoot = RootBase & { kind: "unsupported"; harness: string };
 

@@ -14,6 +14,7 @@ import {
   trimTable,
 } from "./entries.ts";
 import { IdIndex } from "./id-index.ts";
+import type { SizedPart } from "./parts.ts";
 import { work } from "./work.ts";
 
 export const ROOT = 1;
@@ -69,10 +70,25 @@ type Columns = {
 /** More missing parent ids than this and a follow parses the tree again instead. */
 const MISSING_MAX = 65_536;
 
+/**
+ * How a harness shows its entry rows (the shared code renders notices, views and pages; the
+ * harness knows what a row says). Methods, so a harness's own session shape stands in.
+ */
+export interface RowFormat {
+  /** The CHAT-01 entry (`n.<id>`) the parts of row `row` belong to, as views name leaves. */
+  entryKey(s: ParsedSession, row: number): string;
+  /** The parts of an entry row (none for a hidden one). */
+  render(s: ParsedSession, buf: Buffer, rec: EntryRec): SizedPart[];
+  /** The text a branch starting at this row is labelled by, or null (no text, or hidden). */
+  labelText(s: ParsedSession, buf: Buffer, rec: EntryRec): string | null;
+}
+
 export type ParsedSession = {
   header: SessionHead;
   /** The harness's scan, which a follow continues (extendSession). */
   scanner: Scanner;
+  /** The harness's rendering of its rows. */
+  rows: RowFormat;
   scan: ScanState;
   /** Per entry index: 1 when it wins its id (a later duplicate replaces the earlier, SM:694). */
   wins: Uint8Array;
@@ -106,10 +122,11 @@ export function parseSession<H extends SessionHead, S extends ScanState>(
   buf: Buffer,
   header: H,
   scanner: Scanner<H, S>,
+  rows: RowFormat,
 ): ParsedSession {
   const scan = scanner.lines(buf, header, scanner.first(buf, header));
   trimTable(scan.entries);
-  return indexEntries(header, scanner, scan);
+  return indexEntries({ header, scanner, rows }, scan);
 }
 
 /**
@@ -130,11 +147,11 @@ export function extendSession(prev: ParsedSession, buf: Buffer): ParsedSession {
     const scan = scanner.lines(buf, prev.header, shared);
     const extended = extendInPlace(prev, scan);
     if (extended) return extended;
-    return indexEntries(prev.header, scanner, scan);
+    return indexEntries(prev, scan);
   }
   const scan = scanner.lines(buf, prev.header, scanner.continued(prev.scan));
   trimTable(scan.entries);
-  return indexEntries(prev.header, scanner, scan);
+  return indexEntries(prev, scan);
 }
 
 /** Room for `n` rows with a little to spare, so the next follow appends without copying. */
@@ -222,12 +239,14 @@ function extendInPlace(prev: ParsedSession, scan: ScanState): ParsedSession | nu
     c.hasChild[p] = 1;
   }
   c.tip = n;
-  return sessionOf(prev.header, prev.scanner, scan, c, count, prev.main);
+  return sessionOf(prev, scan, c, count, prev.main);
 }
 
+/** What a parse takes from its harness and keeps through its follows. */
+type Format = Pick<ParsedSession, "header" | "scanner" | "rows">;
+
 function sessionOf(
-  header: SessionHead,
-  scanner: Scanner,
+  format: Format,
   scan: ScanState,
   c: Columns,
   branchCount: number,
@@ -237,8 +256,9 @@ function sessionOf(
   const n = table.count;
   const { byId } = c;
   return {
-    header,
-    scanner,
+    header: format.header,
+    scanner: format.scanner,
+    rows: format.rows,
     scan,
     wins: c.wins,
     byId: { get: (id) => byId.get(id, n) },
@@ -273,7 +293,7 @@ export function depthOf(s: ParsedSession, b: number): number {
   return d;
 }
 
-function indexEntries(header: SessionHead, scanner: Scanner, scan: ScanState): ParsedSession {
+function indexEntries(format: Format, scan: ScanState): ParsedSession {
   const table = scan.entries;
   const n = table.count;
   work.rowsIndexed += n;
@@ -388,7 +408,7 @@ function indexEntries(header: SessionHead, scanner: Scanner, scan: ScanState): P
     missing,
     tip: n,
   };
-  return sessionOf(header, scanner, scan, cols, count, main);
+  return sessionOf(format, scan, cols, count, main);
 }
 
 /**

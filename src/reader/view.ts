@@ -5,8 +5,7 @@
 // the branches it forks from (nearest first), then the others in file order. `branchCount` says how many exist;
 // any branch opens by its name (`b.<entry id>`) whether listed or not.
 import { type BranchInfo, LIMITS, type View } from "../protocol/chat-01.ts";
-import { entryAt, entryObject, keyOf, keyOfId } from "./entries.ts";
-import { renderEntry } from "./harness/pi/blocks.ts";
+import { entryAt } from "./entries.ts";
 import { branchName, defaultBranch, depthOf, forksOf, leafOf, type ParsedSession } from "./tree.ts";
 
 /** The view of a page of branch `shown` (an index into `s.branches`). */
@@ -35,7 +34,7 @@ export function viewFor(s: ParsedSession, shown: number, incomplete: boolean, bu
   const leaf = s.defaultLeaf;
   return {
     defaultBranch: branchName(s, dflt),
-    defaultLeaf: leaf ? keyOf(leaf) : null,
+    defaultLeaf: leaf ? s.rows.entryKey(s, leaf.index) : null,
     branches: [...picked].sort((a, b) => a - b).map((b) => branchInfo(s, b, buf)),
     branchCount: s.branches.count,
     incomplete,
@@ -46,15 +45,16 @@ export function viewFor(s: ParsedSession, shown: number, incomplete: boolean, bu
 
 function branchInfo(s: ParsedSession, b: number, buf: Buffer): BranchInfo {
   const { start, forksFrom } = s.branches;
-  const ids = s.scan.entries.ids;
-  const key = (i: number) => (i >= 0 ? keyOfId(ids[i]!) : null);
+  const key = (i: number) => (i >= 0 ? s.rows.entryKey(s, i) : null);
   const from = forksFrom[b]!;
   return {
     name: branchName(s, b),
     leaf: key(leafOf(s, b)),
     start: key(start[b]!),
     forksFrom:
-      from >= 0 ? { branch: branchName(s, s.branchOf[from]!), entry: keyOfId(ids[from]!) } : null,
+      from >= 0
+        ? { branch: branchName(s, s.branchOf[from]!), entry: s.rows.entryKey(s, from) }
+        : null,
     depth: depthOf(s, b),
     label: labelOf(s, start[b]!, buf),
   };
@@ -83,10 +83,8 @@ function labelOf(s: ParsedSession, row: number, buf: Buffer): string | null {
   const rec = entryAt(s.scan.entries, row);
   let label: string | null = null;
   if (rec.end - rec.start <= LABEL_LINE_MAX) {
-    const draft = renderEntry(entryObject(buf, rec));
-    const block = draft?.blocks.find((x) => x.type === "text" || x.type === "bash-command");
-    const words =
-      block && "text" in block ? block.text.slice(0, 400).replace(/\s+/g, " ").trim() : "";
+    const text = s.rows.labelText(s, buf, rec);
+    const words = text === null ? "" : text.slice(0, 400).replace(/\s+/g, " ").trim();
     if (words.length > 0 && words.length <= LABEL_MAX) label = words;
     else if (words.length > LABEL_MAX) {
       // Never end on half a surrogate pair.

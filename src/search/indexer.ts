@@ -19,11 +19,12 @@ import { join } from "node:path";
 import { type Block, toChatId } from "../protocol/chat-01.ts";
 import { entryAt, keyOfId } from "../reader/entries.ts";
 import { renderEntry } from "../reader/harness/pi/blocks.ts";
-import { type Header, PI_SCANNER, parseHeader } from "../reader/harness/pi/pi.ts";
+import { type Header, parseHeader } from "../reader/harness/pi/pi.ts";
+import { parsePiSession } from "../reader/harness/pi/rows.ts";
 import { isRefusal } from "../reader/refusal.ts";
 import { closeFile, openSessionFile, readRange } from "../reader/safe-fs.ts";
 import type { PiRoot } from "../reader/sources.ts";
-import { branchName, MISSING_PARENT, parseSession } from "../reader/tree.ts";
+import { branchName, MISSING_PARENT } from "../reader/tree.ts";
 import type { FileRow, Store } from "./store.ts";
 
 /** Bytes hashed at the start and before the end of what was indexed, to notice a rewrite. */
@@ -384,7 +385,7 @@ function indexWhole(
       return;
     }
   }
-  const s = parseSession(buf, header, PI_SCANNER);
+  const s = parsePiSession(buf, header);
   const table = s.scan.entries;
   const v1 = header.version < 2;
   const hasChild = new Uint8Array(table.count);

@@ -12,10 +12,10 @@ import { createHash } from "node:crypto";
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { PI_SCANNER, parseHeader } from "../../src/reader/harness/pi/pi.ts";
+import { parseHeader } from "../../src/reader/harness/pi/pi.ts";
+import { parsePiSession } from "../../src/reader/harness/pi/rows.ts";
 import { ParseCache } from "../../src/reader/parse-cache.ts";
 import type { Reader, ReadResult } from "../../src/reader/reader.ts";
-import { parseSession } from "../../src/reader/tree.ts";
 import {
   assistant,
   entriesOf,
@@ -447,10 +447,9 @@ describe("the parse cache's bound, reviewed", () => {
     // bytes plus an eighth plus 64 KiB, the older snapshot a shorter view of the same room.
     const bound = 256 * 1024;
     const cache = new ParseCache(bound);
-    const session = parseSession(
+    const session = parsePiSession(
       Buffer.from(line(header("/p"))),
       parseHeader(Buffer.from(line(header("/p"))), false, { projectRoot: "/p" }),
-      PI_SCANNER,
     );
     const stamp = { ctimeNs: 1n, size: 0, settled: false, whole: true };
     for (let f = 0; f < 10; f++) {

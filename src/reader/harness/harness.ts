@@ -1,0 +1,41 @@
+// The harness seam (SPEC §8): what the shared reader — safe-fs, snapshots, cursors, pages, views,
+// refusals — asks of one agent's session format. Each harness (harness/pi/, harness/claude-code/)
+// answers it for its own files; nothing above this interface knows which one it reads.
+import type { FileRoot } from "../sources.ts";
+import type { ParsedSession } from "../tree.ts";
+
+export type HarnessName = "pi" | "claude-code";
+
+/** What a catalogue row learns from the first and last bytes of a session file. */
+export type FileFacts = {
+  /** The project the row shows, when the file says (a store's rows: the recorded cwd). */
+  project?: string;
+  /** The session's own id (CHAT-01 form), or null. */
+  sessionId: string | null;
+  /** The session's creation time as recorded (at most 256 characters), or null. */
+  createdAt: string | null;
+  title: string | null;
+};
+
+export interface Harness {
+  readonly name: HarnessName;
+  /** The session files among a root directory's entries, sorted (the catalogue's rows). */
+  sessionNames(names: readonly string[]): string[];
+  /**
+   * Parses a snapshot (whole lines; `incomplete` when bytes followed the last newline) read
+   * through `root`. Refuses what the seed says the file is not (`not-a-pi-session`,
+   * `incomplete-header`, `foreign-project`).
+   */
+  parse(buf: Buffer, incomplete: boolean, root: FileRoot): ParsedSession;
+  /**
+   * Parses `buf`, a longer snapshot of the file `prev` parsed, whose first bytes are `prev`'s,
+   * verified: only the appended lines are read. `prev` reads exactly as before.
+   */
+  extend(prev: ParsedSession, buf: Buffer, root: FileRoot): ParsedSession;
+  /**
+   * A catalogue row's facts from the file's first bytes (`head`, whole lines up to 64 KiB, or
+   * 1 MiB when the first line is longer; `partial` when more of the file follows them) and its
+   * last (`tail`, whole lines, or null when the head holds the whole file). Refuses as `parse`.
+   */
+  describe(head: Buffer, partial: boolean, tail: Buffer | null, root: FileRoot): FileFacts;
+}
