@@ -10,7 +10,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
 import { parseEventId } from "../control/client/client.ts";
 import { listRoot } from "../reader/catalogue.ts";
-import { expandRoots } from "../reader/harness/pi/pi-store.ts";
+import { expandRoots } from "../reader/expand.ts";
 import { conversationIdOf, type Root } from "../reader/sources.ts";
 import { DEFAULT_GRANT, type Relay, relayController } from "./live-control.ts";
 import { boardRefusal, type Reply, SECURITY_HEADERS } from "./reply.ts";

@@ -17,7 +17,7 @@ import {
   type RefusalRecord,
   rootsFromSpecs,
 } from "../index.ts";
-import { expandRoots } from "../reader/harness/pi/pi-store.ts";
+import { expandRoots } from "../reader/expand.ts";
 import { type Command, HELP, parseCommand } from "./args.ts";
 import { runAttach } from "./attach.ts";
 import { resolveSources, type SourceFlags, type Sources } from "./config.ts";

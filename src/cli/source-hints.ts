@@ -5,7 +5,7 @@
 import { readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Catalogue, RefusalRecord } from "../protocol/chat-01.ts";
-import type { Root } from "../reader/sources.ts";
+import { type Root, rootDirOf } from "../reader/sources.ts";
 import { DEFAULT_SEAT, type SourceFlags } from "./config.ts";
 import { commandLine, commandPrefix, shellWord } from "./invocation.ts";
 import type { Io } from "./io.ts";
@@ -97,7 +97,7 @@ export function refuseOpen(
   const searched =
     roots.length === 0
       ? "no session folders (the sources name none)"
-      : roots.map((r) => (r.kind === "pi-store" ? r.storeDir : r.sessionsDir)).join(", ");
+      : roots.map(rootDirOf).join(", ");
   const lines = [`no conversation ${cmd.id} in ${searched}.`];
   const project = cmd.sources.project;
   const prefix = commandPrefix();

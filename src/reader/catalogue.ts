@@ -11,8 +11,8 @@ import type {
   ReaderRefusalCode,
   RefusedRoot,
 } from "../protocol/chat-01.ts";
+import { expandRoots } from "./expand.ts";
 import { harnessOf } from "./harness/index.ts";
-import { expandRoots } from "./harness/pi/pi-store.ts";
 import { isRefusal, Refusal } from "./refusal.ts";
 import {
   closeDirectory,
@@ -25,11 +25,12 @@ import {
   readRange,
 } from "./safe-fs.ts";
 import {
+  CLAUDE_HARNESS,
   conversationIdOf,
   engineStartedAtFor,
   type FileRoot,
+  PI_HARNESS,
   type Root,
-  STORE_SEAT,
   type UnsupportedRoot,
   unsupportedRowId,
 } from "./sources.ts";
@@ -38,13 +39,13 @@ const HEAD_BYTES = 64 * 1024;
 const HEADER_MAX = 1024 * 1024;
 
 /**
- * Lists a Pi root's session file names through the descriptor of its sessions directory, reached
+ * Lists a root's session file names (`everything`: all its entries) through the descriptor of its sessions directory, reached
  * by a walk that follows no link below the project root (safe-fs.ts).
  */
-export function listRoot(root: FileRoot): { names: string[] } {
+export function listRoot(root: FileRoot, everything = false): { names: string[] } {
   const dir = openSessionsDirectory(root.projectRoot, root.sessionsDir);
   try {
-    return { names: namesIn(root, dir) };
+    return { names: everything ? listDirectory(dir) : namesIn(root, dir) };
   } finally {
     closeDirectory(dir);
   }
@@ -68,8 +69,8 @@ export function readCatalogue(roots: Root[], cache: Map<string, Cached>, now: Da
   for (const root of expandRoots(roots)) {
     if (root.kind === "refused-store") {
       refusedRoots.push({
-        project: root.storeDir,
-        seat: STORE_SEAT,
+        project: root.project,
+        seat: root.seat,
         code: root.refusal.code as ReaderRefusalCode,
         message: root.refusal.message,
       });
@@ -89,9 +90,7 @@ export function readCatalogue(roots: Root[], cache: Map<string, Cached>, now: Da
       const names = namesIn(root, dir);
       // Every row is read through the same directory descriptor as the listing.
       const at = dir;
-      const rows = names.map((name) => rowFor(root, at, name, cache));
-      for (const name of names) seen.add(join(root.sessionsDir, name));
-      conversations.push(...rows);
+      conversations.push(...names.map((name) => rowFor(root, at, name, cache, seen)));
     } catch (e) {
       if (!isRefusal(e)) throw e;
       refusedRoots.push({
@@ -125,7 +124,8 @@ function emptyRow(
     engineStartedAt: null,
     title: null,
     unsupportedReason: null,
-    harness: root.kind === "pi" ? "pi" : root.harness,
+    harness:
+      root.kind === "pi" ? PI_HARNESS : root.kind === "claude" ? CLAUDE_HARNESS : root.harness,
   };
 }
 
@@ -134,9 +134,12 @@ function rowFor(
   dir: DirHandle,
   name: string,
   cache: Map<string, Cached>,
+  seen: Set<string>,
 ): CatalogueRow {
-  const path = join(root.sessionsDir, name);
   const row = emptyRow(root, conversationIdOf(root, name), name);
+  // Keyed by the id too: one folder approved two ways (a store, a seat) gives two rows.
+  const path = `${row.conversation}\0${join(root.sessionsDir, name)}`;
+  seen.add(path);
   let st: BigIntStats;
   try {
     st = lstatIn(dir, name, "The session file");

@@ -161,6 +161,11 @@ export type ScanState = {
   /** Bytes scanned (always the end of a whole line) and the last line number seen. */
   scanned: number;
   line: number;
+  /**
+   * The row of the default leaf, when a harness says it is not the last entry row (Claude Code
+   * resumes from its main line's last record, never a subagent's); -1 for none.
+   */
+  leaf?: number;
 };
 
 /**

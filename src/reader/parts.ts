@@ -142,9 +142,8 @@ export function toParts(
     return [{ part, bytes: bound }];
   }
   const head = headOf(entry, draft);
-  // Room for the longest part number this entry could reach (an id digit per 10× parts).
-  const digits = "0".repeat(Math.max(4, String(first).length + 2));
-  const envelope = jsonBytes({ id: `${entry}.${digits}`, continues: true, ...head, blocks: [] });
+  // Room for any part number (ten digits), so how an entry splits never depends on `first`.
+  const envelope = jsonBytes({ id: `${entry}.0000000000`, continues: true, ...head, blocks: [] });
   const out: SizedPart[] = [];
   let blocks: Block[] = [];
   let bytes = envelope;

@@ -13,8 +13,9 @@ import type {
 import { listRoot, readCatalogue } from "./catalogue.ts";
 import type { PrefixCheck, ProofPolicy } from "./change-time.ts";
 import { type Binding, type CursorState, CursorStore } from "./cursors.ts";
+import { approvalKey, expandRoots } from "./expand.ts";
+import { listAgentFiles } from "./harness/claude-code/store.ts";
 import { harnessOf } from "./harness/index.ts";
-import { approvalKey, expandRoots } from "./harness/pi/pi-store.ts";
 import { type BranchItems, branchItems, extendBranchItems } from "./items.ts";
 import { ParseCache, type Parsed } from "./parse-cache.ts";
 import { fillPage, type Position, type SizedPart } from "./parts.ts";
@@ -28,7 +29,13 @@ import {
   verifyAndExtend,
   verifyPinned,
 } from "./snapshot.ts";
-import { conversationIdOf, type PiRoot, type Root, unsupportedRowId } from "./sources.ts";
+import {
+  type ClaudeRoot,
+  conversationIdOf,
+  type FileRoot,
+  type Root,
+  unsupportedRowId,
+} from "./sources.ts";
 import { branchName, defaultBranch, findBranch } from "./tree.ts";
 import { viewFor } from "./view.ts";
 
@@ -91,27 +98,26 @@ export function createReader(options: ReaderOptions): Reader {
     ...(options.cursorTtlMs === undefined ? {} : { ttlMs: options.cursorTtlMs }),
   });
   const rowCache = new Map<string, { stamp: string; row: CatalogueRow }>();
-  const located = new Map<string, { key: string; root: PiRoot; name: string }>();
+  const located = new Map<string, { key: string; root: FileRoot; name: string }>();
   const parses = new ParseCache();
   const renderItem = createItemRenderer();
   const currentRoots = (): Root[] =>
     typeof options.roots === "function" ? options.roots() : options.roots;
 
-  function locate(conversation: string): { root: PiRoot; name: string } {
+  function locate(conversation: string): { root: FileRoot; name: string } {
     const roots = currentRoots();
     const remembered = located.get(conversation);
     if (remembered) {
       const approver = roots.find((r) => approvalKey(r) === remembered.key);
-      // A repository root is taken as it is now (its registrations may have changed); a store
-      // directory is rebuilt from its store, which is approved still.
+      // A repository root is taken as it is now (its registrations may have changed); a folder
+      // listed from a store or a Claude seat is rebuilt from it, which is approved still.
       if (approver?.kind === "pi") return { root: approver, name: remembered.name };
-      if (approver?.kind === "pi-store") return { root: remembered.root, name: remembered.name };
+      if (approver) return { root: remembered.root, name: remembered.name };
     }
+    const claude: { root: ClaudeRoot; names: string[] }[] = [];
     for (const root of expandRoots(roots)) {
       if (root.kind === "refused-store") {
-        if (remembered?.key === approvalKey({ kind: "pi-store", storeDir: root.storeDir })) {
-          throw root.refusal;
-        }
+        if (remembered?.key === root.key) throw root.refusal;
         continue;
       }
       if (root.kind === "unsupported") {
@@ -138,6 +144,16 @@ export function createReader(options: ReaderOptions): Reader {
           return { root, name };
         }
       }
+      if (root.kind === "claude") claude.push({ root, names: listRoot(root, true).names });
+    }
+    // Not a session: a subagent's transcript, reached from its Agent call (not a catalogue row).
+    for (const { root, names } of claude) {
+      for (const agent of listAgentFiles(root, names)) {
+        if (conversationIdOf(agent.root, agent.name) === conversation) {
+          located.set(conversation, { key: approvalKey(root), ...agent });
+          return agent;
+        }
+      }
     }
     if (remembered) {
       throw new Refusal(
@@ -155,7 +171,7 @@ export function createReader(options: ReaderOptions): Reader {
    * The parse of a snapshot: cached, or extended from `prev` (the cached parse of a verified
    * prefix of it), or parsed whole.
    */
-  function parse(data: SnapshotData, root: PiRoot, prev?: Parsed): Parsed {
+  function parse(data: SnapshotData, root: FileRoot, prev?: Parsed): Parsed {
     const hit = parses.get(cacheKey(root), data);
     if (hit) {
       // Bytes verified again: later checks may rely on the newer stamp. A whole-file read's
@@ -301,7 +317,7 @@ export function createReader(options: ReaderOptions): Reader {
     }
   }
 
-  function resume(state: CursorState, root: PiRoot, name: string, binding: Binding): ReadResult {
+  function resume(state: CursorState, root: FileRoot, name: string, binding: Binding): ReadResult {
     const pinned = { dev: state.dev, ino: state.ino, snapshot: state.record.snapshot };
     const known = parses.get(cacheKey(root), pinned)?.data;
     const file = openSessionFile(root.projectRoot, root.sessionsDir, name);
@@ -347,7 +363,9 @@ export function createReader(options: ReaderOptions): Reader {
  * The parse cache's key for a root: the project root (its header check depends on nothing else),
  * or, in Pi's store, the directory (the check is against its name).
  */
-function cacheKey(root: PiRoot): string {
+function cacheKey(root: FileRoot): string {
+  // A Claude folder's parse names its agents' conversations by the folder's identity.
+  if (root.kind === "claude") return JSON.stringify([...root.identity, root.sessionsDir]);
   return root.store ? root.sessionsDir : root.projectRoot;
 }
 

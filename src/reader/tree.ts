@@ -264,7 +264,7 @@ function sessionOf(
     byId: { get: (id) => byId.get(id, n) },
     lineNotices: scan.lineNotices,
     noticeCount: scan.notices,
-    defaultLeaf: n > 0 ? entryAt(table, n - 1) : null,
+    defaultLeaf: leafRowOf(scan, n) >= 0 ? entryAt(table, leafRowOf(scan, n)) : null,
     parent: c.parent,
     rootKind: c.rootKind,
     branchOf: c.branchOf,
@@ -273,6 +273,11 @@ function sessionOf(
     main,
     cols: c,
   };
+}
+
+/** The default leaf's row: the harness's, else the last entry in file order (SM:695). */
+function leafRowOf(scan: ScanState, n: number): number {
+  return scan.leaf === undefined ? n - 1 : Math.min(scan.leaf, n - 1);
 }
 
 /** The leaf of branch `b` in this parse (the columns may hold a longer parse's). */

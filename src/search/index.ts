@@ -8,7 +8,7 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Catalogue, CatalogueRow } from "../protocol/chat-01.ts";
 import { listRoot } from "../reader/catalogue.ts";
-import { expandRoots } from "../reader/harness/pi/pi-store.ts";
+import { expandRoots } from "../reader/expand.ts";
 import { isRefusal } from "../reader/refusal.ts";
 import { closeFile, type OpenFile, openSessionFile, readRange } from "../reader/safe-fs.ts";
 import { conversationIdOf, type PiRoot, type Root } from "../reader/sources.ts";
