@@ -1,7 +1,7 @@
-// `npm run bench`: the reader's benchmark, the controller's, then the board's under load, each
-// in its own process. Arguments go to the reader's bench as before, except
-// `--controller-<flag>` and `--board-<flag>`, which go to those benches as `--<flag>`;
-// `--quick` goes to all three. Exits with the first failure.
+// `npm run bench`: the reader's benchmark, the controller's, the board's under load, search's
+// and the exports' peak memory, each in its own process. Arguments go to the reader's bench as
+// before, except `--controller-<flag>` and `--board-<flag>`, which go to those benches as
+// `--<flag>`; `--quick` goes to all of them. Exits with the first failure.
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
@@ -10,6 +10,7 @@ const args = {
   controller: [] as string[],
   board: [] as string[],
   search: [] as string[],
+  export: [] as string[],
 };
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i++) {
@@ -33,6 +34,7 @@ for (let i = 0; i < argv.length; i++) {
     args.controller.push(arg);
     args.board.push(arg);
     args.search.push(arg);
+    args.export.push("--sizes", "20", "--runs", "1");
   }
 }
 
@@ -49,6 +51,8 @@ for (const [script, scriptArgs] of [
   ["./board.bench.ts", args.board],
   // Search over 1 GiB (SEARCH_BENCH_MIB and SEARCH_BENCH_FILES change it; --quick: 64 MiB).
   ["./search.bench.ts", args.search],
+  // Peak memory of the exports, command and board, beside the reader's (--quick: 20 MiB once).
+  ["./export-memory.ts", args.export],
 ] as const) {
   const status = run(script, scriptArgs);
   if (status !== 0) process.exit(status);

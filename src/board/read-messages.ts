@@ -4,6 +4,7 @@
 import type { PrefixCheck } from "../reader/change-time.ts";
 import type { BoardSpec, SeatRegistration } from "../reader/sources.ts";
 import type { BoardRequest } from "./routes.ts";
+import type { StreamEnd } from "./stream-reply.ts";
 
 /**
  * What a worker builds its reader from: plain data, because a Reader (closures, caches)
@@ -43,14 +44,24 @@ export type SlabMemory = { bytes: SharedArrayBuffer; states: SharedArrayBuffer }
 /** Where in the slab a body was written: `count` chunks from `first`. */
 export type SlabRange = { offset: number; length: number; first: number; count: number };
 
-export type ToWorker = { type: "request"; id: number; request: BoardRequest };
+/**
+ * A request; then, for a reply that came `streamed`, a `pull` for each chunk of its body (the
+ * next is asked for once the last is written) or a `cancel` when its client has gone.
+ */
+export type ToWorker =
+  | { type: "request"; id: number; request: BoardRequest }
+  | { type: "pull"; id: number }
+  | { type: "cancel"; id: number };
 
 /** A Reply after the structured clone: the Buffer arrives as a plain Uint8Array. */
 export type WireReply = { status: number; headers: Record<string, string>; body: Uint8Array };
 
+/** `streamed`: the reply's body follows as one `chunk` per `pull`, then an `end`. */
 export type FromWorker =
   | { type: "ready" }
-  | { type: "reply"; id: number; reply: WireReply; slab?: SlabRange }
+  | { type: "reply"; id: number; reply: WireReply; slab?: SlabRange; streamed?: boolean }
+  | { type: "chunk"; id: number; body: Uint8Array }
+  | { type: "end"; id: number; end: StreamEnd }
   | { type: "log"; line: string };
 
 export function isFromWorker(value: unknown): value is FromWorker {
@@ -66,7 +77,24 @@ export function isFromWorker(value: unknown): value is FromWorker {
         typeof value.id === "number" &&
         "reply" in value &&
         isWireReply(value.reply) &&
-        (!("slab" in value) || value.slab === undefined || isSlabRange(value.slab))
+        (!("slab" in value) || value.slab === undefined || isSlabRange(value.slab)) &&
+        (!("streamed" in value) ||
+          value.streamed === undefined ||
+          typeof value.streamed === "boolean")
+      );
+    case "chunk":
+      return (
+        "id" in value &&
+        typeof value.id === "number" &&
+        "body" in value &&
+        value.body instanceof Uint8Array
+      );
+    case "end":
+      return (
+        "id" in value &&
+        typeof value.id === "number" &&
+        "end" in value &&
+        (value.end === "complete" || value.end === "stopped")
       );
     default:
       return false;
@@ -94,6 +122,9 @@ function isWireReply(value: unknown): value is WireReply {
 
 export function isToWorker(value: unknown): value is ToWorker {
   if (typeof value !== "object" || value === null) return false;
+  if ("type" in value && (value.type === "pull" || value.type === "cancel")) {
+    return "id" in value && typeof value.id === "number";
+  }
   if (!("type" in value && value.type === "request" && "id" in value && "request" in value)) {
     return false;
   }

@@ -22,6 +22,7 @@ import {
 } from "./read-messages.ts";
 import { boardRefusal, type Reply } from "./reply.ts";
 import type { BoardRequest } from "./routes.ts";
+import type { Pulled, ReplyStream } from "./stream-reply.ts";
 
 export type ReadPoolOptions = {
   sources: ReaderSources;
@@ -145,11 +146,15 @@ export function laneOf(target: string, lanes: number): number {
 
 type Pending = (reply: Reply) => void;
 
+/** A streamed reply's body, read from its worker: the pull waiting for its chunk or end. */
+type Streaming = { waiting: ((next: Pulled) => void) | null };
+
 /** One worker thread and the requests it owes an answer. */
 class Lane {
   #worker: Worker | null = null;
   #ready: Promise<void> | null = null;
   #pending = new Map<number, Pending>();
+  #streams = new Map<number, Streaming>();
   #nextId = 1;
   #stopping = false;
   readonly #index: number;
@@ -191,7 +196,8 @@ class Lane {
 
   send(request: BoardRequest): Promise<Reply> {
     if (this.#stopping) return Promise.resolve(stoppedReply());
-    if (this.#pending.size >= LANE_QUEUE_MAX) {
+    // A streamed body still being sent counts: each holds a cursor and a client.
+    if (this.#pending.size + this.#streams.size >= LANE_QUEUE_MAX) {
       return Promise.resolve(
         boardRefusal(
           "board-busy",
@@ -238,7 +244,18 @@ class Lane {
             this.#log(message.line);
             return;
           case "reply":
+            if (message.streamed === true) {
+              this.#settle(message.id, this.#streamed(worker, message.id, message.reply));
+              return;
+            }
             this.#settle(message.id, this.#fromWire(message.reply, message.slab));
+            return;
+          case "chunk":
+            this.#pulled(message.id, { chunk: toBuffer(message.body) });
+            return;
+          case "end":
+            this.#pulled(message.id, { end: message.end });
+            this.#streams.delete(message.id);
             return;
           default:
             return unreachable(message);
@@ -271,6 +288,38 @@ class Lane {
     return worker;
   }
 
+  /** A reply whose body the worker sends a chunk per pull (an export). */
+  #streamed(worker: Worker, id: number, wire: WireReply): Reply {
+    const streaming: Streaming = { waiting: null };
+    this.#streams.set(id, streaming);
+    const stream: ReplyStream = {
+      pull: () => {
+        if (!this.#streams.has(id) || this.#worker !== worker) {
+          return Promise.resolve({ end: "stopped" });
+        }
+        return new Promise<Pulled>((resolve) => {
+          streaming.waiting = resolve;
+          worker.postMessage({ type: "pull", id } satisfies ToWorker);
+        });
+      },
+      cancel: () => {
+        if (!this.#streams.delete(id)) return;
+        streaming.waiting?.({ end: "stopped" });
+        streaming.waiting = null;
+        if (this.#worker === worker) worker.postMessage({ type: "cancel", id } satisfies ToWorker);
+      },
+    };
+    return { status: wire.status, headers: wire.headers, body: Buffer.alloc(0), stream };
+  }
+
+  #pulled(id: number, next: Pulled): void {
+    const streaming = this.#streams.get(id);
+    const resolve = streaming?.waiting;
+    if (streaming === undefined || resolve == null) return;
+    streaming.waiting = null;
+    resolve(next);
+  }
+
   #fromWire(wire: WireReply, range: SlabRange | undefined): Reply {
     if (range === undefined) return fromWire(wire);
     const opened = this.#slab?.open(range) ?? null;
@@ -285,6 +334,7 @@ class Lane {
     const resolve = this.#pending.get(id);
     if (!resolve) {
       reply.release?.();
+      reply.stream?.cancel();
       return;
     }
     this.#pending.delete(id);
@@ -295,12 +345,19 @@ class Lane {
     const pending = [...this.#pending.values()];
     this.#pending.clear();
     for (const resolve of pending) resolve(reply);
+    // A body cut off by the worker's end: its response is cut too (stream-reply.ts).
+    const streams = [...this.#streams.values()];
+    this.#streams.clear();
+    for (const s of streams) s.waiting?.({ end: "stopped" });
   }
 }
 
 function fromWire(wire: WireReply): Reply {
-  const body = Buffer.from(wire.body.buffer, wire.body.byteOffset, wire.body.byteLength);
-  return { status: wire.status, headers: wire.headers, body };
+  return { status: wire.status, headers: wire.headers, body: toBuffer(wire.body) };
+}
+
+function toBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 function stoppedReply(): Reply {

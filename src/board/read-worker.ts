@@ -12,6 +12,7 @@ import { SlabWriter } from "./body-slab.ts";
 import { type FromWorker, isToWorker, type WorkerSetup } from "./read-messages.ts";
 import { createHandler } from "./routes.ts";
 import type { BoardSearch } from "./search-route.ts";
+import type { ReplyStream } from "./stream-reply.ts";
 
 function isWorkerSetup(value: unknown): value is WorkerSetup {
   if (typeof value !== "object" || value === null) return false;
@@ -103,13 +104,44 @@ function run(): void {
     log: (line) => post({ type: "log", line }),
     ...(search ? { search } : {}),
   });
+  // Streamed replies (an export) by request id, until their end or their client's cancel.
+  const streams = new Map<number, ReplyStream>();
   port.on("message", (message: unknown) => {
     if (!isToWorker(message)) {
       post({ type: "log", line: "board: read worker: a malformed message was ignored" });
       return;
     }
+    if (message.type !== "request") {
+      const stream = streams.get(message.id);
+      if (stream === undefined) return;
+      if (message.type === "cancel") {
+        streams.delete(message.id);
+        stream.cancel();
+        return;
+      }
+      void stream.pull().then((next) => {
+        if ("end" in next) {
+          streams.delete(message.id);
+          post({ type: "end", id: message.id, end: next.end });
+          return;
+        }
+        // Copied into a buffer of its own, which is transferred (see below).
+        const body = new Uint8Array(next.chunk.byteLength);
+        body.set(next.chunk);
+        port.postMessage({ type: "chunk", id: message.id, body } satisfies FromWorker, [
+          body.buffer,
+        ]);
+      });
+      return;
+    }
     // createHandler never throws: a reader bug is logged and answered 500 there.
     const reply = handle(message.request);
+    if (reply.stream !== undefined) {
+      streams.set(message.id, reply.stream);
+      const head = { status: reply.status, headers: reply.headers, body: new Uint8Array(0) };
+      post({ type: "reply", id: message.id, reply: head, streamed: true });
+      return;
+    }
     const range = slab?.write(reply.body) ?? null;
     if (range !== null) {
       const empty = { ...reply, body: new Uint8Array(0) };

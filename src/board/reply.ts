@@ -3,6 +3,7 @@
 import { STATUS_CODES } from "node:http";
 import type { ReadResult } from "../reader/reader.ts";
 import { type BoardRefusalCode, statusOf } from "./status.ts";
+import type { ReplyStream } from "./stream-reply.ts";
 
 export type Reply = {
   status: number;
@@ -10,6 +11,8 @@ export type Reply = {
   body: Buffer;
   /** Set when the body is a view of shared memory (body-slab.ts): call once it is sent. */
   release?: () => void;
+  /** Set when the body is sent as it is made (stream-reply.ts); `body` is then empty. */
+  stream?: ReplyStream;
 };
 
 /** The Console page: its own scripts and styles only, images only as `data:` URLs. */

@@ -73,7 +73,7 @@ function handle(options: HandlerOptions, request: BoardRequest): Reply {
     }
     const params = readParams(query, ["branch", "format"]);
     if (typeof params === "string") return boardRefusal("bad-request", params);
-    return readExport(options.reader, conversation, params);
+    return readExport(options.reader, conversation, params, options.log);
   }
   return boardRefusal("not-found", "No such route on this board.");
 }

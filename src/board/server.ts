@@ -17,6 +17,7 @@ import { MAX_LANES, startReadPool } from "./read-pool.ts";
 import { boardRefusal, type Reply, rawResponse, SECURITY_HEADERS } from "./reply.ts";
 import { type BoardRequest, checkRequest, createHandler } from "./routes.ts";
 import type { BoardSearch } from "./search-route.ts";
+import { sendStream } from "./stream-reply.ts";
 
 export type { ReaderSources } from "./read-messages.ts";
 
@@ -322,8 +323,10 @@ async function respond(req: IncomingMessage, res: ServerResponse, dispatch: Disp
   // The client may have gone while a worker read; there is no one left to answer.
   if (res.destroyed || res.writableEnded) {
     out.release?.();
+    out.stream?.cancel();
     return;
   }
+  if (out.stream) return sendStream(req, res, out.status, out.headers, out.stream);
   // Shared memory goes back once the response is over: sent whole (the socket's write of it
   // has completed by then) or cut off. 'close' is emitted in both cases.
   if (out.release) res.once("close", out.release);

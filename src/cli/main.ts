@@ -117,7 +117,7 @@ async function run(
     }
     case "export": {
       const { runExport } = await import("./export.ts");
-      return runExport(reader, roots(), cmd, io);
+      return runExport(reader, roots(), cmd, io, signal);
     }
     default:
       return unreachable(cmd);

@@ -1,124 +1,64 @@
-// One branch of a conversation, read whole for an export: every page from one snapshot, in
-// order, with the catalogue row (title, project, seat), and the same history joined back into
-// entries (a part that continues an entry, and string fragments, rejoined exactly).
-import type {
-  Block,
-  CatalogueRow,
-  Page,
-  Part,
-  PartMeta,
-  RefusalRecord,
-  View,
-} from "../protocol/chat-01.ts";
+// One branch of a conversation, read page by page for an export: the first page opens it (so a
+// refusal comes before anything is written), each later one is read only when the export asks
+// for it, and none is kept. The catalogue row (title, project, seat) comes with the first.
+import type { CatalogueRow, Page, RefusalRecord, View } from "../protocol/chat-01.ts";
 import type { Reader } from "../reader/reader.ts";
 
-export type BranchExport = {
+/** What an export says about the branch before its entries. */
+export type BranchHead = {
   conversation: string;
   branch: string;
   view: View;
-  pages: Page[];
   row: CatalogueRow | null;
 };
 
-export type ExportRead = { ok: true; value: BranchExport } | { ok: false; refusal: RefusalRecord };
+/** A page, null once the branch is read to its end, or the refusal that stopped it there. */
+export type PageRead = { ok: true; page: Page | null } | { ok: false; refusal: RefusalRecord };
 
-/** Reads every page of `branch` (Pi's default when omitted); a refusal is returned as is. */
-export function readBranchExport(
+export type BranchPages = {
+  head: BranchHead;
+  /** The next page: the first on the first call, then each in order; null after the last. */
+  next(): PageRead;
+};
+
+export type BranchOpen = { ok: true; pages: BranchPages } | { ok: false; refusal: RefusalRecord };
+
+/** Opens `branch` (Pi's default when omitted) at its first page; a refusal is returned as is. */
+export function openBranch(
   reader: Reader,
   conversation: string,
   branch: string | undefined,
-): ExportRead {
-  let r = reader.open(branch === undefined ? { conversation } : { conversation, branch });
-  if (!r.ok) return r;
-  const first = r;
-  const pages: Page[] = [r.page];
-  while (r.cursor) {
-    r = reader.next({ cursor: r.cursor.id, conversation, branch: first.page.branch });
-    if (!r.ok) return r;
-    pages.push(r.page);
-  }
+): BranchOpen {
+  const first = reader.open(branch === undefined ? { conversation } : { conversation, branch });
+  if (!first.ok) return first;
   const row = reader.catalogue().conversations.find((c) => c.conversation === conversation);
+  const head: BranchHead = {
+    conversation: first.page.conversation,
+    branch: first.page.branch,
+    view: first.view,
+    row: row ?? null,
+  };
+  let pending: Page | null = first.page;
+  let cursor = first.cursor?.id ?? null;
   return {
     ok: true,
-    value: {
-      conversation: first.page.conversation,
-      branch: first.page.branch,
-      view: first.view,
-      pages,
-      row: row ?? null,
+    pages: {
+      head,
+      next() {
+        if (pending !== null) {
+          const page = pending;
+          pending = null;
+          return { ok: true, page };
+        }
+        if (cursor === null) return { ok: true, page: null };
+        const r = reader.next({ cursor, conversation, branch: head.branch });
+        if (!r.ok) {
+          cursor = null;
+          return r;
+        }
+        cursor = r.cursor?.id ?? null;
+        return { ok: true, page: r.page };
+      },
     },
   };
-}
-
-/** An entry as an export shows it: its first part's head and every block, fragments joined. */
-export type Entry = {
-  entry: string;
-  kind: Part["kind"];
-  role?: Part["role"];
-  timestamp?: string;
-  meta?: PartMeta;
-  blocks: Block[];
-};
-
-/** The pages' parts joined into entries; fragments of one string become one block again. */
-export function entriesOf(pages: readonly Page[]): Entry[] {
-  const out: Entry[] = [];
-  let open: {
-    block: Record<string, unknown>;
-    key: "text" | "data";
-    type: string;
-    next: number;
-    count: number;
-  } | null = null;
-  for (const page of pages) {
-    for (const part of page.parts) {
-      let entry = out.at(-1);
-      if (!part.continues || entry?.entry !== part.entry) {
-        entry = { entry: part.entry, kind: part.kind, blocks: [] };
-        if (part.role !== undefined) entry.role = part.role;
-        if (part.timestamp !== undefined) entry.timestamp = part.timestamp;
-        if (part.meta !== undefined) entry.meta = part.meta;
-        out.push(entry);
-      }
-      for (const block of part.blocks) {
-        const f = "fragment" in block ? block.fragment : undefined;
-        if (
-          f &&
-          open &&
-          f.index === open.next &&
-          f.count === open.count &&
-          block.type === open.type
-        ) {
-          open.block[open.key] = `${open.block[open.key]}${textOf(block)}`;
-          open.next++;
-          if (open.next === open.count) open = null;
-          continue;
-        }
-        const copy = withoutFragment(block);
-        entry.blocks.push(copy);
-        open =
-          f && f.index < f.count - 1
-            ? {
-                block: copy as unknown as Record<string, unknown>,
-                key: copy.type === "image" ? "data" : "text",
-                type: copy.type,
-                next: f.index + 1,
-                count: f.count,
-              }
-            : null;
-      }
-    }
-  }
-  return out;
-}
-
-function textOf(block: Block): string {
-  if (block.type === "image") return block.data;
-  return "text" in block ? block.text : "";
-}
-
-/** A copy without `fragment`: the joined block is one whole string again. */
-function withoutFragment(block: Block): Block {
-  const { fragment: _, ...rest } = block as Block & { fragment?: unknown };
-  return { ...rest } as Block;
 }

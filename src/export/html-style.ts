@@ -6,6 +6,7 @@ export const EXPORT_CSS = `
 *{box-sizing:border-box}
 body{margin:0 auto;max-width:960px;padding:16px;font:14px/1.5 system-ui,"DejaVu Sans",sans-serif;color:var(--ink);background:var(--bg)}
 h1{font-size:20px;margin:0 0 4px;overflow-wrap:anywhere}
+footer h2{font-size:15px;margin:0 0 4px}footer{margin:16px 0}
 .facts,.muted,.head{color:var(--muted);font-size:12px}
 .facts{overflow-wrap:anywhere}
 a{color:var(--accent)}

@@ -2,6 +2,7 @@
 // strict CSP meta (nothing loads but data: images). Markdown and highlighting come from the
 // Console's own trees (markdown.js), turned into markup here with every string escaped; tool
 // calls read as in the Console (present.js); long output folds in <details> with its count.
+// Written as the pages are read: the branch's totals close the file, after its entries.
 import { createHash } from "node:crypto";
 import {
   codeNode,
@@ -12,23 +13,25 @@ import {
   type TreeNode,
 } from "../board/console/markdown.js";
 import {
-  addUsage,
   FOLD_LINES,
   lineCount,
   modelText,
   readRange,
   toolCallView,
-  type UsageTotal,
   usageText,
 } from "../board/console/present.js";
 import { makeVisible } from "../cli/visible.ts";
 import type { Block } from "../protocol/chat-01.ts";
-import { type BranchExport, type Entry, entriesOf } from "./branch.ts";
+import type { BranchHead } from "./branch.ts";
+import type { EntryHead } from "./entries.ts";
+import { type FormatWriter, ReadLanguages } from "./format.ts";
 import { EXPORT_CSS } from "./html-style.ts";
 import { metaPhrases, NOTICE_LABELS, titleOf, utcTime, whoOf } from "./labels.ts";
 
 const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+/** A piece of a long image's base64: padding only at the very end. */
+const BASE64_PIECE = /^[A-Za-z0-9+/]*={0,2}$/;
 const HL_CLASS = /^hl-[a-z][a-z_-]{0,30}$/;
 
 /** The export's Content-Security-Policy: its one style element by hash, data: images only. */
@@ -97,23 +100,33 @@ function folded(html: string, text: string, what: string): string {
   return `<details class="fold"><summary>${what}: ${n} lines</summary>${html}</details>`;
 }
 
-/** The whole file; `now` is the export's time (a parameter so tests are exact). */
-export function renderHtml(doc: BranchExport, now = new Date()): string {
-  const entries = entriesOf(doc.pages);
-  let total: UsageTotal | null = null;
-  for (const e of entries) if (e.meta?.usage) total = addUsage(total, e.meta.usage);
-  const branch = doc.view.branches.find((b) => b.name === doc.branch);
-  const title = escapeText(titleOf(doc), true);
-  const facts = [
-    `<code>${escapeText(doc.conversation, true)}</code>`,
-    doc.row ? escapeText(`${doc.row.project} / ${doc.row.seat}`, true) : "",
-    `branch <code>${escapeText(doc.branch, true)}</code>${branch?.label ? ` (${escapeText(branch.label, true)})` : ""}`,
-    total ? escapeText(`usage (${total.messages} replies): ${usageText(total)}`, true) : "",
-    `exported ${utcTime(now.toISOString())}`,
-  ].filter((s) => s !== "");
-  const readLang = new Map<string, string>();
-  const articles = entries.map((e) => entryHtml(e, readLang)).join("\n");
-  return `<!doctype html>
+/** The HTML writer; `now` is the export's time (a parameter so tests are exact). */
+export function htmlWriter(doc: BranchHead, now = new Date()): FormatWriter {
+  const readLang = new ReadLanguages();
+  let lang = "";
+  let inArticle = false;
+  let long: LongRun | null = null;
+  const closeArticle = () => {
+    const out = inArticle ? "</article>\n" : "";
+    inArticle = false;
+    return out;
+  };
+  const closeLong = () => {
+    const out = long?.end() ?? "";
+    long = null;
+    return out;
+  };
+  return {
+    begin() {
+      const branch = doc.view.branches.find((b) => b.name === doc.branch);
+      const title = escapeText(titleOf(doc), true);
+      const facts = [
+        `<code>${escapeText(doc.conversation, true)}</code>`,
+        doc.row ? escapeText(`${doc.row.project} / ${doc.row.seat}`, true) : "",
+        `branch <code>${escapeText(doc.branch, true)}</code>${branch?.label ? ` (${escapeText(branch.label, true)})` : ""}`,
+        `exported ${utcTime(now.toISOString())}`,
+      ].filter((s) => s !== "");
+      return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -126,14 +139,56 @@ export function renderHtml(doc: BranchExport, now = new Date()): string {
 <body>
 <header><h1>${title}</h1><p class="facts">${facts.join(" · ")}</p></header>
 <main>
-${articles}
-</main>
+`;
+    },
+    entry(head) {
+      lang = "";
+      const out = `${closeArticle()}${entryOpen(head)}`;
+      inArticle = true;
+      return out;
+    },
+    block(block, head) {
+      if (block.type === "tool-result") lang = readLang.get(block.toolCallId);
+      return blockHtml(block, head, lang, readLang);
+    },
+    longStart(block, head, count) {
+      long = longRun(block, head, count);
+      return long.start;
+    },
+    longPiece(text) {
+      return long?.piece(text) ?? "";
+    },
+    longEnd() {
+      return closeLong();
+    },
+    end(summary) {
+      const facts = [`${summary.entries} entries`];
+      if (summary.usage) {
+        facts.push(
+          escapeText(
+            `usage (${summary.usage.messages} replies): ${usageText(summary.usage)}`,
+            true,
+          ),
+        );
+      }
+      return `${closeArticle()}</main>
+<footer class="totals"><h2>End of the branch</h2><p class="facts">${facts.join(" · ")}</p></footer>
 </body>
 </html>
 `;
+    },
+    stopped(refusal, summary) {
+      const why = escapeText(`${refusal.code}: ${refusal.message}`, true);
+      return `${closeLong()}${closeArticle()}</main>
+<footer class="notice stopped" role="alert"><h2>Export stopped</h2><p><strong>This export is incomplete.</strong> ${why} It holds the first ${summary.entries} entries; export the branch again.</p></footer>
+</body>
+</html>
+`;
+    },
+  };
 }
 
-function entryHtml(entry: Entry, readLang: Map<string, string>): string {
+function entryOpen(entry: EntryHead): string {
   const role = entry.role ?? "";
   const cls = `part ${entry.kind}${role ? ` ${role}` : ""}`;
   const head = [`<span class="who">${escapeText(whoOf(entry), true)}</span>`];
@@ -145,20 +200,110 @@ function entryHtml(entry: Entry, readLang: Map<string, string>): string {
   const when = utcTime(entry.timestamp);
   if (when) head.push(`<time>${when}</time>`);
   head.push(`<code class="entry">${escapeText(entry.entry, true)}</code>`);
-  let lang = "";
-  const blocks = entry.blocks.map((b) => {
-    if (b.type === "tool-result") lang = readLang.get(b.toolCallId) ?? "";
-    return blockHtml(b, entry, lang, readLang);
-  });
-  return `<article class="${cls}"><div class="head">${head.join(" ")}</div>${blocks.join("")}</article>`;
+  return `<article class="${cls}"><div class="head">${head.join(" ")}</div>`;
 }
 
-function blockHtml(
-  block: Block,
-  entry: Entry,
-  lang: string,
-  readLang: Map<string, string>,
-): string {
+/** What a long run writes as its pieces come, and at its end. */
+type LongRun = { start: string; piece(text: string): string; end(): string };
+
+/**
+ * A block too long to hold whole, written as it comes: text and code escaped into a `<pre>`
+ * (not read as Markdown, not highlighted), output folded, an image's base64 checked piece by
+ * piece (a bad piece ends the image there, with a notice).
+ */
+function longRun(block: Block, entry: EntryHead, count: number): LongRun {
+  const first = "text" in block ? block.text : "";
+  const note = (what: string) =>
+    `<p class="muted">${what}, long (read in ${count} pieces), shown as written.</p>`;
+  const pre = (open: string, close: string): LongRun => {
+    let lines = 0;
+    let last = "";
+    const piece = (text: string) => {
+      for (let at = text.indexOf("\n"); at >= 0; at = text.indexOf("\n", at + 1)) lines++;
+      if (text !== "") last = text[text.length - 1] ?? "";
+      return escapeText(text);
+    };
+    return {
+      start: `${open}${piece(first)}`,
+      piece,
+      end: () => close.replace("{lines}", String(last === "\n" || last === "" ? lines : lines + 1)),
+    };
+  };
+  switch (block.type) {
+    case "text":
+      if (entry.role === "toolResult") {
+        return pre(
+          `<div class="block output"><details class="fold"><summary>Output, long (read in ${count} pieces)</summary><pre class="code"><code>`,
+          `</code></pre></details><p class="muted">{lines} lines.</p></div>`,
+        );
+      }
+      return pre(
+        `<div class="block md">${note("Text")}<pre class="code"><code>`,
+        "</code></pre></div>",
+      );
+    case "thinking":
+      return pre(
+        `<details class="block thinking"><summary>Thinking</summary>${note("Text")}<pre class="code"><code>`,
+        "</code></pre></details>",
+      );
+    case "tool-call":
+      return pre(
+        `<div class="block tool-call"><div class="tool-head">Tool call <code class="tool-name">${escapeText(block.name, true)}</code> <code class="muted">${escapeText(block.id, true)}</code></div>${note("Arguments")}<pre class="code"><code>`,
+        "</code></pre></div>",
+      );
+    case "bash-command":
+      return pre(`<pre class="code command">$ `, "</pre>");
+    case "bash-output":
+      return pre(
+        `<div class="block output"><details class="fold"><summary>Output, long (read in ${count} pieces)</summary><pre class="code"><code>`,
+        `</code></pre></details><p class="muted">{lines} lines.</p></div>`,
+      );
+    case "notice":
+      return pre(
+        `<p class="block notice"><strong>${escapeText(NOTICE_LABELS[block.code], true)}</strong> `,
+        "</p>",
+      );
+    case "image":
+      return longImage(block.mimeType, block.data);
+    case "unavailable":
+    case "tool-result":
+      // Never cut into fragments: nothing long in them.
+      return { start: "", piece: () => "", end: () => "" };
+    default:
+      return unreachable(block);
+  }
+}
+
+function longImage(mimeType: string, first: string): LongRun {
+  if (!IMAGE_TYPES.has(mimeType)) {
+    return { start: imageRefused(mimeType), piece: () => "", end: () => "" };
+  }
+  let written = 0;
+  let padded = false;
+  let bad = false;
+  const piece = (text: string) => {
+    if (bad || text === "") return "";
+    if (padded || !BASE64_PIECE.test(text)) {
+      bad = true;
+      return "";
+    }
+    padded = text.endsWith("=");
+    written += text.length;
+    return text;
+  };
+  return {
+    start: `<figure class="block"><img alt="Image from the conversation" src="data:${mimeType};base64,${piece(first)}`,
+    piece,
+    end: () =>
+      `"><figcaption>${mimeType}${bad ? ` — the image data stops being base64 after ${written} characters; the image is cut there` : ""}</figcaption></figure>`,
+  };
+}
+
+function imageRefused(mimeType: string): string {
+  return `<p class="block notice">Image not shown: type ${escapeText(mimeType, true)} or its data is not a PNG, JPEG, GIF or WebP in base64.</p>`;
+}
+
+function blockHtml(block: Block, entry: EntryHead, lang: string, readLang: ReadLanguages): string {
   switch (block.type) {
     case "text":
       if (entry.role === "toolResult") {
@@ -175,7 +320,7 @@ function blockHtml(
       return `<div class="block result">Result of <code>${escapeText(block.toolName, true)}</code> <span class="badge ${block.isError ? "error" : "ok"}">${block.isError ? "error" : "ok"}</span></div>`;
     case "image":
       if (!IMAGE_TYPES.has(block.mimeType) || !BASE64.test(block.data)) {
-        return `<p class="block notice">Image not shown: type ${escapeText(block.mimeType, true)} or its data is not a PNG, JPEG, GIF or WebP in base64.</p>`;
+        return imageRefused(block.mimeType);
       }
       return `<figure class="block"><img alt="Image from the conversation" src="data:${block.mimeType};base64,${block.data}"><figcaption>${block.mimeType}</figcaption></figure>`;
     case "bash-command":
@@ -189,12 +334,7 @@ function blockHtml(
   }
 }
 
-function toolCallHtml(
-  name: string,
-  args: string,
-  id: string,
-  readLang: Map<string, string>,
-): string {
+function toolCallHtml(name: string, args: string, id: string, readLang: ReadLanguages): string {
   const view = toolCallView(name, args);
   const head = `<div class="tool-head">Tool call <code class="tool-name">${escapeText(name, true)}</code> <code class="muted">${escapeText(id, true)}</code></div>`;
   let body: string;

@@ -1,7 +1,7 @@
 // What an export calls each entry and notice: the Console's words (render.js), in one table
 // for the Markdown and HTML exports.
 import type { NoticeCode } from "../protocol/chat-01.ts";
-import type { Entry } from "./branch.ts";
+import type { EntryHead as Entry } from "./entries.ts";
 
 const KIND_LABELS: Record<Entry["kind"], string> = {
   message: "Message",

@@ -1,50 +1,99 @@
-// A branch as Markdown: message text as written (raw HTML and script links made inert), code,
-// tool calls and results in fenced blocks whose fence is longer than any backtick run inside,
-// usage per reply and for the branch. Control, bidi and invisible characters are shown as the
-// terminal shows them (`^[`, `<U+202E>`), so no file viewer can be steered by the content.
+// A branch as Markdown, written as its pages are read: a header, each entry with its blocks,
+// then the branch's totals (or, when a refusal stopped the read, a last section saying so).
+// Message text is the Console's parse written again with nothing live in it (inert-markdown.ts);
+// code, tool calls and output are fenced blocks no content can close. Control, bidi and
+// invisible characters are shown as the terminal shows them (`^[`, `<U+202E>`).
 import { languageOfPath } from "../board/console/markdown.js";
 import {
-  addUsage,
   lineCount,
   modelText,
   readRange,
   toolCallView,
-  type UsageTotal,
   usageText,
 } from "../board/console/present.js";
 import { makeVisible } from "../cli/visible.ts";
-import type { Block } from "../protocol/chat-01.ts";
-import { type BranchExport, type Entry, entriesOf } from "./branch.ts";
+import type { Block, RefusalRecord } from "../protocol/chat-01.ts";
+import type { BranchHead } from "./branch.ts";
+import type { EntryHead } from "./entries.ts";
+import { FenceStream, fence } from "./fence-stream.ts";
+import { type ExportSummary, type FormatWriter, ReadLanguages } from "./format.ts";
+import { inertMarkdown } from "./inert-markdown.ts";
 import { metaPhrases, NOTICE_LABELS, titleOf, utcTime, whoOf } from "./labels.ts";
 
-/** The whole export; `now` is the export's time (a parameter so tests are exact). */
-export function renderMarkdown(doc: BranchExport, now = new Date()): string {
-  const entries = entriesOf(doc.pages);
-  let total: UsageTotal | null = null;
-  for (const e of entries) if (e.meta?.usage) total = addUsage(total, e.meta.usage);
-  const branch = doc.view.branches.find((b) => b.name === doc.branch);
-  const out: string[] = [`# ${inline(titleOf(doc))}`, ""];
-  out.push(`- Conversation: ${code(doc.conversation)}`);
-  if (doc.row) out.push(`- Project: ${inline(`${doc.row.project} / ${doc.row.seat}`)}`);
-  out.push(`- Branch: ${code(doc.branch)}${branch?.label ? ` (${inline(branch.label)})` : ""}`);
-  if (total) out.push(`- Usage (${total.messages} replies): ${usageText(total)}`);
-  out.push(`- Exported: ${utcTime(now.toISOString())}`, "");
-  const readLang = new Map<string, string>();
-  for (const entry of entries) {
-    out.push("---", "", headOf(entry), "");
-    let lang = "";
-    for (const block of entry.blocks) {
-      if (block.type === "tool-result") lang = readLang.get(block.toolCallId) ?? "";
-      out.push(...blockLines(block, entry, lang, readLang), "");
-    }
-  }
-  return `${out
-    .join("\n")
-    .replace(/\n{3,}/g, "\n\n")
-    .trimEnd()}\n`;
+export { inertMarkdown };
+
+/** What a long run writes first, as its pieces come, and at its end. */
+type LongRun = { start: string; piece(text: string): string; end(): string };
+
+/** The Markdown writer; `now` is the export's time (a parameter so tests are exact). */
+export function markdownWriter(doc: BranchHead, now = new Date()): FormatWriter {
+  const readLang = new ReadLanguages();
+  let lang = "";
+  let long: LongRun | null = null;
+  return {
+    begin() {
+      const branch = doc.view.branches.find((b) => b.name === doc.branch);
+      const lines = [`# ${inline(titleOf(doc))}`, ""];
+      lines.push(`- Conversation: ${code(doc.conversation)}`);
+      if (doc.row) lines.push(`- Project: ${inline(`${doc.row.project} / ${doc.row.seat}`)}`);
+      lines.push(
+        `- Branch: ${code(doc.branch)}${branch?.label ? ` (${inline(branch.label)})` : ""}`,
+      );
+      lines.push(`- Exported: ${utcTime(now.toISOString())}`, "");
+      return lines.join("\n");
+    },
+    entry(head) {
+      lang = "";
+      return `\n---\n\n${headOf(head)}\n`;
+    },
+    block(block, head) {
+      if (block.type === "tool-result") lang = readLang.get(block.toolCallId);
+      const lines = blockLines(block, head, lang, readLang);
+      return lines.length === 0 ? "" : `\n${lines.join("\n")}\n`;
+    },
+    longStart(block, head, count) {
+      long = longRun(block, head, count, lang);
+      return long.start;
+    },
+    longPiece(text) {
+      return long?.piece(text) ?? "";
+    },
+    longEnd() {
+      const out = long?.end() ?? "";
+      long = null;
+      return out;
+    },
+    end(summary) {
+      const lines = ["", "---", "", "## End of the branch", ""];
+      lines.push(`- Entries: ${summary.entries}`);
+      if (summary.usage) {
+        lines.push(`- Usage (${summary.usage.messages} replies): ${usageText(summary.usage)}`);
+      }
+      return `${lines.join("\n")}\n`;
+    },
+    stopped(refusal, summary) {
+      // A run cut off mid-way is closed first, so the notice below is not inside its fence.
+      const open = long?.end() ?? "";
+      long = null;
+      return `${open}\n${stoppedLines(refusal, summary).join("\n")}\n`;
+    },
+  };
 }
 
-function headOf(entry: Entry): string {
+function stoppedLines(refusal: RefusalRecord, summary: ExportSummary): string[] {
+  return [
+    "",
+    "---",
+    "",
+    "## Export stopped",
+    "",
+    quote(
+      `**This export is incomplete.** ${inline(refusal.code)}: ${inline(refusal.message)} It holds the first ${summary.entries} entries; export the branch again.`,
+    ),
+  ];
+}
+
+function headOf(entry: EntryHead): string {
   const bits = [whoOf(entry)];
   const model = modelText(entry.meta);
   if (model) bits.push(model);
@@ -58,9 +107,9 @@ function headOf(entry: Entry): string {
 
 function blockLines(
   block: Block,
-  entry: Entry,
+  entry: EntryHead,
   lang: string,
-  readLang: Map<string, string>,
+  readLang: ReadLanguages,
 ): string[] {
   const isOutput = entry.role === "toolResult";
   switch (block.type) {
@@ -76,9 +125,7 @@ function blockLines(
     case "tool-result":
       return [`**Result of ${code(block.toolName)}** (${block.isError ? "error" : "ok"})`];
     case "image":
-      return [
-        `*[image: ${inline(block.mimeType)}, ${block.data.length} characters of base64; the HTML and JSON exports hold it]*`,
-      ];
+      return [imageLine(block.mimeType, block.data.length)];
     case "bash-command":
       return fence(`$ ${block.text}`, "bash");
     case "bash-output":
@@ -90,12 +137,81 @@ function blockLines(
   }
 }
 
-function toolCallLines(
-  name: string,
-  args: string,
-  id: string,
-  readLang: Map<string, string>,
-): string[] {
+/**
+ * A block too long to hold whole, written as it comes: code and output in a fence that grows
+ * when the text could close it; message text shown as written (too long to parse as Markdown
+ * here); an image counted and named at its end.
+ */
+function longRun(block: Block, entry: EntryHead, count: number, lang: string): LongRun {
+  const first = "text" in block ? block.text : "";
+  const fenced = (note: string, info: string, prefix = "", lead = ""): LongRun => {
+    const stream = new FenceStream(`${lead}${first}`, info, prefix);
+    return {
+      // A blank line between the note and the fence, inside the quote when there is one.
+      start: `\n${note === "" ? "" : `${note}\n${prefix.trimEnd()}\n`}${stream.open()}${stream.write(lead)}${stream.write(first)}`,
+      piece: (text) => stream.write(text),
+      end: () =>
+        `${stream.close()}\n${isOutputNote(block, entry) ? `\n*${stream.lines} lines.*\n` : ""}`,
+    };
+  };
+  switch (block.type) {
+    case "text":
+      if (entry.role === "toolResult") return fenced(longNote("Output", count), lang);
+      return fenced(longNote("Text", count, "shown as written, not read as Markdown"), "");
+    case "thinking":
+      return fenced(
+        `*Thinking:*\n\n${quote(longNote("Text", count, "shown as written, not read as Markdown"))}`,
+        "",
+        "> ",
+      );
+    case "tool-call":
+      return fenced(
+        `**Tool call ${code(block.name)}** ${code(block.id)} ${longNote("arguments", count, "as recorded")}`,
+        "json",
+      );
+    case "bash-command":
+      return fenced("", "bash", "", "$ ");
+    case "bash-output":
+      return fenced(longNote("Output", count), "");
+    case "image": {
+      let chars = block.data.length;
+      return {
+        start: "",
+        piece: (text) => {
+          chars += text.length;
+          return "";
+        },
+        end: () => `\n${imageLine(block.mimeType, chars)}\n`,
+      };
+    }
+    case "notice":
+      return {
+        start: `\n> **${NOTICE_LABELS[block.code]}:** ${inline(block.text)}`,
+        piece: (text) => inline(text),
+        end: () => "\n",
+      };
+    case "unavailable":
+    case "tool-result":
+      // Never cut into fragments: nothing long in them.
+      return { start: "", piece: () => "", end: () => "" };
+    default:
+      return unreachable(block);
+  }
+}
+
+function isOutputNote(block: Block, entry: EntryHead): boolean {
+  return block.type === "bash-output" || (block.type === "text" && entry.role === "toolResult");
+}
+
+function longNote(what: string, count: number, how = ""): string {
+  return `*${what}, long (read in ${count} pieces)${how === "" ? "" : `, ${how}`}:*`;
+}
+
+function imageLine(mimeType: string, chars: number): string {
+  return `*[image: ${inline(mimeType)}, ${chars} characters of base64; the HTML and JSON exports hold it]*`;
+}
+
+function toolCallLines(name: string, args: string, id: string, readLang: ReadLanguages): string[] {
   const view = toolCallView(name, args);
   const head = `**Tool call ${code(name)}** ${code(id)}`;
   switch (view.kind) {
@@ -107,7 +223,7 @@ function toolCallLines(
           ...fence(h.map((l) => `${l.op} ${l.text}`).join("\n"), "diff"),
           "",
         ]),
-      ];
+      ].slice(0, -1);
     case "write":
       return [`${head} write ${code(view.path)}`, "", ...fence(view.content, view.lang)];
     case "bash":
@@ -129,15 +245,6 @@ function outputNote(text: string): string {
   return `*Output, ${n} line${n === 1 ? "" : "s"}:*`;
 }
 
-/** A fenced block that `text` cannot close: the fence is longer than its longest backtick run. */
-export function fence(text: string, lang: string): string[] {
-  const visible = makeVisible(text);
-  const longest = Math.max(0, ...[...visible.matchAll(/`+/g)].map((m) => m[0].length));
-  const bar = "`".repeat(Math.max(3, longest + 1));
-  const info = /^[A-Za-z0-9+#._-]{1,30}$/.test(lang) ? lang : "";
-  return [`${bar}${info}`, visible.replace(/\n$/, ""), bar];
-}
-
 /** An inline code span `text` cannot end early, on one line. */
 function code(text: string): string {
   const visible = makeVisible(text, { showNewlines: true });
@@ -149,98 +256,14 @@ function code(text: string): string {
 
 /** One line of text with Markdown's punctuation escaped, so it shows as written. */
 function inline(text: string): string {
-  return makeVisible(text, { showNewlines: true }).replace(/[\\`*_[\]<>|~&]/g, "\\$&");
+  return makeVisible(text, { showNewlines: true }).replace(/[\\`*_[\]<>|~&#]/g, "\\$&");
 }
 
 function quote(text: string): string {
   return text
     .split("\n")
-    .map((l) => `> ${l}`)
+    .map((l) => (l === "" ? ">" : `> ${l}`))
     .join("\n");
-}
-
-const SCRIPT_LINK = /(\]\(\s*<?\s*|^\s{0,3}\[[^\]]*\]:\s*<?\s*)(javascript|vbscript|data|file):/gim;
-const FENCE_OPEN = /^ {0,3}(`{3,}|~{3,})/;
-
-/**
- * Message text kept as Markdown, made inert: outside fenced code every `<` that is not in a
- * code span becomes `&lt;` (no tag can form, an autolink shows as text), an image becomes a
- * link (`\![`: nothing is fetched when the file is viewed), and links to
- * javascript:, vbscript:, data: or file: are renamed `blocked-…:` so no viewer follows them.
- */
-export function inertMarkdown(text: string): string {
-  const lines = makeVisible(text).split("\n");
-  let inFence: string | null = null;
-  const out = lines.map((line) => {
-    const m = FENCE_OPEN.exec(line);
-    if (inFence !== null) {
-      if (
-        m?.[1] &&
-        m[1][0] === inFence[0] &&
-        m[1].length >= inFence.length &&
-        line.trim() === m[1]
-      ) {
-        inFence = null;
-      }
-      return line;
-    }
-    if (m?.[1] && !(m[1][0] === "`" && line.slice(m[0].length).includes("`"))) {
-      inFence = m[1];
-      return line;
-    }
-    return escapeOutsideCodeSpans(line).replace(SCRIPT_LINK, "$1blocked-$2:");
-  });
-  // A fence the text left open is closed here, so it cannot swallow what the export adds.
-  if (inFence !== null) out.push(inFence);
-  return out.join("\n");
-}
-
-/** `<` → `&lt;` except inside code spans (a backtick run closed by one of the same length). */
-function escapeOutsideCodeSpans(line: string): string {
-  let out = "";
-  let i = 0;
-  while (i < line.length) {
-    const c = line[i]!;
-    if (c === "\\" && i + 1 < line.length) {
-      out += line[i + 1] === "<" ? "&lt;" : line.slice(i, i + 2);
-      i += 2;
-      continue;
-    }
-    if (c === "`") {
-      let n = 1;
-      while (line[i + n] === "`") n++;
-      const closing = findRun(line, i + n, n);
-      if (closing >= 0) {
-        out += line.slice(i, closing + n);
-        i = closing + n;
-      } else {
-        out += line.slice(i, i + n);
-        i += n;
-      }
-      continue;
-    }
-    // `<` can start no tag; `![` links to an image instead of embedding (and fetching) it.
-    if (c === "<") out += "&lt;";
-    else if (c === "!" && line[i + 1] === "[") out += "\\!";
-    else out += c;
-    i++;
-  }
-  return out;
-}
-
-/** Where the next backtick run of exactly `n` starts at or after `from`, or -1. */
-function findRun(line: string, from: number, n: number): number {
-  for (let i = from; i < line.length; ) {
-    if (line[i] !== "`") {
-      i++;
-      continue;
-    }
-    let m = 1;
-    while (line[i + m] === "`") m++;
-    if (m === n) return i;
-    i += m;
-  }
-  return -1;
 }
 
 function unreachable(x: never): never {

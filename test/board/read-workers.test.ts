@@ -281,6 +281,40 @@ describe("board read pool", () => {
     return (JSON.parse(reply.body.toString()) as { threadId: number }).threadId;
   };
 
+  it("pulls a streamed body a chunk at a time, and ends it stopped when its worker dies", async (t) => {
+    const logs: string[] = [];
+    const pool = await startReadPool({
+      sources,
+      hosts: [],
+      lanes: 1,
+      log: (l) => logs.push(l),
+      workerUrl,
+    });
+    t.after(() => pool.close());
+    const reply = await pool.handle(request("/api/conversations/x/stream"));
+    assert.equal(reply.status, 200);
+    const stream = reply.stream;
+    assert.ok(stream !== undefined, "a streamed reply");
+    const got: string[] = [];
+    for (let next = await stream.pull(); ; next = await stream.pull()) {
+      if ("end" in next) {
+        assert.equal(next.end, "complete");
+        break;
+      }
+      got.push(next.chunk.toString());
+    }
+    assert.deepEqual(got, ["chunk 1;", "chunk 2;", "chunk 3;"]);
+    const cancelled = await pool.handle(request("/api/conversations/x/stream"));
+    cancelled.stream?.cancel();
+    await waitFor("the worker to see the cancel", () =>
+      logs.some((l) => l.startsWith("cancelled ")),
+    );
+    const dying = await pool.handle(request("/api/conversations/x/stream-exit"));
+    const first = await dying.stream?.pull();
+    assert.ok(first !== undefined && "chunk" in first);
+    assert.deepEqual(await dying.stream?.pull(), { end: "stopped" }, "cut when the worker is gone");
+  });
+
   it("answers 500 for what a crashed worker owed, and starts a new one for the next request", async (t) => {
     const logs: string[] = [];
     const log = (line: string) => logs.push(line);

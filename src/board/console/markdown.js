@@ -93,7 +93,8 @@ function walk(tokens, root) {
       else if (Object.hasOwn(BLOCK_TAGS, type)) node = { tag: BLOCK_TAGS[type], children: [] };
       else node = { tag: "span", children: [] };
       if (type === "ordered_list_open") {
-        const start = Number(token.attrGet("start"));
+        // markdown-it sets `start` only when it is not 1; Number(null) would read as 0.
+        const start = Number(token.attrGet("start") ?? 1);
         if (Number.isInteger(start) && start !== 1) node.start = start;
       }
       top().children.push(node);
