@@ -11,6 +11,7 @@ import { placesFor } from "../control/registry/places.ts";
 import { listControllers, type RegistryEntry } from "../control/registry/registry.ts";
 import {
   createReader,
+  isFileRoot,
   type Page,
   type Reader,
   type ReadResult,
@@ -296,7 +297,7 @@ async function serve(
 function unreadControllers(registryDir: string, sources: Sources): string[] {
   const read = new Set<string>();
   for (const root of expandRoots(rootsOf(sources))) {
-    if (root.kind === "pi") read.add(resolve(root.sessionsDir));
+    if (isFileRoot(root)) read.add(resolve(root.sessionsDir));
   }
   let live: RegistryEntry[];
   try {

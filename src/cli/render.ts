@@ -2,6 +2,7 @@
 // terminal of a given width (80 when not a terminal). Every string from a session passes
 // through wrap.ts, which makes hostile characters visible; headers show LF as `^J`.
 // Fragments are rejoined before they are shown, across parts and pages.
+import { harnessLabel } from "../board/console/present.js";
 import type { Block, Catalogue, CatalogueRow, Fragment, Part, View } from "../index.ts";
 import { makeVisible } from "./visible.ts";
 import { textWidth, wrapText } from "./wrap.ts";
@@ -67,6 +68,10 @@ function renderRow(row: CatalogueRow & { live?: boolean }, width: number): strin
   const facts: string[] = [];
   // Marked by the controller registry (live-catalogue.ts); `controllers` says how to attach.
   if (row.live === true) facts.push("live: a controller runs it now");
+  // Pi is the default; a row another harness wrote says which (the Console's badge).
+  if (row.harness !== null && row.harness !== "pi" && row.unsupportedReason === null) {
+    facts.push(harnessLabel(row.harness));
+  }
   if (row.modifiedAt !== null) facts.push(`last activity ${formatTime(row.modifiedAt)}`);
   if (row.size !== null) facts.push(formatSize(row.size));
   const lines = [

@@ -34,6 +34,8 @@ export function sourceArgs(flags: SourceFlags): string[] {
   for (const seat of flags.seat ?? []) args.push("--seat", seat);
   if (flags.pi === true) args.push("--pi");
   if (flags.piSessions !== undefined) args.push("--pi-sessions", flags.piSessions);
+  if (flags.claude === true) args.push("--claude");
+  if (flags.claudeProjects !== undefined) args.push("--claude-projects", flags.claudeProjects);
   return args;
 }
 

@@ -14,6 +14,7 @@ import {
 } from "../board/console/markdown.js";
 import {
   FOLD_LINES,
+  harnessLabel,
   lineCount,
   modelText,
   readRange,
@@ -123,6 +124,9 @@ export function htmlWriter(doc: BranchHead, now = new Date()): FormatWriter {
       const facts = [
         `<code>${escapeText(doc.conversation, true)}</code>`,
         doc.row ? escapeText(`${doc.row.project} / ${doc.row.seat}`, true) : "",
+        doc.row?.harness && doc.row.harness !== "pi"
+          ? `written by ${escapeText(harnessLabel(doc.row.harness), true)}`
+          : "",
         `branch <code>${escapeText(doc.branch, true)}</code>${branch?.label ? ` (${escapeText(branch.label, true)})` : ""}`,
         `exported ${utcTime(now.toISOString())}`,
       ].filter((s) => s !== "");
@@ -317,7 +321,7 @@ function blockHtml(block: Block, entry: EntryHead, lang: string, readLang: ReadL
     case "tool-call":
       return toolCallHtml(block.name, block.text, block.id, readLang);
     case "tool-result":
-      return `<div class="block result">Result of <code>${escapeText(block.toolName, true)}</code> <span class="badge ${block.isError ? "error" : "ok"}">${block.isError ? "error" : "ok"}</span></div>`;
+      return `<div class="block result">Result of <code>${escapeText(block.toolName, true)}</code> <span class="badge ${block.isError ? "error" : "ok"}">${block.isError ? "error" : "ok"}</span>${block.transcript ? ` the agent's transcript is conversation <code>${escapeText(block.transcript, true)}</code>` : ""}</div>`;
     case "image":
       if (!IMAGE_TYPES.has(block.mimeType) || !BASE64.test(block.data)) {
         return imageRefused(block.mimeType);

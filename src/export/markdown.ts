@@ -5,6 +5,7 @@
 // invisible characters are shown as the terminal shows them (`^[`, `<U+202E>`).
 import { languageOfPath } from "../board/console/markdown.js";
 import {
+  harnessLabel,
   lineCount,
   modelText,
   readRange,
@@ -36,6 +37,9 @@ export function markdownWriter(doc: BranchHead, now = new Date()): FormatWriter 
       const lines = [`# ${inline(titleOf(doc))}`, ""];
       lines.push(`- Conversation: ${code(doc.conversation)}`);
       if (doc.row) lines.push(`- Project: ${inline(`${doc.row.project} / ${doc.row.seat}`)}`);
+      if (doc.row?.harness && doc.row.harness !== "pi") {
+        lines.push(`- Written by: ${inline(harnessLabel(doc.row.harness))}`);
+      }
       lines.push(
         `- Branch: ${code(doc.branch)}${branch?.label ? ` (${inline(branch.label)})` : ""}`,
       );
@@ -123,7 +127,13 @@ function blockLines(
     case "tool-call":
       return toolCallLines(block.name, block.text, block.id, readLang);
     case "tool-result":
-      return [`**Result of ${code(block.toolName)}** (${block.isError ? "error" : "ok"})`];
+      return [
+        `**Result of ${code(block.toolName)}** (${block.isError ? "error" : "ok"})${
+          block.transcript
+            ? `; the agent's transcript is conversation ${code(block.transcript)}`
+            : ""
+        }`,
+      ];
     case "image":
       return [imageLine(block.mimeType, block.data.length)];
     case "bash-command":

@@ -4,7 +4,7 @@
 // only through text.js, markup.js and render.js, as text nodes.
 import { exportPath, fetchCatalogue, fetchPage, fetchSearch, isId } from "./api.js";
 import { createLiveRun } from "./live-run.js";
-import { formatTokens, usageText } from "./present.js";
+import { formatTokens, harnessLabel, usageText } from "./present.js";
 import { createHistory } from "./render.js";
 import { el, formatSize, textEl, timeEl } from "./text.js";
 
@@ -249,6 +249,12 @@ function rowElement(row) {
     badge.title = "A controller is running this conversation";
     titleCell.append(" ", badge);
   }
+  // Pi is the default; a row another harness wrote says which.
+  if (row.harness !== null && row.harness !== "pi" && row.unsupportedReason === null) {
+    const badge = el("span", "badge harness", harnessLabel(row.harness));
+    badge.title = `Written by ${harnessLabel(row.harness)}`;
+    titleCell.append(" ", badge);
+  }
   if (row.unsupportedReason !== null) {
     const reason = el("span", "reason");
     reason.append(textEl("code", "", row.unsupportedReason, true));
@@ -272,6 +278,9 @@ function renderConvHead() {
   ui.title.replaceChildren(textEl("span", "", row?.title ?? row?.fileName ?? "Conversation", true));
   ui.meta.replaceChildren();
   if (row) ui.meta.append(textEl("span", "", `${row.project} / ${row.seat}`, true));
+  if (row?.harness && row.harness !== "pi") {
+    ui.meta.append(el("span", "badge harness", harnessLabel(row.harness)));
+  }
   ui.meta.append(textEl("code", "conv-id", conv.id, true));
   renderTotals();
 }

@@ -12,6 +12,7 @@ export type UsageTotal = Usage & { messages: number };
 
 export const FOLD_LINES: number;
 export function toolCallView(name: string, argsText: string): ToolCallView;
+export function harnessLabel(harness: string | null | undefined): string;
 export function readRange(offset: number | null, limit: number | null): string;
 export function lineDiff(a: string, b: string): DiffLine[];
 export function lineCount(text: string): number;

@@ -24,6 +24,8 @@ export function toolCallView(name, argsText) {
   }
   const json = { kind: "json", text: JSON.stringify(args, null, 2) };
   if (typeof args !== "object" || args === null || Array.isArray(args)) return json;
+  const claude = claudeView(name, args);
+  if (claude !== undefined) return claude ?? json;
   const path = typeof args.path === "string" ? args.path : null;
   switch (name) {
     case "edit": {
@@ -43,6 +45,46 @@ export function toolCallView(name, argsText) {
     default:
       return json;
   }
+}
+
+/**
+ * Claude Code's own tools (capitalized names, `file_path`, `old_string`/`new_string`, a Bash
+ * timeout in milliseconds) as the same views; null when the arguments do not fit the tool (shown
+ * as JSON), undefined when the name is not one of them.
+ */
+function claudeView(name, args) {
+  const path = typeof args.file_path === "string" ? args.file_path : null;
+  switch (name) {
+    case "Edit":
+    case "MultiEdit": {
+      const edits = Array.isArray(args.edits) ? args.edits : [args];
+      const pairs = edits.map((e) =>
+        typeof e === "object" && e !== null ? { oldText: e.old_string, newText: e.new_string } : e,
+      );
+      if (path === null || pairs.length === 0 || !pairs.every(isEdit)) return null;
+      return { kind: "edit", path, hunks: pairs.map((e) => lineDiff(e.oldText, e.newText)) };
+    }
+    case "Write":
+      if (path === null || typeof args.content !== "string") return null;
+      return { kind: "write", path, content: args.content, lang: languageOfPath(path) };
+    case "Bash": {
+      if (typeof args.command !== "string") return null;
+      const ms = numberOr(args.timeout);
+      return { kind: "bash", command: args.command, timeout: ms === null ? null : ms / 1000 };
+    }
+    case "Read":
+      if (path === null) return null;
+      return { kind: "read", path, offset: numberOr(args.offset), limit: numberOr(args.limit) };
+    default:
+      return undefined;
+  }
+}
+
+/** A harness as people name it ("Claude Code" for `claude-code`); "" for none. */
+export function harnessLabel(harness) {
+  if (harness === "claude-code") return "Claude Code";
+  if (harness === "pi") return "Pi";
+  return typeof harness === "string" ? harness : "";
 }
 
 function isEdit(e) {

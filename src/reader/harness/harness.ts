@@ -1,6 +1,7 @@
 // The harness seam (SPEC §8): what the shared reader — safe-fs, snapshots, cursors, pages, views,
 // refusals — asks of one agent's session format. Each harness (harness/pi/, harness/claude-code/)
 // answers it for its own files; nothing above this interface knows which one it reads.
+import type { DraftPart } from "../parts.ts";
 import type { FileRoot } from "../sources.ts";
 import type { ParsedSession } from "../tree.ts";
 
@@ -38,4 +39,9 @@ export interface Harness {
    * last (`tail`, whole lines, or null when the head holds the whole file). Refuses as `parse`.
    */
   describe(head: Buffer, partial: boolean, tail: Buffer | null, root: FileRoot): FileFacts;
+  /**
+   * What one entry line shows, from its object alone (no other line: a tool result's name is
+   * ""): search indexes its text, and checks a hit against it. Null for a hidden entry.
+   */
+  draftOf(entry: Record<string, unknown>): DraftPart | null;
 }

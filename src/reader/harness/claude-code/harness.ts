@@ -3,6 +3,7 @@
 import type { ClaudeRoot, FileRoot } from "../../sources.ts";
 import { extendSession, parseSession } from "../../tree.ts";
 import type { Harness } from "../harness.ts";
+import { type RecordContext, renderRecord } from "./blocks.ts";
 import { describeClaude, headFor } from "./head.ts";
 import { CLAUDE_ROWS } from "./rows.ts";
 import { CLAUDE_SCANNER } from "./scan.ts";
@@ -21,4 +22,12 @@ export const CLAUDE_HARNESS: Harness = {
   // The first record's cwd is checked when it is scanned, in whichever snapshot brings it.
   extend: (prev, buf) => extendSession(prev, buf),
   describe: (head, _partial, tail, root) => describeClaude(head, tail, claude(root)),
+  draftOf: (entry) => renderRecord(entry, ALONE),
+};
+
+/** A record rendered from its own line: no call above it to name its tool, no agent links. */
+const ALONE: RecordContext = {
+  continues: false,
+  toolName: () => "",
+  agentConversation: () => "",
 };

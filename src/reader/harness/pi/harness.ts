@@ -5,6 +5,7 @@ import { toChatId } from "../../../protocol/chat-01.ts";
 import { isSessionFileName } from "../../safe-fs.ts";
 import { extendSession } from "../../tree.ts";
 import type { Harness } from "../harness.ts";
+import { renderEntry } from "./blocks.ts";
 import { parseHeader } from "./pi.ts";
 import { parsePiSession } from "./rows.ts";
 import { findFirstUserText, findSessionName } from "./title.ts";
@@ -27,4 +28,5 @@ export const PI_HARNESS: Harness = {
       title: name ?? findFirstUserText(head),
     };
   },
+  draftOf: renderEntry,
 };
