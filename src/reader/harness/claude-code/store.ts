@@ -177,8 +177,12 @@ export function listAgentFiles(
   for (const name of names) if (isAgentFileName(name)) out.push({ root, name });
   const dir = openSessionsDirectory(root.projectRoot, root.sessionsDir);
   try {
-    for (const name of names) {
-      if (!isClaudeDirName(name)) continue;
+    const listed = new Set(names);
+    for (const file of names) {
+      // A session `<name>.jsonl` keeps its subagents in `<name>/subagents/`.
+      if (!isClaudeSessionName(file)) continue;
+      const name = file.slice(0, -".jsonl".length);
+      if (!listed.has(name)) continue;
       let st: BigIntStats;
       try {
         st = lstatIn(dir, name, "A session's folder");
@@ -191,13 +195,13 @@ export function listAgentFiles(
       const agents: ClaudeRoot = {
         ...root,
         sessionsDir: join(root.sessionsDir, name, "subagents"),
-        agentsOf: `${name}.jsonl`,
+        agentsOf: file,
       };
-      let listed: string[];
+      let agentNames: string[];
       try {
         const sub = openSessionsDirectory(agents.projectRoot, agents.sessionsDir);
         try {
-          listed = listDirectory(sub);
+          agentNames = listDirectory(sub);
         } finally {
           closeDirectory(sub);
         }
@@ -206,7 +210,9 @@ export function listAgentFiles(
         if (e instanceof Refusal) continue;
         throw e;
       }
-      for (const n of listed.filter(isAgentFileName).sort()) out.push({ root: agents, name: n });
+      for (const n of agentNames.filter(isAgentFileName).sort()) {
+        out.push({ root: agents, name: n });
+      }
     }
   } finally {
     closeDirectory(dir);
