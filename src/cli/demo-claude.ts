@@ -16,7 +16,10 @@ export function writeDemoClaudeSeat(projectRoot: string, seat: string): string {
   let n = 0;
   let clock = Date.parse("2026-01-01T09:00:00.000Z");
   const uuid = () => `d3e00000-0000-4000-8000-${(++n).toString(16).padStart(12, "0")}`;
-  const now = () => new Date((clock += 2000)).toISOString();
+  const now = () => {
+    clock += 2000;
+    return new Date(clock).toISOString();
+  };
   const common = {
     isSidechain: false,
     userType: "external",
