@@ -16,18 +16,14 @@
 // Generated sessions are cached in bench/results/cache/ (git-ignored), keyed by size, seed and
 // a hash of the generator's sources and Pi's version.
 import { execFileSync } from "node:child_process";
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import {
   appendFileSync,
-  closeSync,
   copyFileSync,
   lstatSync,
   mkdirSync,
   mkdtempSync,
-  openSync,
-  readdirSync,
   readFileSync,
-  readSync,
   rmSync,
   writeFileSync,
 } from "node:fs";
@@ -43,8 +39,8 @@ import {
   type Reader,
   type Root,
   rootsFromSpecs,
-  type Snapshot,
 } from "../src/index.ts";
+import { timeCatalogue } from "./catalogue-time.ts";
 import {
   CACHE_DIR,
   type CachedSession,
@@ -469,48 +465,12 @@ function measureCatalogue(
       ? [CATALOGUE_ROOTS, CATALOGUE_FILES_PER_ROOT]
       : [STORE_DIRS, STORE_FILES_PER_DIR];
   const fx = writeCatalogueFixture(join(tmp, `catalogue-${layout}`), nRoots, perRoot, layout);
-  const roots = rootsFromSpecs(fx.specs, []);
-  const cold: number[] = [];
-  const warm: number[] = [];
-  const lstat: number[] = [];
-  for (let run = 0; run < Math.max(runs, 3); run++) {
-    gc();
-    const l = timed(() => {
-      let n = 0;
-      for (const dir of fx.dirs) {
-        for (const name of readdirSync(dir)) {
-          lstatSync(join(dir, name));
-          n++;
-        }
-      }
-      return n;
-    });
-    if (l.value !== fx.files) throw new Error(`lstat saw ${l.value} files`);
-    lstat.push(l.ms);
-
-    gc();
-    const c = timed(() => {
-      const reader = createReader({ roots });
-      return { reader, catalogue: reader.catalogue() };
-    });
-    cold.push(c.ms);
-    gc();
-    const w = timed(() => c.value.reader.catalogue());
-    warm.push(w.ms);
-    for (const cat of [c.value.catalogue, w.value]) {
-      const good = cat.conversations.filter((r) => r.unsupportedReason === null && r.title);
-      if (good.length !== fx.files || cat.refusedRoots.length > 0) {
-        throw new Error(`catalogue: ${good.length} good rows of ${cat.conversations.length}`);
-      }
-    }
-  }
+  const times = timeCatalogue(rootsFromSpecs(fx.specs, []), fx, runs);
   return {
     layout,
     roots: nRoots,
     files: fx.files,
-    cold: summarize(cold),
-    warm: summarize(warm),
-    lstat: summarize(lstat),
+    ...times,
   };
 }
 
