@@ -2,7 +2,7 @@
 // Side by side in one run, on long sessions in the shape Claude Code 2.1.328 writes
 // (claude-sessions.ts): the reader's full traversal (open + every page of every branch + a
 // follow each, traverse.ts) against the one-pass floor (read + SHA-256 + JSON.parse of every
-// line, floor.ts), as ratios, and per MiB across sizes (linear: the ratio holds as the file
+// line, reader/baselines.ts), as ratios, and per MiB across sizes (linear: the ratio holds as the file
 // grows); a follow after a one-line append against the bare prefix check; the catalogue of a
 // Claude store (200 folders × 10 files) against readdir + lstat.
 //
@@ -18,7 +18,7 @@ import { parseArgs } from "node:util";
 import { createReader, encodeClaudeCwd, type Reader, rootsFromSpecs } from "../src/index.ts";
 import { timeCatalogue } from "./catalogue-time.ts";
 import { writeClaudeSession, writeClaudeStore } from "./claude-sessions.ts";
-import { barePrefixCheck, floorPass } from "./floor.ts";
+import { barePrefixCheck, floorPass } from "./reader/baselines.ts";
 import { int, mib, ms, ratio, spread, table } from "./report.ts";
 import { gc, type Series, summarize, timed } from "./stats.ts";
 import { expectOk, traverse } from "./traverse.ts";
