@@ -147,7 +147,10 @@ describe("usage on stores the real engines wrote", () => {
     };
     await turn("one");
     await turn("two");
-    const cloned = await link.request({ type: "clone" });
+    // Not a command the controller sends (its union leaves it out); Pi takes it over RPC.
+    const cloned = await link.request({ type: "clone" } as unknown as Parameters<
+      EngineLink["request"]
+    >[0]);
     assert.equal(cloned.success, true, JSON.stringify(cloned));
     await turn("three");
     await link.close({ eofGraceMs: 2000, termGraceMs: 2000 });
