@@ -1,7 +1,8 @@
 // `npm run build` (and `prepack`): dist/ from nothing, so a tarball never carries stale files.
 // The Console's bundles first when the project has a `build:console` script (their output,
-// src/board/console/vendor.js and transcript.js, is git-ignored), then tsc, then the Console's
-// folder as it is (the board reads those files next to its own module, dist/board/console/).
+// src/present/vendor.js, src/board/console/present.js and transcript.js, is git-ignored), then
+// tsc, then the Console's folder as it is (the board reads those files next to its own module,
+// dist/board/console/) and the Markdown bundle beside dist/present/markdown.js.
 import { spawnSync } from "node:child_process";
 import { cpSync, readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -34,4 +35,8 @@ run("tsc", process.execPath, [
   "tsconfig.build.json",
 ]);
 cpSync(join(ROOT, "src/board/console"), join(DIST, "board/console"), { recursive: true });
+// The Markdown bundle markdown.ts imports (tsc compiles TypeScript only), with its types.
+for (const f of ["vendor.js", "vendor.d.ts"]) {
+  cpSync(join(ROOT, "src/present", f), join(DIST, "present", f));
+}
 process.stdout.write(`build: ${DIST}\n`);

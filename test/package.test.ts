@@ -110,6 +110,7 @@ describe("package: the tarball, installed", { timeout: 600_000 }, () => {
     }
     assert.ok(has("schema/chat-01.schema.json"));
     assert.ok(has("dist/control/cohort/shim.js"), "the launcher's shim");
+    assert.ok(has("dist/present/vendor.js"), "the Markdown bundle the exports import");
     assert.deepEqual(
       files.filter(
         (f) => /^package\/(src|test|bench|scripts)\//.test(f) || f.endsWith("package-lock.json"),

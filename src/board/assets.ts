@@ -10,31 +10,54 @@ const CONSOLE_DIR = join(import.meta.dirname, "console");
 /** URL path → file in ./console, and its content type. */
 const ASSET_FILES: Readonly<Record<string, readonly [file: string, contentType: string]>> = {
   "/": ["index.html", "text/html; charset=utf-8"],
+  // The page the login link opens; its token is read by login.js, never by the board here.
+  "/login": ["login.html", "text/html; charset=utf-8"],
+  "/login.js": ["login.js", "text/javascript; charset=utf-8"],
+  "/styles/login.css": ["styles/login.css", "text/css; charset=utf-8"],
   "/console.css": ["console.css", "text/css; charset=utf-8"],
+  "/styles/base.css": ["styles/base.css", "text/css; charset=utf-8"],
+  "/styles/catalogue.css": ["styles/catalogue.css", "text/css; charset=utf-8"],
+  "/styles/search.css": ["styles/search.css", "text/css; charset=utf-8"],
+  "/styles/conversation.css": ["styles/conversation.css", "text/css; charset=utf-8"],
+  "/styles/controls.css": ["styles/controls.css", "text/css; charset=utf-8"],
+  "/styles/history.css": ["styles/history.css", "text/css; charset=utf-8"],
+  "/styles/blocks.css": ["styles/blocks.css", "text/css; charset=utf-8"],
+  "/styles/follow.css": ["styles/follow.css", "text/css; charset=utf-8"],
+  "/styles/keys.css": ["styles/keys.css", "text/css; charset=utf-8"],
+  "/styles/screens.css": ["styles/screens.css", "text/css; charset=utf-8"],
+  "/styles/live-run.css": ["styles/live-run.css", "text/css; charset=utf-8"],
   "/console.js": ["console.js", "text/javascript; charset=utf-8"],
   "/api.js": ["api.js", "text/javascript; charset=utf-8"],
-  "/render.js": ["render.js", "text/javascript; charset=utf-8"],
-  "/text.js": ["text.js", "text/javascript; charset=utf-8"],
+  "/routing.js": ["routing.js", "text/javascript; charset=utf-8"],
+  "/theme.js": ["theme.js", "text/javascript; charset=utf-8"],
+  "/keys.js": ["keys.js", "text/javascript; charset=utf-8"],
+  "/controls.js": ["controls.js", "text/javascript; charset=utf-8"],
+  "/catalogue.js": ["catalogue.js", "text/javascript; charset=utf-8"],
+  "/search.js": ["search.js", "text/javascript; charset=utf-8"],
+  "/conversation.js": ["conversation.js", "text/javascript; charset=utf-8"],
+  "/conversation-head.js": ["conversation-head.js", "text/javascript; charset=utf-8"],
+  "/follow.js": ["follow.js", "text/javascript; charset=utf-8"],
   "/live-run.js": ["live-run.js", "text/javascript; charset=utf-8"],
-  "/markdown.js": ["markdown.js", "text/javascript; charset=utf-8"],
-  "/markup.js": ["markup.js", "text/javascript; charset=utf-8"],
-  "/present.js": ["present.js", "text/javascript; charset=utf-8"],
+  "/render.js": ["render.js", "text/javascript; charset=utf-8"],
   "/tools.js": ["tools.js", "text/javascript; charset=utf-8"],
-  // Built by `npm run build:console` (markdown-it, highlight.js); git-ignored.
-  "/vendor.js": ["vendor.js", "text/javascript; charset=utf-8"],
-  // Also built by `npm run build:console`: the terminal's transcript state machine, bundled.
+  "/markup.js": ["markup.js", "text/javascript; charset=utf-8"],
+  "/text.js": ["text.js", "text/javascript; charset=utf-8"],
+  // Built by `npm run build:console` (git-ignored): the presentation rules of src/present/
+  // (with markdown-it and highlight.js), and the terminal's transcript state machine.
+  "/present.js": ["present.js", "text/javascript; charset=utf-8"],
   "/transcript.js": ["transcript.js", "text/javascript; charset=utf-8"],
 };
+const BUILT = new Set(["present.js", "transcript.js"]);
 
 /**
  * Reads every Console file now; throws if one is missing (a broken checkout, not a "no"; a
- * missing vendor.js means `npm run build:console` has not run).
+ * missing present.js or transcript.js means `npm run build:console` has not run).
  */
 export function loadAssets(): ReadonlyMap<string, Asset> {
   const assets = new Map<string, Asset>();
   for (const [path, [file, contentType]] of Object.entries(ASSET_FILES)) {
     const full = join(CONSOLE_DIR, file);
-    if ((file === "vendor.js" || file === "transcript.js") && !existsSync(full)) {
+    if (BUILT.has(file) && !existsSync(full)) {
       throw new Error(`${full} is missing: run "npm run build:console" (npm install runs it).`);
     }
     assets.set(path, { contentType, body: readFileSync(full) });

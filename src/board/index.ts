@@ -1,11 +1,10 @@
 // The board (SPEC §5): the two GET routes over a reader, the Console, and the refusal → HTTP
 // status table. `startBoard` is the one entry point the `conversation` command calls.
+export type { ControlCall, ControlRoute } from "./control-route.ts";
 export {
   type Board,
   type BoardOptions,
   type BoardReading,
-  type ControlCall,
-  type ControlRoute,
   loopbackAddress,
   type ReaderSources,
   startBoard,

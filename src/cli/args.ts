@@ -2,14 +2,14 @@
 // strict (node:util parseArgs): an unknown flag, a missing or extra argument is a usage error,
 // returned as a value with the help text to point at. Nothing here reads a file.
 import { resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { EXPORT_FORMATS, isExportFormat } from "../export/index.ts";
-import { QUERY_MAX_CHARS } from "../search/query.ts";
-import { ATTACH_HELP, type AttachCommand, parseAttach } from "./attach.ts";
+import { QUERY_MAX_CHARS, QUERY_MAX_PREFIXES, QUERY_MAX_TOKENS } from "../search/query.ts";
+import { ATTACH_HELP, type AttachCommand, parseAttach } from "./attach-args.ts";
 import type { SourceFlags } from "./config.ts";
-import { CONTROL_HELP, type ControlCommand, parseControl } from "./control.ts";
+import { CONTROL_HELP, type ControlCommand, parseControl } from "./control-args.ts";
 import type { ControllersCommand } from "./controllers.ts";
 import type { ExportCommand } from "./export.ts";
+import { parseFlags } from "./flags.ts";
 import type { SearchCommand } from "./search.ts";
 import { parseUsage, USAGE_OPTIONS, type UsageCommand, usageHelp } from "./usage-args.ts";
 
@@ -174,8 +174,9 @@ and start time, left out, and removed.
 
 Searches the text of every branch of every conversation in the sources
 (messages, thinking, tool calls and results, summaries). Every word of the
-query must match, as a prefix; "quoted words" match as a phrase; at most
-${QUERY_MAX_CHARS} characters. Newest first. Each hit names its conversation, branch and
+query must match, as a prefix (a one-letter word matches only itself);
+"quoted words" match as a phrase; at most ${QUERY_MAX_CHARS} characters, ${QUERY_MAX_TOKENS} different
+words and ${QUERY_MAX_PREFIXES} prefixes (words in quotes are not prefixes). Newest first. Each hit names its conversation, branch and
 entry, and ends with the line that reads it, with the search's own sources:
   conversation search parser crash --project ~/code/app
 prints under each hit a line like
@@ -321,11 +322,10 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
   const bad = (error: string): Parsed => ({ ok: false, error, usage });
   switch (name) {
     case "catalogue": {
-      const { values, positionals } = parseArgs({
-        args,
-        options: { ...SOURCE_OPTIONS, json: { type: "boolean" }, "state-dir": STATE_DIR },
-        allowPositionals: true,
-        strict: true,
+      const { values, positionals } = parseFlags(args, {
+        ...SOURCE_OPTIONS,
+        json: { type: "boolean" },
+        "state-dir": STATE_DIR,
       });
       if (values.help) return { ok: true, command: { name: "help", text: usage } };
       if (positionals.length > 0)
@@ -343,16 +343,11 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
     }
     case "read":
     case "follow": {
-      const { values, positionals } = parseArgs({
-        args,
-        options: {
-          ...SOURCE_OPTIONS,
-          json: { type: "boolean" },
-          branch: { type: "string" },
-          "from-start": { type: "boolean" },
-        },
-        allowPositionals: true,
-        strict: true,
+      const { values, positionals } = parseFlags(args, {
+        ...SOURCE_OPTIONS,
+        json: { type: "boolean" },
+        branch: { type: "string" },
+        "from-start": { type: "boolean" },
       });
       if (values.help) return { ok: true, command: { name: "help", text: usage } };
       if (name === "read" && values["from-start"] !== undefined) {
@@ -370,16 +365,11 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
       };
     }
     case "serve": {
-      const { values, positionals } = parseArgs({
-        args,
-        options: {
-          ...SOURCE_OPTIONS,
-          port: { type: "string" },
-          host: { type: "string" },
-          "state-dir": STATE_DIR,
-        },
-        allowPositionals: true,
-        strict: true,
+      const { values, positionals } = parseFlags(args, {
+        ...SOURCE_OPTIONS,
+        port: { type: "string" },
+        host: { type: "string" },
+        "state-dir": STATE_DIR,
       });
       if (values.help) return { ok: true, command: { name: "help", text: usage } };
       if (positionals.length > 0)
@@ -400,15 +390,10 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
       };
     }
     case "controllers": {
-      const { values, positionals } = parseArgs({
-        args,
-        options: {
-          json: { type: "boolean" },
-          "state-dir": STATE_DIR,
-          help: { type: "boolean", short: "h" },
-        },
-        allowPositionals: true,
-        strict: true,
+      const { values, positionals } = parseFlags(args, {
+        json: { type: "boolean" },
+        "state-dir": STATE_DIR,
+        help: { type: "boolean", short: "h" },
       });
       if (values.help) return { ok: true, command: { name: "help", text: usage } };
       if (positionals.length > 0)
@@ -417,11 +402,10 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
       return { ok: true, command: { name, json: values.json ?? false, ...stateDirOf(values) } };
     }
     case "search": {
-      const { values, positionals } = parseArgs({
-        args,
-        options: { ...SOURCE_OPTIONS, json: { type: "boolean" }, limit: { type: "string" } },
-        allowPositionals: true,
-        strict: true,
+      const { values, positionals } = parseFlags(args, {
+        ...SOURCE_OPTIONS,
+        json: { type: "boolean" },
+        limit: { type: "string" },
       });
       if (values.help) return { ok: true, command: { name: "help", text: usage } };
       // Every word is the query (all must match), as a shell splits `search tokenizer crash`;
@@ -447,16 +431,11 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
       return parsed.ok ? parsed : bad(parsed.error);
     }
     case "export": {
-      const { values, positionals } = parseArgs({
-        args,
-        options: {
-          ...SOURCE_OPTIONS,
-          branch: { type: "string" },
-          format: { type: "string" },
-          out: { type: "string" },
-        },
-        allowPositionals: true,
-        strict: true,
+      const { values, positionals } = parseFlags(args, {
+        ...SOURCE_OPTIONS,
+        branch: { type: "string" },
+        format: { type: "string" },
+        out: { type: "string" },
       });
       if (values.help) return { ok: true, command: { name: "help", text: usage } };
       const [id, extra] = positionals;

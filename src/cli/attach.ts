@@ -3,150 +3,21 @@
 // (and the alternate screen unless --no-alt-screen); otherwise (pipes, tests) it reads the
 // same key bytes from stdin and writes each changed screen as plain text frames, with no
 // control sequences at all. Invariants: every text from the engine, the transcript or the
-// controller passes visible.ts (through wrap.ts or makeVisible) before it is written, so the
-// only control sequences on the terminal are this file's own; a request is sent once and a
-// lost outcome is reported, never resent.
-import { resolve } from "node:path";
-import { parseArgs } from "node:util";
+// controller passes src/present/visible.ts (through wrap.ts or makeVisible) before it is
+// written, so the only control sequences on the terminal are this file's own; a request is
+// sent once and a lost outcome is reported, never resent.
 import { ConnectError, ConversationClient, RECONNECT_DELAYS_MS } from "../control/client/client.ts";
 import { Transcript, type TranscriptItem } from "../control/client/transcript.ts";
 import type { ControllerState } from "../control/protocol.ts";
 import { placesFor } from "../control/registry/places.ts";
 import { findController } from "../control/registry/registry.ts";
+import { makeVisible } from "../present/visible.ts";
+import type { AttachCommand } from "./attach-args.ts";
+import { fitLine, renderItems } from "./attach-lines.ts";
+import { processScreen, type Screen } from "./attach-screen.ts";
 import { commandLine } from "./invocation.ts";
-import { createPartPrinter } from "./render.ts";
 import { Composer, type ComposerEffect, InputDecoder, type KeyAction } from "./terminal-input.ts";
-import { makeVisible } from "./visible.ts";
 import { textWidth, wrapText } from "./wrap.ts";
-
-export type AttachCommand = {
-  name: "attach";
-  /** The controller's socket, or where to find it: the conversation in the registry. */
-  target: { socket: string } | { conversation: string; stateDir?: string };
-  grant: string;
-  /** Fixed size (required off a terminal for a useful layout; defaults 80 x 24). */
-  columns?: number;
-  rows?: number;
-  altScreen: boolean;
-};
-
-export type AttachParsed =
-  | { ok: true; command: AttachCommand | { name: "help"; text: string } }
-  | { ok: false; error: string; usage: string };
-
-export const ATTACH_HELP = `Usage: conversation attach <conversation-id> [--grant ID] [--state-dir DIR]
-       conversation attach --socket PATH [--grant ID]
-                           [--columns N] [--rows N] [--no-alt-screen]
-
-A terminal on a running controller (conversation control prints the line to
-run; conversation controllers lists them): the conversation live, and a
-composer to steer it. It starts as an observer.
-
-Keys: Enter sends the composer; Ctrl-J or Alt-Enter adds a newline; Ctrl-T
-takes control; Ctrl-G interrupts; Ctrl-O reconnects if needed and re-reads
-the page; PageUp and PageDown scroll; Ctrl-C or Ctrl-D quits.
-
-  <conversation-id>  the conversation a controller runs (found in the
-                     registry of running controllers)
-  --state-dir DIR    the state directory the controller was started with
-  --socket PATH      the controller's socket, instead of a conversation id
-  --grant ID         the grant to connect with (default: operator, the
-                     default grant of conversation control)
-  --columns N        the width when not a terminal (default 80; 40 or more)
-  --rows N           the height when not a terminal (default 24; 8 or more)
-  --no-alt-screen    draw on the main screen instead of the alternate one
-  -h, --help         this help
-
-Off a terminal (pipes) it reads key bytes from stdin and writes each new
-screen as plain text after a line "=== frame N ===". Engine text is shown
-with control characters made visible (^[, <U+202E>). Exit status: 0 quit;
-1 no such controller, or could not connect; 2 usage error.
-`;
-
-export function parseAttach(args: string[]): AttachParsed {
-  const bad = (error: string): AttachParsed => ({ ok: false, error, usage: ATTACH_HELP });
-  const { values, positionals } = parseArgs({
-    args,
-    options: {
-      socket: { type: "string" },
-      "state-dir": { type: "string" },
-      grant: { type: "string" },
-      columns: { type: "string" },
-      rows: { type: "string" },
-      "no-alt-screen": { type: "boolean" },
-      help: { type: "boolean", short: "h" },
-    },
-    allowPositionals: true,
-    strict: true,
-  });
-  if (values.help) return { ok: true, command: { name: "help", text: ATTACH_HELP } };
-  const [conversation, extra] = positionals;
-  if (extra !== undefined) return bad(`unexpected argument ${JSON.stringify(extra)}`);
-  for (const flag of ["socket", "state-dir", "grant"] as const) {
-    if (values[flag] === "") return bad(`--${flag} needs a value`);
-  }
-  let target: AttachCommand["target"];
-  if (values.socket !== undefined) {
-    if (conversation !== undefined) {
-      return bad("name the conversation or --socket PATH, not both");
-    }
-    if (values["state-dir"] !== undefined) return bad("--state-dir goes with a conversation id");
-    target = { socket: values.socket };
-  } else {
-    if (conversation === undefined) return bad("name the <conversation-id> (or --socket PATH)");
-    const stateDir = values["state-dir"];
-    target = { conversation, ...(stateDir === undefined ? {} : { stateDir: resolve(stateDir) }) };
-  }
-  const command: AttachCommand = {
-    name: "attach",
-    target,
-    grant: values.grant ?? "operator",
-    altScreen: values["no-alt-screen"] !== true,
-  };
-  for (const [key, min] of [
-    ["columns", 40],
-    ["rows", 8],
-  ] as const) {
-    const v = values[key];
-    if (v === undefined) continue;
-    const n = /^\d{1,4}$/.test(v) ? Number(v) : Number.NaN;
-    if (!(n >= min && n <= 1000)) return bad(`--${key} ${JSON.stringify(v)} is not ${min}-1000`);
-    command[key] = n;
-  }
-  return { ok: true, command };
-}
-
-/** Where the app reads keys and draws. `tty` selects raw mode and control sequences. */
-export type Screen = {
-  tty: boolean;
-  input: NodeJS.ReadableStream;
-  write(text: string): void;
-  size(): { columns: number; rows: number };
-  onResize(fn: () => void): () => void;
-  setRaw(on: boolean): void;
-};
-
-export function processScreen(cmd: AttachCommand): Screen {
-  const tty = process.stdin.isTTY === true && process.stdout.isTTY === true;
-  return {
-    tty,
-    input: process.stdin,
-    write: (text) => process.stdout.write(text),
-    size: () =>
-      tty
-        ? { columns: process.stdout.columns || 80, rows: process.stdout.rows || 24 }
-        : { columns: cmd.columns ?? 80, rows: cmd.rows ?? 24 },
-    onResize: (fn) => {
-      if (!tty) return () => {};
-      // Node turns SIGWINCH into the stream's `resize` event.
-      process.stdout.on("resize", fn);
-      return () => process.stdout.off("resize", fn);
-    },
-    setRaw: (on) => {
-      if (tty) process.stdin.setRawMode(on);
-    },
-  };
-}
 
 /** The lone-ESC pause: after it a held ESC is the Escape key (terminal-input.ts). */
 export const ESC_TIMEOUT_MS = 50;
@@ -213,19 +84,6 @@ function findSocket(
       `"${commandLine(["controllers", ...(stateDir === undefined ? [] : ["--state-dir", stateDir])])}", ` +
       `or start one (see "${commandLine(["control", "--help"])}")`,
   };
-}
-
-/**
- * What a `handled-without-run` receipt means, in words: Pi answered the prompt without running
- * it, with Pi's own reason when it gave one (the prompt response's error), and what to check.
- */
-export function withoutRun(detail: string | null): string {
-  const said =
-    detail === null || detail.trim() === "" ? "it gave no reason" : `it said: ${detail.trim()}`;
-  return (
-    `Pi did not run this prompt (${said}). This is usually the model: check --model and that ` +
-    "the agent directory has its credentials (--agent-from ~/.pi/agent), then send it again."
-  );
 }
 
 class AttachApp {
@@ -605,67 +463,4 @@ class AttachApp {
     this.#bodyCache = { items, width, lines };
     return lines;
   }
-}
-
-/** One line: made visible with LF as `^J`, cut with `…` when it does not fit. */
-export function fitLine(text: string, width: number): string {
-  const lines = wrapText(text, { width, oneLine: true });
-  if (lines.length <= 1) return lines[0] ?? "";
-  const cut = wrapText(text, { width: width - 1, oneLine: true });
-  return `${cut[0] ?? ""}…`;
-}
-
-/** The transcript's items as lines of at most `width` columns, all made visible. */
-export function renderItems(items: readonly TranscriptItem[], width: number): string[] {
-  let out: string[] = [];
-  const push = (ls: string[]) => {
-    out = out.concat(ls);
-  };
-  const printer = createPartPrinter((text) => {
-    push(text.replace(/\n$/, "").split("\n"));
-  }, width);
-  const one = (text: string, indent = 0) => wrapText(text, { width, indent, oneLine: true });
-  for (const item of items) {
-    if (item.kind === "part") {
-      printer.print(item.part);
-      continue;
-    }
-    printer.finish();
-    switch (item.kind) {
-      case "streaming":
-        push(["", ...one(`── ${item.role} (streaming)`)]);
-        if (item.thinking !== "") {
-          push(one("[thinking]", 2));
-          push(wrapText(item.thinking, { width, indent: 4 }));
-        }
-        if (item.text !== "") push(wrapText(item.text, { width, indent: 2 }));
-        break;
-      case "tool": {
-        const state = item.state === "running" ? "running" : item.isError ? "failed" : "ended";
-        const updates = item.updates > 0 ? `, ${item.updates} updates` : "";
-        push(one(`[tool ${item.toolName} · ${item.toolCallId}: ${state}${updates}]`, 2));
-        break;
-      }
-      case "notice":
-        push(one(`! ${item.method}: ${item.text}`, 2));
-        break;
-      case "receipt":
-        push(one(`[prompt settled: ${item.reason}]`, 2));
-        if (item.reason === "handled-without-run")
-          push(wrapText(withoutRun(item.detail), { width, indent: 2 }));
-        break;
-      case "event":
-        push(one(`[event ${item.eventKind}]`, 2));
-        break;
-      case "seam":
-        push(["", ...one(`~~ ${item.reason}: ${item.detail} ~~`)]);
-        break;
-      default: {
-        const never: never = item;
-        throw new Error(`unhandled item ${JSON.stringify(never)}`);
-      }
-    }
-  }
-  printer.finish();
-  return out;
 }

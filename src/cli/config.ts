@@ -289,6 +289,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-function fail(error: string): { ok: false; error: string } {
+/** A check that did not pass, saying why. */
+export function fail(error: string): { ok: false; error: string } {
   return { ok: false, error };
 }

@@ -1,11 +1,13 @@
 // `conversation controllers`: the registry of running controllers, for people (one block per
 // controller, with the line that attaches to it) or as JSON. Listing removes the entries of
-// controllers that died (registry.ts); it never connects to a socket.
+// controllers that died and what they left, their agent copies included (registry.ts); it
+// never connects to a socket.
+import { isControlRefusal } from "../control/refusal.ts";
 import { placesFor } from "../control/registry/places.ts";
 import { listControllers } from "../control/registry/registry.ts";
+import { makeVisible } from "../present/visible.ts";
 import { commandLine } from "./invocation.ts";
 import type { Io } from "./io.ts";
-import { makeVisible } from "./visible.ts";
 
 export type ControllersCommand = { name: "controllers"; json: boolean; stateDir?: string };
 
@@ -16,8 +18,12 @@ export function listRunning(cmd: ControllersCommand, io: Io): number {
   try {
     listing = listControllers(places.registry);
   } catch (e) {
-    const why = (e as NodeJS.ErrnoException).code ?? (e instanceof Error ? e.message : String(e));
-    io.err(`conversation: cannot read the registry ${places.registry}: ${why}\n`);
+    // A refusal says what is wrong and what to do (a folder others can change, for example).
+    const why = isControlRefusal(e)
+      ? `refused: ${e.code}: ${e.message}`
+      : ((e as NodeJS.ErrnoException).code ?? (e instanceof Error ? e.message : String(e)));
+    const v = makeVisible(why, { showNewlines: true });
+    io.err(`conversation: cannot read the registry ${makeVisible(places.registry)}: ${v}\n`);
     return 1;
   }
   if (cmd.json) {

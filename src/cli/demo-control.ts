@@ -8,22 +8,25 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Grant } from "../control/protocol.ts";
-import { type Registration, register } from "../control/registry/registry.ts";
+import type { Registration } from "../control/registry/registry.ts";
 import { sessionsDirOf } from "../index.ts";
-import { describeStarted, loadWarning } from "./control.ts";
+import { describeStarted, loadWarning } from "./control-report.ts";
 import { DEMO_FILE, DEMO_MODEL, demoModelsJson, startDemoModel } from "./demo-model.ts";
+import { registerStarted } from "./registration.ts";
 
 /** The demo session's file name under the seat's sessions directory. */
 export const DEMO_CONTROL_FILE = "control.jsonl";
 /** The grant that steers: the attach line's, and the Console's once logged in. */
 export const DEMO_OPERATOR_GRANT = "demo-op";
+/** The grant that only watches: the Console's live streams (they need no login). */
+export const DEMO_WATCH_GRANT = "demo-watch";
 export const DEMO_GRANTS: Grant[] = [
   {
     id: DEMO_OPERATOR_GRANT,
     actor: "demo-newcomer",
     capabilities: ["observe", "takeover", "release", "prompt", "interrupt"],
   },
-  { id: "demo-watch", actor: "demo-watcher", capabilities: ["observe"] },
+  { id: DEMO_WATCH_GRANT, actor: "demo-watcher", capabilities: ["observe"] },
 ];
 
 export type DemoControl = {
@@ -78,21 +81,11 @@ export async function startDemoControl(options: {
     await ctl.start();
     let registration: Registration | null = null;
     if (options.registryDir !== undefined) {
-      try {
-        registration = await register(options.registryDir, {
-          conversation: ctl.conversation,
-          project: ctl.projectRoot,
-          seat: ctl.seat,
-          sessionFile: ctl.sessionFile,
-          socket: ctl.socketPath,
-          execution: ctl.execution?.execution ?? "none",
-          grants: DEMO_GRANTS.map((g) => g.id),
-          startedAt: new Date().toISOString(),
-        });
-      } catch (e) {
-        await ctl.stop().catch(() => undefined);
-        throw e;
-      }
+      registration = await registerStarted(
+        options.registryDir,
+        ctl,
+        DEMO_GRANTS.map((g) => g.id),
+      );
     }
     const warning = loadWarning(ctl);
     let stopped: Promise<string> | null = null;

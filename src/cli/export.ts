@@ -14,6 +14,7 @@ import {
 } from "node:fs";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import { type ExportEnd, type ExportFormat, openExport } from "../export/index.ts";
+import { makeVisible } from "../present/visible.ts";
 import type { Reader } from "../reader/reader.ts";
 import type { Root } from "../reader/sources.ts";
 import { sourceDirOf } from "../search/cache-dir.ts";
@@ -21,7 +22,6 @@ import type { SourceFlags } from "./config.ts";
 import { shellWord } from "./invocation.ts";
 import type { Io } from "./io.ts";
 import { refuseOpen } from "./source-hints.ts";
-import { makeVisible } from "./visible.ts";
 
 export type ExportCommand = {
   name: "export";

@@ -4,7 +4,7 @@
 // installed, it is on PATH (a global prefix), or reached with npx (a project).
 import { realpathSync, statSync } from "node:fs";
 import { delimiter, join, sep } from "node:path";
-import { makeVisible } from "./visible.ts";
+import { makeVisible } from "../present/visible.ts";
 
 /** The commands whose mentions in help texts name the program (`conversation read …`). */
 const COMMANDS =

@@ -18,17 +18,18 @@ import {
   type RefusalRecord,
   rootsFromSpecs,
 } from "../index.ts";
+import { makeVisible } from "../present/visible.ts";
 import { expandRoots } from "../reader/expand.ts";
 import { type Command, HELP, parseCommand } from "./args.ts";
 import { runAttach } from "./attach.ts";
 import { resolveSources, type SourceFlags, type Sources } from "./config.ts";
-import { DEFAULT_GRANTS, readGrantsFile, runControl } from "./control.ts";
+import { runControl } from "./control.ts";
 import { listRunning } from "./controllers.ts";
+import { DEFAULT_GRANTS, readGrantsFile } from "./grants-file.ts";
 import { asInvoked, commandLine, commandPrefix } from "./invocation.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
-import { checkHost, startServing, whenAborted } from "./serve.ts";
+import { checkHost, nextLoginLine, startServing, whenAborted } from "./serve.ts";
 import { refuseOpen, reportRefusedRoots, seatsOf } from "./source-hints.ts";
-import { makeVisible } from "./visible.ts";
 
 export const EXIT = { ok: 0, refused: 1, usage: 2 } as const;
 /** How often `follow` asks the reader for what was appended. */
@@ -269,6 +270,8 @@ async function serve(
       },
     },
     ...cmd,
+    // Each link logs in once: the next one is printed as the first was (docs/board.md).
+    onLoginLinkUsed: (next) => io.out(nextLoginLine(next)),
   });
   if (!started.ok) {
     io.err(`conversation: cannot serve: ${started.error}\n`);

@@ -1,10 +1,11 @@
 // Text for people: the catalogue, a conversation's header and its parts, laid out for a
 // terminal of a given width (80 when not a terminal). Every string from a session passes
-// through wrap.ts, which makes hostile characters visible; headers show LF as `^J`.
-// Fragments are rejoined before they are shown, across parts and pages.
-import { harnessLabel } from "../board/console/present.js";
+// through wrap.ts, which makes hostile characters visible (src/present/visible.ts); headers
+// show LF as `^J`. Fragments are rejoined before they are shown, across parts and pages.
 import type { Block, Catalogue, CatalogueRow, Fragment, Part, View } from "../index.ts";
-import { makeVisible } from "./visible.ts";
+import { harnessLabel } from "../present/labels.ts";
+import { formatSize } from "../present/size.ts";
+import { makeVisible } from "../present/visible.ts";
 import { textWidth, wrapText } from "./wrap.ts";
 
 const BODY = 2;
@@ -19,13 +20,6 @@ function headerLines(text: string, width: number, indent = 0): string[] {
 export function formatTime(ts: string): string {
   const m = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})(\.\d+)?Z$/.exec(ts);
   return m ? `${m[1]} ${m[2]} UTC` : ts;
-}
-
-/** `512 B`, `12.4 KiB`, `3.1 MiB`. */
-export function formatSize(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
-  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
 /**

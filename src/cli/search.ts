@@ -1,6 +1,8 @@
 // `conversation search <query> [sources] [--json] [--limit N]`: full-text search (src/search)
 // over every branch of every conversation in the sources. Text output: one hit per block
 // (title, where, the snippet with matches in [brackets], and the command that reads it).
+
+import { makeVisible } from "../present/visible.ts";
 import type { Catalogue } from "../protocol/chat-01.ts";
 import type { Root } from "../reader/sources.ts";
 import { createSearch, type SearchHit } from "../search/index.ts";
@@ -8,7 +10,6 @@ import type { SourceFlags } from "./config.ts";
 import { commandLine } from "./invocation.ts";
 import type { Io } from "./io.ts";
 import { reportRefusedRoots, sourceArgs } from "./source-hints.ts";
-import { makeVisible } from "./visible.ts";
 import { wrapText } from "./wrap.ts";
 
 export type SearchCommand = {

@@ -4,12 +4,12 @@
 // that widen the search. One place, so every command says it the same way.
 import { readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { makeVisible } from "../present/visible.ts";
 import type { Catalogue, RefusalRecord } from "../protocol/chat-01.ts";
 import { type Root, rootDirOf } from "../reader/sources.ts";
 import { DEFAULT_SEAT, type SourceFlags } from "./config.ts";
 import { commandLine, commandPrefix, shellWord } from "./invocation.ts";
 import type { Io } from "./io.ts";
-import { makeVisible } from "./visible.ts";
 
 const SEAT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 

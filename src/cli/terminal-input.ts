@@ -4,7 +4,7 @@
 // character split across chunks is decoded as if it came whole; Enter takes the draft at that
 // key, so text after it in the same chunk starts the next message.
 import { StringDecoder } from "node:string_decoder";
-import { makeVisible } from "./visible.ts";
+import { makeVisible } from "../present/visible.ts";
 
 export type KeyAction =
   /** Typed text: printable characters, TAB included. */
@@ -290,7 +290,7 @@ export class Composer {
     return true;
   }
 
-  /** The draft made visible (visible.ts): LF stays a line break, ESC shows as `^[`. */
+  /** The draft made visible (src/present/visible.ts): LF stays a line break, ESC shows as `^[`. */
   render(): string {
     return makeVisible(this.#text);
   }

@@ -1,8 +1,8 @@
 // Wraps conversation text for a terminal of a given width, making it visible on the way
-// (visible.ts): markers like `^[` and `<U+202E>` are never cut, a grapheme cluster is never
+// (src/present/visible.ts): markers like `^[` and `<U+202E>` are never cut, a grapheme cluster is never
 // split, and nothing is clipped. Widths are a best effort: East Asian wide characters and
 // emoji count two columns, everything else one.
-import { makeVisible, markerFor } from "./visible.ts";
+import { makeVisible, markerFor } from "../present/visible.ts";
 
 const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
 const TAB_STOP = 8;
@@ -132,7 +132,7 @@ function unitsOf(word: string, oneLine: boolean): Unit[] {
       plain = "";
     };
     for (const ch of segment) {
-      const marker = markerFor(ch.codePointAt(0) ?? 0, oneLine);
+      const marker = markerFor(ch.codePointAt(0) ?? 0, { showNewlines: oneLine });
       if (marker === null) {
         plain += ch;
         continue;

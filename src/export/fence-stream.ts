@@ -3,7 +3,7 @@
 // backticks (then white space); such a line cannot be known to be harmless until it ends, so
 // when one begins with a run as long as the fence, the block is closed just before it and
 // opened again with a longer fence. Nothing is held but the line's leading spaces and run length.
-import { makeVisible } from "../cli/visible.ts";
+import { makeVisible } from "../present/visible.ts";
 
 const INFO = /^[A-Za-z0-9+#._-]{1,30}$/;
 

@@ -1,6 +1,6 @@
 // What the Markdown and HTML writers share: the events they answer (entries.ts), the ends a
 // document can have, and the small state both keep while the pages stream by.
-import type { UsageTotal } from "../board/console/present.js";
+import type { UsageTotal } from "../present/usage.ts";
 import type { RefusalRecord } from "../protocol/chat-01.ts";
 import type { EntryEvents } from "./entries.ts";
 

@@ -1,36 +1,24 @@
 // A branch as one self-contained HTML file: inline CSS allowed by its hash, no script, a
 // strict CSP meta (nothing loads but data: images). Markdown and highlighting come from the
-// Console's own trees (markdown.js), turned into markup here with every string escaped; tool
-// calls read as in the Console (present.js); long output folds in <details> with its count.
+// Console's own trees (src/present/markdown.ts), turned into markup here with every string
+// escaped; tool calls read as in the Console (tool-view.ts); long output folds in <details> with
+// its line count.
 // Written as the pages are read: the branch's totals close the file, after its entries.
 import { createHash } from "node:crypto";
-import {
-  codeNode,
-  languageOfPath,
-  markdownTree,
-  safeHref,
-  TREE_TAGS,
-  type TreeNode,
-} from "../board/console/markdown.js";
-import {
-  FOLD_LINES,
-  harnessLabel,
-  lineCount,
-  modelText,
-  readRange,
-  toolCallView,
-  usageText,
-} from "../board/console/present.js";
-import { makeVisible } from "../cli/visible.ts";
+import { imageRefusal, isShownImageType } from "../present/image.ts";
+import { harnessLabel, metaPhrases, NOTICE_LABELS, whoOf } from "../present/labels.ts";
+import { languageOfPath } from "../present/language.ts";
+import { codeNode, markdownTree, safeHref, TREE_TAGS, type TreeNode } from "../present/markdown.ts";
+import { FOLD_LINES, lineCount, readRange, toolCallView } from "../present/tool-view.ts";
+import { modelText, usageText } from "../present/usage.ts";
+import { makeVisible } from "../present/visible.ts";
 import type { Block } from "../protocol/chat-01.ts";
 import type { BranchHead } from "./branch.ts";
 import type { EntryHead } from "./entries.ts";
 import { type FormatWriter, ReadLanguages } from "./format.ts";
 import { EXPORT_CSS } from "./html-style.ts";
-import { metaPhrases, NOTICE_LABELS, titleOf, utcTime, whoOf } from "./labels.ts";
+import { titleOf, utcTime } from "./labels.ts";
 
-const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
-const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 /** A piece of a long image's base64: padding only at the very end. */
 const BASE64_PIECE = /^[A-Za-z0-9+/]*={0,2}$/;
 const HL_CLASS = /^hl-[a-z][a-z_-]{0,30}$/;
@@ -57,7 +45,7 @@ export function escapeText(text: string, oneLine = false): string {
     .replace(/'/g, "&#39;");
 }
 
-/** A markdown.js tree as markup: only TREE_TAGS, only checked links and highlight classes. */
+/** A markdownTree as markup: only TREE_TAGS, only checked links and highlight classes. */
 export function treeHtml(nodes: readonly TreeNode[]): string {
   let out = "";
   for (const node of nodes) {
@@ -279,7 +267,7 @@ function longRun(block: Block, entry: EntryHead, count: number): LongRun {
 }
 
 function longImage(mimeType: string, first: string): LongRun {
-  if (!IMAGE_TYPES.has(mimeType)) {
+  if (!isShownImageType(mimeType)) {
     return { start: imageRefused(mimeType), piece: () => "", end: () => "" };
   }
   let written = 0;
@@ -323,7 +311,7 @@ function blockHtml(block: Block, entry: EntryHead, lang: string, readLang: ReadL
     case "tool-result":
       return `<div class="block result">Result of <code>${escapeText(block.toolName, true)}</code> <span class="badge ${block.isError ? "error" : "ok"}">${block.isError ? "error" : "ok"}</span>${block.transcript ? ` the agent's transcript is conversation <code>${escapeText(block.transcript, true)}</code>` : ""}</div>`;
     case "image":
-      if (!IMAGE_TYPES.has(block.mimeType) || !BASE64.test(block.data)) {
+      if (imageRefusal(block.mimeType, block.data) !== null) {
         return imageRefused(block.mimeType);
       }
       return `<figure class="block"><img alt="Image from the conversation" src="data:${block.mimeType};base64,${block.data}"><figcaption>${block.mimeType}</figcaption></figure>`;

@@ -4,7 +4,7 @@
 // CHAT-01 pages, as `read --json` prints them) — so memory holds a page, never the document.
 // A refusal after the start (the file replaced while it was read) ends the document with a
 // last section saying it is incomplete, and the outcome says so (docs/board.md, Export).
-import { addUsage } from "../board/console/present.js";
+import { addUsage } from "../present/usage.ts";
 import type { Page, RefusalRecord } from "../protocol/chat-01.ts";
 import type { Reader } from "../reader/reader.ts";
 import { type BranchHead, type BranchPages, openBranch } from "./branch.ts";

@@ -1,12 +1,12 @@
 // Message text for the Markdown export, written again from the Console's own parse
-// (markdown.js: markdown-it, CommonMark with tables and strikethrough, raw HTML off) rather than
-// patched in place. Every character of text is escaped where it could start a construct, so no
+// (src/present/markdown.ts: markdown-it, CommonMark with tables and strikethrough, raw HTML
+// off) rather than patched in place. Every character of text is escaped where it could start a construct, so no
 // renderer, however it reads Markdown, finds a link, an image, an autolink or raw HTML that the
 // Console did not; the only links written are the tree's checked http(s)/mailto ones, as
 // `[text](<url>)` with the URL percent-encoded. Code is fenced or spanned so nothing inside can
 // end it. Why a rewrite and not a patch: docs/board.md, "Inert Markdown".
-import { markdownTree, type TreeNode } from "../board/console/markdown.js";
-import { makeVisible } from "../cli/visible.ts";
+import { markdownTree, type TreeNode } from "../present/markdown.ts";
+import { makeVisible } from "../present/visible.ts";
 import { fence, longestRun } from "./fence-stream.ts";
 
 type Node = Exclude<TreeNode, string>;

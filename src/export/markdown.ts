@@ -3,23 +3,19 @@
 // Message text is the Console's parse written again with nothing live in it (inert-markdown.ts);
 // code, tool calls and output are fenced blocks no content can close. Control, bidi and
 // invisible characters are shown as the terminal shows them (`^[`, `<U+202E>`).
-import { languageOfPath } from "../board/console/markdown.js";
-import {
-  harnessLabel,
-  lineCount,
-  modelText,
-  readRange,
-  toolCallView,
-  usageText,
-} from "../board/console/present.js";
-import { makeVisible } from "../cli/visible.ts";
+
+import { harnessLabel, metaPhrases, NOTICE_LABELS, whoOf } from "../present/labels.ts";
+import { languageOfPath } from "../present/language.ts";
+import { lineCount, readRange, toolCallView } from "../present/tool-view.ts";
+import { modelText, usageText } from "../present/usage.ts";
+import { makeVisible } from "../present/visible.ts";
 import type { Block, RefusalRecord } from "../protocol/chat-01.ts";
 import type { BranchHead } from "./branch.ts";
 import type { EntryHead } from "./entries.ts";
 import { FenceStream, fence } from "./fence-stream.ts";
 import { type ExportSummary, type FormatWriter, ReadLanguages } from "./format.ts";
 import { inertMarkdown } from "./inert-markdown.ts";
-import { metaPhrases, NOTICE_LABELS, titleOf, utcTime, whoOf } from "./labels.ts";
+import { titleOf, utcTime } from "./labels.ts";
 
 export { inertMarkdown };
 

@@ -1,12 +1,20 @@
-// Where the search index lives: a cache directory of ours, never inside a source. Default
+// Where the search index lives: a private folder of ours, never inside a source. Default
 // `$XDG_CACHE_HOME/mosaic-conversation`, else `~/.cache/mosaic-conversation` (the XDG rule
-// for caches: losing it costs a re-index, nothing else). Created 0700.
-import { mkdirSync, realpathSync, statSync } from "node:fs";
+// for caches: losing it costs a re-index, nothing else). Created 0700; one that is a link,
+// another user's, open to others, or under a folder others can change is refused.
+import { realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve, sep } from "node:path";
+import { ensurePrivateFolder, type PlaceWords } from "../fs/private-folder.ts";
 import { type Root, rootDirOf } from "../reader/sources.ts";
 
 export const CACHE_FOLDER = "mosaic-conversation";
+
+const CACHE_WORDS: PlaceWords = {
+  what: "the search cache",
+  instead:
+    "set XDG_CACHE_HOME to a folder of your own (the cache is $XDG_CACHE_HOME/mosaic-conversation, else ~/.cache/mosaic-conversation)",
+};
 
 /** The default cache directory for `env` (XDG_CACHE_HOME only when absolute, as XDG says). */
 export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
@@ -17,7 +25,8 @@ export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
 
 /**
  * Creates `dir` (0700) and returns its real path, or the reason it cannot hold the index: it
- * is inside (or is) a source's sessions directory or Pi's store, where nothing may be written.
+ * is inside (or is) a source's sessions directory or Pi's store, where nothing may be written,
+ * or it is not a private folder of this user (src/fs/private-folder.ts).
  */
 export function prepareCacheDir(
   dir: string,
@@ -34,11 +43,13 @@ export function prepareCacheDir(
       }
     }
   }
+  // The index holds every word of every conversation: its folder is private like the control
+  // layer's (src/fs/private-folder.ts), checked up to `/`, before anything is opened in it.
+  const check = ensurePrivateFolder(wanted, CACHE_WORDS);
+  if (!check.ok) return { ok: false, reason: `${check.problem.message}.` };
   let real: string;
   try {
-    mkdirSync(wanted, { recursive: true, mode: 0o700 });
     real = realpathSync(wanted);
-    if (!statSync(real).isDirectory()) throw Object.assign(new Error(), { code: "ENOTDIR" });
   } catch (e) {
     // The place comes from the environment (XDG_CACHE_HOME, HOME) or a caller: a refusal the
     // person can act on, never a stack trace.

@@ -18,10 +18,9 @@ import {
   holdsPhrases,
   matchExpression,
   needsCheck,
-  QUERY_MAX_CHARS,
+  parseQuery,
   snippetOf,
   type Term,
-  termsOf,
 } from "./query.ts";
 import {
   catchUpShards,
@@ -33,7 +32,14 @@ import {
   shardFile,
   shardOf,
 } from "./shards.ts";
-import { inTransaction, isBusy, openStore, type Store } from "./store.ts";
+import {
+  inTransaction,
+  isBusy,
+  openStore,
+  purgeDeleted,
+  type Store,
+  UnsafeIndexFile,
+} from "./store.ts";
 
 export { defaultCacheDir } from "./cache-dir.ts";
 
@@ -97,6 +103,7 @@ export function createSearch(
   } catch (e) {
     // A folder we may not write in (or a full disk): search is off, said in words, not a crash.
     for (const s of stores) s.db.close();
+    if (e instanceof UnsafeIndexFile) return { ok: false, reason: `${e.message}.` };
     const code = (e as NodeJS.ErrnoException | null)?.code;
     const why =
       typeof code === "string" && /^E[A-Z0-9]+$/.test(code)
@@ -162,20 +169,19 @@ export function createSearch(
         for (const [, f] of mine) dropFile(store, f.id);
       });
     });
+    // A conversation deleted (or moved out of the roots) leaves the index's files too.
+    for (const store of stores) purgeDeleted(store);
     stats.removed = gone.length;
     located = seen;
     return stats;
   }
 
   function search(query: string, limit: number): SearchResult {
-    if (query.length > QUERY_MAX_CHARS) {
-      return refusal("bad-query", `A query is at most ${QUERY_MAX_CHARS} characters.`);
-    }
-    const terms = termsOf(query);
-    if (terms === null) return refusal("bad-query", "The query has no word to search for.");
+    const parsed = parseQuery(query);
+    if (!parsed.ok) return refusal("bad-query", parsed.message);
     const n = Math.max(1, Math.min(SEARCH_LIMIT_MAX, Math.trunc(limit)));
     try {
-      return searchNow(query, terms, n);
+      return searchNow(query, parsed.terms, n);
     } catch (e) {
       if (!(e instanceof IndexBusy) && !isBusy(e)) throw e;
       return refusal(
@@ -241,7 +247,8 @@ export function createSearch(
     const hits: SearchHit[] = [];
     const batch = check ? Math.max(50, n * 4) : n;
     let below = Number.MAX_SAFE_INTEGER;
-    for (let read = 0; hits.length < n && read < CANDIDATES_MAX; ) {
+    // The candidates budget is the query's, shared by the shards: a phrase re-reads each one.
+    for (let read = 0; hits.length < n && read < CANDIDATES_MAX / SHARDS; ) {
       const found = store.query.all(matchExpression(terms), below, batch) as HitRow[];
       read += found.length;
       for (const h of found) {
@@ -256,6 +263,7 @@ export function createSearch(
             dropFile(store, h.file);
             catchUpFile(store, where.root, where.name);
           });
+          purgeDeleted(store);
           return "stale";
         }
         if (check && !holdsPhrases(text, terms)) continue;

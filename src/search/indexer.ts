@@ -128,7 +128,7 @@ export function catchUpFile(store: Store, root: FileRoot, name: string): CatchUp
       header.version < 2 ||
       indexFrom(store, file.fd, fresh, size, identity, true) === "irregular"
     ) {
-      indexWhole(store, file.fd, fresh, size, identity, root, header);
+      indexWhole(store, file.fd, fresh, size, identity, root, header, true);
     }
     return "indexed";
   } finally {
@@ -157,11 +157,16 @@ export function dropFile(store: Store, fileId: number): void {
   store.deleteFile.run(fileId);
 }
 
-/** Removes what was indexed from a file (its entries, texts and tree), keeping its row. */
-function clearFile(store: Store, fileId: number): void {
-  for (const r of store.entryIdsOfFile.all(fileId) as { rowid: number }[]) {
-    store.deleteText.run(r.rowid);
-  }
+/**
+ * Removes what was indexed from a file (its entries, texts and tree), keeping its row. The
+ * deleted texts' words stay in FTS5's segments until the store is purged (store.ts
+ * purgeDeleted), so they are counted; `sameBytes`: they were indexed from the very bytes about
+ * to be indexed again in this pass, so nothing is left behind that the file does not hold.
+ */
+function clearFile(store: Store, fileId: number, sameBytes = false): void {
+  const rows = store.entryIdsOfFile.all(fileId) as { rowid: number }[];
+  for (const r of rows) store.deleteText.run(r.rowid);
+  if (!sameBytes) store.unpurged += rows.length;
   store.deleteEntries.run(fileId);
   store.deleteNodes.run(fileId);
 }
@@ -376,8 +381,9 @@ function indexWhole(
   identity: FileIdentity,
   root: PiRoot,
   known?: Header,
+  sameBytes = false,
 ): void {
-  clearFile(store, row.id);
+  clearFile(store, row.id, sameBytes);
   const all = readRange(fd, 0, size);
   const buf = all.subarray(0, all.lastIndexOf(10) + 1);
   // The header was accepted when the file was first read; it is checked again as it is now.

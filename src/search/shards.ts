@@ -14,7 +14,7 @@ import {
 } from "node:worker_threads";
 import type { FileRoot } from "../reader/sources.ts";
 import { type CatchUp, catchUpFile } from "./indexer.ts";
-import { inTransaction, isBusy, type Store } from "./store.ts";
+import { inTransaction, isBusy, purgeDeleted, type Store } from "./store.ts";
 
 /** Fixed: which shard holds a file must not change while the index lives. */
 export const SHARDS = 2;
@@ -76,6 +76,7 @@ export function identityOf(
 /**
  * Catches `files` up in `store`, oldest change first (so rowids, which a query walks newest
  * first, follow the files' age), committing every BATCH_FILES; `done` is told after each file.
+ * What it deleted is purged before it returns.
  */
 export function indexFiles(
   store: Store,
@@ -92,6 +93,9 @@ export function indexFiles(
       }
     });
   }
+  // A rewritten or refused file's old words leave the file now, on the connection that
+  // deleted them (a worker's included).
+  purgeDeleted(store);
   return stats;
 }
 

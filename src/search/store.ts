@@ -1,13 +1,16 @@
 // The search index on disk (node:sqlite, FTS5): one row per indexed file (its identity and how
 // far it was read), the tree state needed to name the branch of an appended entry, and one
 // row per entry with text (where its line is, a hash of that line) in a contentless FTS5
-// table without positions (detail=none). The text itself is not stored: a hit re-reads its
-// line, which proves it current and lets phrases be checked.
-import { rmSync } from "node:fs";
+// table without positions (detail=none). The text itself is not stored, but FTS5 keeps every
+// word of it as a term: the files are as private as the sessions (0600 in a 0700 folder of
+// ours, lstat'ed before they are opened, never through a link), and the words of what was
+// deleted are purged from them (purgeDeleted).
+import { closeSync, constants, fchmodSync, openSync, rmSync } from "node:fs";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { checkPrivateFile, type PlaceWords } from "../fs/private-folder.ts";
 
 /** Bumped when the layout or what is indexed changes: an old index is dropped and rebuilt. */
-export const INDEX_VERSION = 3;
+export const INDEX_VERSION = 4;
 
 export type FileRow = {
   id: number;
@@ -39,8 +42,22 @@ export type Store = {
   deleteEntries: StatementSync;
   deleteText: StatementSync;
   query: StatementSync;
+  /** Entries' texts deleted since the last purge: their words are still in the file. */
+  unpurged: number;
+  /** A purge whose WAL could not be emptied yet (a reader held it): tried again. */
+  checkpointDue: boolean;
   close(): void;
 };
+
+/** A shard file (or its -wal, -shm) that is not a private file of ours: never opened. */
+export class UnsafeIndexFile extends Error {}
+
+const WORDS: PlaceWords = {
+  what: "the search index file",
+  instead:
+    "set XDG_CACHE_HOME to a folder of your own (the index is $XDG_CACHE_HOME/mosaic-conversation, else ~/.cache/mosaic-conversation)",
+};
+const SIDE_FILES = ["-wal", "-shm"] as const;
 
 /** SQLite's result codes for "another connection holds the lock" (SQLITE_BUSY, SQLITE_LOCKED). */
 export function isBusy(e: unknown): boolean {
@@ -57,27 +74,62 @@ function isDamaged(e: unknown): boolean {
 /**
  * Opens the index at `path`. A file there that is not a sound database (damaged, truncated,
  * something else) is deleted and the index built again: it is a cache, and losing it costs
- * only a re-index.
+ * only a re-index. Throws UnsafeIndexFile when the file or its -wal or -shm is a link, another
+ * user's, or has a second name: SQLite would follow or share it.
  */
 export function openStore(path: string): Store {
   try {
     return openSound(path);
   } catch (e) {
     if (!isDamaged(e)) throw e;
-    for (const suffix of ["", "-wal", "-shm"]) rmSync(`${path}${suffix}`, { force: true });
+    removeIndex(path);
     return openSound(path);
   }
 }
 
+/**
+ * Checks the database file and its -wal and -shm before SQLite opens them (lstat: a link is
+ * refused, never followed), narrows an older version's 0644 to 0600, and creates a missing
+ * database file empty with 0600, so SQLite gives its -wal and -shm the same mode.
+ */
+function preparePrivateFiles(path: string): void {
+  for (const file of [path, ...SIDE_FILES.map((s) => `${path}${s}`)]) {
+    const check = checkPrivateFile(file, WORDS);
+    if (check.ok || check.problem.code === "missing") continue;
+    if (check.problem.code !== "open") throw new UnsafeIndexFile(check.problem.message);
+    // Ours, one name, in our private folder: only its bits were too wide (an older version).
+    chmodPrivate(file);
+  }
+  if (checkPrivateFile(path, WORDS).ok) return;
+  // No database: a -wal or -shm left without one belongs to nothing and would be replayed.
+  for (const s of SIDE_FILES) rmSync(`${path}${s}`, { force: true });
+  const fd = openSync(
+    path,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    0o600,
+  );
+  closeSync(fd);
+}
+
+function chmodPrivate(file: string): void {
+  const fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  try {
+    fchmodSync(fd, 0o600);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function removeIndex(path: string): void {
+  for (const suffix of ["", ...SIDE_FILES]) rmSync(`${path}${suffix}`, { force: true });
+}
+
 function openSound(path: string): Store {
-  const db = new DatabaseSync(path, { timeout: 5000 });
+  preparePrivateFiles(path);
+  let db = new DatabaseSync(path, { timeout: 5000 });
   let version: number;
   try {
-    // WAL: a search reads while another process indexes. NORMAL: a crash may lose the last
-    // commits of a cache, never corrupt it. A larger checkpoint interval for bulk indexing.
-    db.exec(
-      "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 16384; PRAGMA cache_size = -65536;",
-    );
+    configure(db);
     version = (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version;
     if (version === INDEX_VERSION) db.prepare("SELECT count(*) FROM files").get();
   } catch (e) {
@@ -85,30 +137,21 @@ function openSound(path: string): Store {
     throw e;
   }
   if (version !== INDEX_VERSION) {
-    db.exec(`
-      DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS nodes; DROP TABLE IF EXISTS entries;
-      DROP TABLE IF EXISTS texts;
-      CREATE TABLE files (
-        id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, dev TEXT NOT NULL, ino TEXT NOT NULL,
-        size INTEGER NOT NULL, ctime TEXT NOT NULL, head TEXT NOT NULL, tail TEXT NOT NULL,
-        roots INTEGER NOT NULL, last_id TEXT
-      );
-      CREATE TABLE nodes (
-        file INTEGER NOT NULL, id TEXT NOT NULL, branch TEXT NOT NULL, has_child INTEGER NOT NULL,
-        PRIMARY KEY (file, id)
-      ) WITHOUT ROWID;
-      CREATE TABLE entries (
-        rowid INTEGER PRIMARY KEY, file INTEGER NOT NULL, entry TEXT NOT NULL,
-        branch TEXT NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL, hash TEXT NOT NULL,
-        ts TEXT
-      );
-      CREATE INDEX entries_file ON entries (file);
-      CREATE VIRTUAL TABLE texts USING fts5(
-        text, content = '', contentless_delete = 1, detail = none,
-        tokenize = 'unicode61 remove_diacritics 2'
-      );
-      PRAGMA user_version = ${INDEX_VERSION};
-    `);
+    try {
+      if (version !== 0 || hasTables(db)) {
+        // Another layout: start from a new file, not by dropping tables, so no page an older
+        // version freed (and did not zero) keeps its words.
+        db.close();
+        removeIndex(path);
+        preparePrivateFiles(path);
+        db = new DatabaseSync(path, { timeout: 5000 });
+        configure(db);
+      }
+      createTables(db);
+    } catch (e) {
+      db.close();
+      throw e;
+    }
   }
   return {
     db,
@@ -144,8 +187,87 @@ function openSound(path: string): Store {
       FROM (SELECT rowid FROM texts WHERE texts MATCH ? AND rowid < ? ORDER BY rowid DESC LIMIT ?) m
       JOIN entries e ON e.rowid = m.rowid JOIN files f ON f.id = e.file
       ORDER BY m.rowid DESC`),
+    unpurged: 0,
+    checkpointDue: false,
     close: () => db.close(),
   };
+}
+
+/**
+ * WAL: a search reads while another process indexes. NORMAL: a crash may lose the last commits
+ * of a cache, never corrupt it. A larger checkpoint interval for bulk indexing. secure_delete:
+ * what SQLite frees (a deleted row, a merged FTS5 segment) is overwritten with zeros, so the
+ * words of a deleted conversation are not left in free pages. temp_store in memory: no words in
+ * temporary files.
+ */
+function configure(db: DatabaseSync): void {
+  db.exec(
+    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 16384; PRAGMA cache_size = -65536; PRAGMA secure_delete = ON; PRAGMA temp_store = MEMORY;",
+  );
+}
+
+function hasTables(db: DatabaseSync): boolean {
+  return db.prepare("SELECT 1 FROM sqlite_schema LIMIT 1").get() !== undefined;
+}
+
+/** The tables of INDEX_VERSION in an empty database, once: another process may be at it too. */
+function createTables(db: DatabaseSync): void {
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    const now = db.prepare("PRAGMA user_version").get() as { user_version: number };
+    if (now.user_version !== INDEX_VERSION) db.exec(TABLES);
+    db.exec("COMMIT");
+  } catch (e) {
+    db.exec("ROLLBACK");
+    throw e;
+  }
+}
+
+const TABLES = `
+    CREATE TABLE files (
+      id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, dev TEXT NOT NULL, ino TEXT NOT NULL,
+      size INTEGER NOT NULL, ctime TEXT NOT NULL, head TEXT NOT NULL, tail TEXT NOT NULL,
+      roots INTEGER NOT NULL, last_id TEXT
+    );
+    CREATE TABLE nodes (
+      file INTEGER NOT NULL, id TEXT NOT NULL, branch TEXT NOT NULL, has_child INTEGER NOT NULL,
+      PRIMARY KEY (file, id)
+    ) WITHOUT ROWID;
+    CREATE TABLE entries (
+      rowid INTEGER PRIMARY KEY, file INTEGER NOT NULL, entry TEXT NOT NULL,
+      branch TEXT NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL, hash TEXT NOT NULL,
+      ts TEXT
+    );
+    CREATE INDEX entries_file ON entries (file);
+    CREATE VIRTUAL TABLE texts USING fts5(
+      text, content = '', contentless_delete = 1, detail = none,
+      tokenize = 'unicode61 remove_diacritics 2'
+    );
+    PRAGMA user_version = ${INDEX_VERSION};
+`;
+
+/**
+ * Makes the words of deleted entries leave the files. FTS5 marks a deleted row of a
+ * contentless table with a tombstone and keeps its terms in the segment until that segment
+ * is merged: `optimize` merges every segment into one, dropping them, and secure_delete zeroes
+ * the pages it frees; a TRUNCATE checkpoint then empties the WAL, which held copies of those
+ * pages. A no-op when nothing was deleted. A busy database (another process indexing) leaves
+ * the purge for the next call.
+ */
+export function purgeDeleted(store: Store): void {
+  if (store.unpurged === 0 && !store.checkpointDue) return;
+  try {
+    if (store.unpurged > 0) {
+      store.db.exec("INSERT INTO texts(texts) VALUES ('optimize')");
+      store.unpurged = 0;
+      store.checkpointDue = true;
+    }
+    const r = store.db.prepare("PRAGMA wal_checkpoint(TRUNCATE)").get() as { busy: number };
+    store.checkpointDue = r.busy !== 0;
+  } catch (e) {
+    // Another connection holds the lock: the counts stay, the next catch-up purges.
+    if (!isBusy(e)) throw e;
+  }
 }
 
 /** Runs `fn` in one transaction (rolled back if it throws). */

@@ -98,6 +98,14 @@ describe("board Console reading", { skip: browserSkip }, () => {
     );
   });
 
+  it("leaves an ordinary end out of a reply's head when it stopped to call a tool, as the exports do", async (t) => {
+    const { page } = await openReading(t, "main");
+    const calling = page.locator("article.part.assistant", { has: page.locator(".tool-edit") });
+    await calling.waitFor();
+    // Pi records stopReason "toolUse" on every reply that calls a tool: the call below says it.
+    assert.deepEqual(await calling.locator(".part-head .meta").allTextContents(), []);
+  });
+
   it("shows tool calls as people read them when a reply edits, writes, runs and reads", async (t) => {
     const { page } = await openReading(t, "main");
     await page.locator(".tool-edit").waitFor();

@@ -55,11 +55,11 @@ describe("the board's search lane", () => {
       assert.equal(refusal.code, "search-unavailable");
       assert.equal(
         refusal.message,
-        `Search is off on this board: The search cache ${file}/cache cannot be made: it, or a part of its path, is a file, not a folder (ENOTDIR); set XDG_CACHE_HOME to a folder you may write to (the cache is $XDG_CACHE_HOME/mosaic-conversation, else ~/.cache/mosaic-conversation).`,
+        `Search is off on this board: the search cache ${file}/cache cannot be made: a part of the path is a file, not a folder (ENOTDIR); set XDG_CACHE_HOME to a folder of your own (the cache is $XDG_CACHE_HOME/mosaic-conversation, else ~/.cache/mosaic-conversation).`,
       );
     }
     const catalogue = await send(board.port, "/api/conversations");
     assert.equal(catalogue.status, 200, "the board reads on");
-    assert.ok(logged.some((l) => l.startsWith("board: search is off: The search cache ")));
+    assert.ok(logged.some((l) => l.startsWith("board: search is off: the search cache ")));
   });
 });

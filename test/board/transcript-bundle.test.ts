@@ -2,7 +2,8 @@
 // (src/control/client/transcript-state.ts, bundled by scripts/build-console.mjs into
 // src/board/console/transcript.js): the bundle imports nothing (no node: built-in reaches the
 // browser), its two stand-ins for node:crypto and node:buffer agree with Node, and one scripted
-// event sequence gives the same lines in Node's TranscriptState and on the page.
+// event sequence gives the same lines in Node's TranscriptState and on the page (made visible
+// there by the history's rule, src/present/visible.ts).
 import assert from "node:assert/strict";
 import { constants } from "node:buffer";
 import { createHash } from "node:crypto";
@@ -14,6 +15,7 @@ import { chromium } from "playwright-core";
 import { startBoard } from "../../src/board/index.ts";
 import { TranscriptState } from "../../src/control/client/transcript-state.ts";
 import type { StreamEvent } from "../../src/control/protocol.ts";
+import { makeVisible } from "../../src/present/visible.ts";
 import { writeBoardFixture } from "./fixture.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -83,6 +85,15 @@ function nodeLines(): string[] {
   return lines;
 }
 
+/** A fold line as the page shows it: its text made visible by the rule the history uses. */
+function onPage(line: string): string {
+  const [className = "", ...rest] = line.split("|");
+  const text = rest.join("|");
+  const opts =
+    className === "streaming" ? { passCrlf: true } : { showNewlines: true, showTabs: true };
+  return `${className}|${makeVisible(text, opts)}`;
+}
+
 describe("the Console's transcript bundle", () => {
   it("imports nothing, so no node: built-in reaches the browser", () => {
     const text = readFileSync(BUNDLE, "utf8");
@@ -141,7 +152,7 @@ describe("the Console's transcript bundle", () => {
       const rows = [...document.querySelectorAll("#live-activity > div")];
       return {
         lines: rows.map((r) => r.className + "|" + r.textContent),
-        elements: document.querySelectorAll("#live-activity *").length,
+        elements: document.querySelectorAll("#live-activity *:not(.ctl)").length,
         pwned: window.pwned === 1,
         who: document.getElementById("live-who").textContent,
       };
@@ -152,7 +163,7 @@ describe("the Console's transcript bundle", () => {
       pwned: boolean;
       who: string;
     };
-    assert.deepEqual(shown.lines, expected);
+    assert.deepEqual(shown.lines, expected.map(onPage));
     assert.equal(shown.elements, expected.length, "hostile text stays text: no element made");
     assert.equal(shown.pwned, false);
     assert.match(shown.who, /A run is in progress\.$/);

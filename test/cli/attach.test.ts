@@ -4,8 +4,8 @@
 import assert from "node:assert/strict";
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { describe, it, type TestContext } from "node:test";
-import { makeVisible } from "../../src/cli/visible.ts";
 import { textWidth } from "../../src/cli/wrap.ts";
+import { makeVisible } from "../../src/present/visible.ts";
 import { stableSession, startController } from "../control/controller-fixture.ts";
 import { MAIN } from "./run-cli.ts";
 

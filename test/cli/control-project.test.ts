@@ -320,6 +320,48 @@ describe("conversation control on a project", { concurrency: 1 }, () => {
   );
 
   it(
+    "removes --agent-from's copy of the credentials when the controller is killed: at once, else at the next listing",
+    REAL,
+    async (t) => {
+      const p = await project(t, "unused");
+      const secret = '{"loopback":{"type":"api_key","key":"sk-agent-from-secret"}}\n';
+      writeFileSync(join(p.agentSrc, "auth.json"), secret, { mode: 0o600 });
+      const run = async (seat: string) => {
+        const cli = startCli(t, [
+          ...["control", "--project", p.project, "--seat", seat, "--new"],
+          ...["--agent-from", p.agentSrc, "--state-dir", p.state],
+        ]);
+        const { conversation } = await started(cli);
+        const entry = (await controllers(t, p.state)).find((e) => e.conversation === conversation);
+        const copy = entry?.agentCopy ?? "";
+        assert.equal(readFileSync(join(copy, "auth.json"), "utf8"), secret);
+        return { cli, copy };
+      };
+      const registry = join(p.state, "controllers");
+
+      // Killed outright: its watcher removes the copy; nobody read the registry meanwhile.
+      const first = await run("main");
+      first.cli.proc.kill("SIGKILL");
+      assert.deepEqual(await first.cli.exited, { code: null, signal: "SIGKILL" });
+      await until(() => !existsSync(first.copy), "the watcher to remove the copy", 15_000);
+      assert.equal(readdirSync(registry).length, 1, "the dead entry is still there");
+
+      // Its watcher killed too (kill -9 of everything it could find): the next listing does it.
+      const second = await run("other");
+      const watchers = processesNaming(second.copy);
+      assert.equal(watchers.length, 1, "one watcher names the copy");
+      for (const pid of watchers) process.kill(pid, "SIGKILL");
+      second.cli.proc.kill("SIGKILL");
+      assert.deepEqual(await second.cli.exited, { code: null, signal: "SIGKILL" });
+      assert.ok(existsSync(join(second.copy, "auth.json")), "nothing removed it yet");
+      assert.deepEqual(await controllers(t, p.state), []);
+      assert.equal(existsSync(second.copy), false, "the listing removed the copy");
+      assert.deepEqual(readdirSync(registry), [], "and both dead entries");
+      assert.deepEqual(readdirSync(join(p.state, "agents")), []);
+    },
+  );
+
+  it(
     "accepts Pi's startup append on an existing session with no thinking entry and records it",
     REAL,
     async (t) => {
@@ -449,7 +491,7 @@ describe("conversation control on a project", { concurrency: 1 }, () => {
     assert.equal(underFile.code, 1);
     assert.equal(
       underFile.stderr,
-      `refused: configuration: cannot start the controller: mkdir ${join(file, "st", "controllers")}: a part of the path is a file, not a folder (ENOTDIR)\n  What to do: check the path or option named above, then start again.\n`,
+      `refused: configuration: the state dir ${join(file, "st")} cannot be made: a part of the path is a file, not a folder (ENOTDIR); choose another with --state-dir\n  What to do: check the path or option named above, then start again.\n`,
     );
     // The project's .pi/state is a file: the seat's sessions folder cannot be made.
     mkdirSync(join(p.project, ".pi"));

@@ -17,6 +17,7 @@ import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { startDemoControl } from "../../src/cli/demo-control.ts";
 import { DEMO_FILE } from "../../src/cli/demo-model.ts";
+import { listControllers } from "../../src/control/registry/registry.ts";
 import { startFakeModel } from "../helpers/fake-model.ts";
 import {
   MODEL,
@@ -226,7 +227,10 @@ describe("conversation control", { concurrency: 4 }, () => {
         /^refused: live-session-refused: --agent-dir is inside the live root.*\n {2}What to do: .*--agent-from ~\/\.pi\/agent/,
       ],
       // Checked before the claim: after a launch this refusal would leave the claim uncertain.
-      [withFlag(f.args, "--socket-dir", loose), /^refused: configuration: socketDir .* mode 755/],
+      [
+        withFlag(f.args, "--socket-dir", loose),
+        /^refused: configuration: the socket folder .* \(mode 755\)/,
+      ],
     ];
     const results = await Promise.all(cases.map(([args]) => runCli(t, args)));
     for (const [i, r] of results.entries()) {
@@ -344,8 +348,20 @@ describe("npm start's demo controller", () => {
     t.after(() => rmSync(root, { recursive: true, force: true }));
     const projectRoot = join(root, "demo-project");
     mkdirSync(projectRoot);
-    const demo = await startDemoControl({ fixtureRoot: root, projectRoot, seat: "main" });
+    const registryDir = join(root, "state", "controllers");
+    const demo = await startDemoControl({
+      fixtureRoot: root,
+      projectRoot,
+      seat: "main",
+      registryDir,
+    });
     t.after(() => demo.stop().then(() => undefined));
+    // Registered as `conversation control` registers: `controllers` names its Pi too.
+    const entries = listControllers(registryDir).live;
+    assert.deepEqual(
+      entries.map((e) => [e.socket, e.piVersion, e.grants]),
+      [[demo.socketPath, "0.85.1", ["demo-op", "demo-watch"]]],
+    );
     assert.match(demo.text, /^Socket: .+control\.sock$/m);
     assert.match(demo.text, /--grant demo-op\n/);
     assert.match(demo.text, /^Launcher: (cgroup|pgroup): .+ \(scope: .+\)$/m);

@@ -1,6 +1,6 @@
 // What must never reach a terminal raw (seed: The terminal), stated independently of
-// src/cli/visible.ts so the tests check it rather than restate it.
-import { codePointMarker } from "../../src/cli/visible.ts";
+// src/present/visible.ts so the tests check it rather than restate it.
+import { codePointMarker } from "../../src/present/visible.ts";
 
 /** Whether a code point (a lone surrogate counts as one) may not be printed raw. */
 export function isForbidden(cp: number, newlines = false): boolean {

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { register } from "../../src/control/registry/registry.ts";
 import { conversationId, sessionsDirOf } from "../../src/reader/sources.ts";
+import { listenOn } from "../helpers/listener.ts";
 import { settledSession, writeLines } from "../helpers/real-pi.ts";
 import { assertValid } from "../helpers/schema.ts";
 import { runCli, startCli } from "./run-cli.ts";
@@ -26,12 +27,15 @@ async function registered(t: TestContext) {
   const a = conversationId(project, "main", "a.jsonl");
   const b = conversationId(project, "main", "b.jsonl");
   const state = join(root, "st");
+  // A socket this process listens on: register() records the controller's socket.
+  const socket = join(root, "c.sock");
+  await listenOn(t, socket);
   const reg = await register(join(state, "controllers"), {
     conversation: a,
     project,
     seat: "main",
     sessionFile: join(sessions, "a.jsonl"),
-    socket: join(root, "none.sock"),
+    socket,
     execution: "ex-1",
     grants: ["operator"],
     startedAt: new Date().toISOString(),

@@ -6,7 +6,7 @@ import {
   InputDecoder,
   type KeyAction,
 } from "../../src/cli/terminal-input.ts";
-import { makeVisible } from "../../src/cli/visible.ts";
+import { makeVisible } from "../../src/present/visible.ts";
 import { firstForbidden } from "./hostile.ts";
 
 const START = "\x1b[200~";

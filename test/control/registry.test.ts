@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import {
   chmodSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -18,6 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { isControlRefusal } from "../../src/control/refusal.ts";
+import { makeAgentCopyDir, makeSocketDir } from "../../src/control/registry/leftovers.ts";
 import { markLive } from "../../src/control/registry/live-catalogue.ts";
 import { placesFor } from "../../src/control/registry/places.ts";
 import {
@@ -31,12 +33,20 @@ import {
   register,
 } from "../../src/control/registry/registry.ts";
 import { until } from "../helpers/deadline.ts";
+import { listenOn } from "../helpers/listener.ts";
 import { assertValid } from "../helpers/schema.ts";
 
 function temp(t: TestContext): string {
   const dir = mkdtempSync(join(tmpdir(), "registry-"));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
+}
+
+/** A socket this process listens on in `dir`, as a controller's: register() records it. */
+async function listening(t: TestContext, dir: string): Promise<string> {
+  const path = join(dir, "s.sock");
+  await listenOn(t, path);
+  return path;
 }
 
 const ENTRY = {
@@ -111,12 +121,16 @@ describe("registry places", () => {
 
 describe("registry entries", () => {
   it("registers this process, finds it by conversation, updates it and removes it", async (t) => {
-    const dir = join(temp(t), "controllers");
-    const reg = await register(dir, ENTRY);
+    const base = temp(t);
+    const dir = join(base, "controllers");
+    const socket = await listening(t, base);
+    const reg = await register(dir, { ...ENTRY, socket });
     assert.match(reg.file, new RegExp(`/${ENTRY.conversation}\\.${process.pid}\\.\\d+\\.json$`));
     const found = findController(dir, ENTRY.conversation);
     assert.equal(found?.pid, process.pid);
-    assert.equal(found?.socket, ENTRY.socket);
+    assert.equal(found?.socket, socket);
+    const st = statSync(socket, { bigint: true });
+    assert.equal(found?.socketId, `${st.dev}:${st.ino}`, "the socket's identity at register");
     await reg.update({ execution: "ex-2" });
     assert.equal(findController(dir, ENTRY.conversation)?.execution, "ex-2");
     assert.equal(findController(dir, "pi-other"), null);
@@ -126,8 +140,13 @@ describe("registry entries", () => {
   });
 
   it("ignores and removes the entry of a killed process, keeps the live ones", async (t) => {
-    const dir = join(temp(t), "controllers");
-    const live = await register(dir, { ...ENTRY, conversation: "pi-live" });
+    const base = temp(t);
+    const dir = join(base, "controllers");
+    const live = await register(dir, {
+      ...ENTRY,
+      conversation: "pi-live",
+      socket: await listening(t, base),
+    });
     t.after(() => live.remove());
     const dead = await deadEntry();
     const deadFile = join(dir, `${dead.conversation}.${dead.pid}.${dead.pidStart}.json`);
@@ -175,8 +194,9 @@ describe("registry entries", () => {
   });
 
   it("trusts no entry in a registry directory others can write to", async (t) => {
-    const dir = join(temp(t), "controllers");
-    const reg = await register(dir, ENTRY);
+    const base = temp(t);
+    const dir = join(base, "controllers");
+    const reg = await register(dir, { ...ENTRY, socket: await listening(t, base) });
     t.after(() => reg.remove());
     chmodSync(dir, 0o777);
     assert.throws(
@@ -186,11 +206,83 @@ describe("registry entries", () => {
     assert.throws(() => findController(dir, ENTRY.conversation), /mode 777/);
   });
 
+  it("trusts no entry when a folder above the registry lets others replace it", async (t) => {
+    const base = temp(t);
+    const state = join(base, "state");
+    const dir = join(state, "controllers");
+    const reg = await register(dir, { ...ENTRY, socket: await listening(t, base) });
+    t.after(() => reg.remove());
+    for (const [folder, mode] of [
+      [state, 0o777],
+      [state, 0o775],
+      [base, 0o757],
+    ] as const) {
+      chmodSync(folder, mode);
+      assert.throws(
+        () => listControllers(dir),
+        (e) =>
+          isControlRefusal(e) &&
+          e.code === "configuration" &&
+          e.message.startsWith(`${folder}, above the registry of running controllers ${dir},`) &&
+          e.message.includes(`(mode ${mode.toString(8)})`) &&
+          e.message.includes(`chmod go-w ${folder}`) &&
+          e.message.endsWith("or choose another with --state-dir"),
+        `${folder} ${mode.toString(8)}`,
+      );
+      chmodSync(folder, 0o700);
+    }
+    // A sticky folder (as /tmp) is fine when what is in it is this user's.
+    chmodSync(base, 0o1777);
+    assert.equal(listControllers(dir).live.length, 1);
+  });
+
+  it("removes a dead controller's agent copy (its credentials) and socket folder", async (t) => {
+    const base = temp(t);
+    const dir = join(base, "controllers");
+    mkdirSync(dir, { mode: 0o700 });
+    const copy = makeAgentCopyDir(join(base, "agents"));
+    writeFileSync(join(copy, "auth.json"), '{"p":{"type":"api_key","key":"sk-secret"}}');
+    const sockets = makeSocketDir(join(base, "sockets"));
+    const dead = {
+      ...(await deadEntry()),
+      socket: join(sockets, "control.sock"),
+      agentCopy: copy,
+    };
+    writeFileSync(join(dir, "dead.json"), JSON.stringify(dead), { mode: 0o600 });
+    // Folders no controller made are never removed, whatever an entry names.
+    const mine = join(base, "mine");
+    mkdirSync(join(mine, "a-keepme"), { recursive: true });
+    mkdirSync(join(base, "agents", "kept"));
+    const stray = {
+      ...dead,
+      conversation: "pi-stray",
+      socket: join(mine, "a-keepme", "control.sock"),
+      agentCopy: join(base, "agents", "kept"),
+    };
+    writeFileSync(join(dir, "stray.json"), JSON.stringify(stray), { mode: 0o600 });
+    const stray2 = { ...stray, conversation: "pi-stray2", agentCopy: join(mine, "a-keepme") };
+    writeFileSync(join(dir, "stray2.json"), JSON.stringify(stray2), { mode: 0o600 });
+
+    const listing = listControllers(dir);
+    assert.deepEqual(listing.removed.map((e) => e.conversation).sort(), [
+      ENTRY.conversation,
+      "pi-stray",
+      "pi-stray2",
+    ]);
+    assert.equal(existsSync(copy), false, "the credentials copy is gone");
+    assert.equal(existsSync(sockets), false, "the socket folder is gone");
+    assert.ok(existsSync(join(mine, "a-keepme")));
+    assert.ok(existsSync(join(base, "agents", "kept")));
+    assert.deepEqual(readdirSync(dir), []);
+  });
+
   it("parses only whole, well-typed entries", async () => {
     const good = await deadEntry();
     assert.deepEqual(parseEntry(good), good);
     // The engine's version is optional (entries written before --pi-version have none).
     assert.deepEqual(parseEntry({ ...good, piVersion: "1.6.0" }), { ...good, piVersion: "1.6.0" });
+    const named = { ...good, socketId: "2049:1234", agentCopy: "/s/agents/a-abcdef" };
+    assert.deepEqual(parseEntry(named), named);
     for (const bad of [
       { ...good, piVersion: 1.6 },
       { ...good, piVersion: "1.6.0\u001b[2J" },
@@ -201,6 +293,8 @@ describe("registry entries", () => {
       { ...good, conversation: "no spaces allowed" },
       { ...good, grants: [1] },
       { ...good, socket: "" },
+      { ...good, socketId: "12:x" },
+      { ...good, agentCopy: "relative/a-123456" },
       [good],
       null,
     ]) {

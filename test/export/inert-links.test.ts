@@ -5,8 +5,8 @@
 // a handler or an active element, and each must still show the words the person wrote.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { markdownTree } from "../../src/board/console/markdown.js";
 import { inertMarkdown } from "../../src/export/markdown.ts";
+import { markdownTree } from "../../src/present/markdown.ts";
 import {
   assistant,
   header,

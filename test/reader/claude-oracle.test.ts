@@ -333,6 +333,22 @@ describe("claude-oracle", () => {
   });
 });
 
+describe("claude-oracle: where sessions land", () => {
+  it("files a cwd longer than 200 characters where encodeClaudeCwd says", async (t) => {
+    const rc = await realClaude(t, {
+      cwdName: `a long project name ${"with many words ".repeat(14)}end`,
+      replies: [reply({ type: "text", text: "ok" })],
+    });
+    const p = rc.start({ sessionId: SESSION });
+    await turn(p, "hi", 1);
+    await p.close();
+    assert.ok(rc.scratch.cwd.length > 200);
+    assert.deepEqual(filesUnder(rc.scratch.projectsDir), [
+      join(encodeClaudeCwd(rc.scratch.cwd), `${SESSION}.jsonl`),
+    ]);
+  });
+});
+
 /** The request's history: its messages without the prompt the resumed run was given. */
 function withoutNewPrompt(sent: Msg[]): Msg[] {
   const last = sent[sent.length - 1];

@@ -3,19 +3,22 @@
 // controls (composer, Take control, Release, Interrupt, Force stop with a confirming dialog).
 // Messages arrive on the live SSE stream (console.js passes them here); actions are POSTs to
 // the control route, answered by the session's own controller connection. Every refusal is
-// shown in words with its code. Text from the wire is inserted as text only (text.js).
-import { el } from "./text.js";
+// shown in words with its code. Text from the wire is inserted as text only, with controls
+// made visible by the history's own rule (text.js).
+import { postControl as steer } from "./api.js";
+import { appendText, el, textEl } from "./text.js";
 import { TranscriptState } from "./transcript.js";
 
 /**
  * The line one state-machine item shows in the live view, or null when it shows none: a
  * finished message (`part`) reaches the history through the follow, so it is not repeated.
- * Pure, so a test can fold the same events in Node and compare with the page.
+ * `multiLine` lines keep their line breaks; the others are one-line fields. Pure, so a test
+ * can fold the same events in Node and compare with the page.
  */
 export function itemLine(item) {
   switch (item.kind) {
     case "streaming":
-      return { className: "streaming", text: item.text };
+      return { className: "streaming", text: item.text, multiLine: true };
     case "tool":
       return item.state === "running"
         ? { className: "tool running", text: `Running ${item.toolName || "tool"}` }
@@ -39,6 +42,11 @@ export function itemLine(item) {
   }
 }
 
+/** A live line as the page shows it: its text made visible, a one-line field unless multiLine. */
+function lineEl(line) {
+  return textEl("div", line.className, line.text, line.multiLine !== true);
+}
+
 const $ = (id) => document.getElementById(id);
 
 /** What to do on this page about a controller refusal whose own message says only what is wrong. */
@@ -46,31 +54,6 @@ const WHAT_TO_DO = {
   controller: "Press Take control first, then try again.",
   capability: "This login's grant does not allow it; ask whoever runs the controller.",
 };
-
-/** Sends one steering call; the answer is the board's JSON, or a local refusal. */
-async function steer(conversation, body) {
-  let res;
-  try {
-    res = await fetch(`/api/conversations/${encodeURIComponent(conversation)}/control`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json", Accept: "application/json" },
-      body: JSON.stringify(body),
-      cache: "no-store",
-    });
-  } catch (e) {
-    return { ok: false, refusal: { code: "board-unreachable", message: String(e.message) } };
-  }
-  try {
-    const json = await res.json();
-    if (typeof json === "object" && json !== null && typeof json.ok === "boolean") return json;
-  } catch {
-    // Not JSON: said below.
-  }
-  return {
-    ok: false,
-    refusal: { code: "bad-response", message: `The board answered ${res.status}.` },
-  };
-}
 
 export function createLiveRun() {
   const ui = {
@@ -96,9 +79,9 @@ export function createLiveRun() {
   function showRefusal(refusal) {
     ui.refusal.hidden = false;
     ui.refusal.replaceChildren(
-      el("span", "code", refusal.code),
+      textEl("span", "code", String(refusal.code), true),
       document.createTextNode(": "),
-      el("span", "message", refusal.message ?? ""),
+      textEl("span", "message", String(refusal.message ?? ""), true),
     );
     // The controller's words say what is wrong; on this page, say what to press about it.
     const hint = WHAT_TO_DO[refusal.code];
@@ -176,7 +159,7 @@ export function createLiveRun() {
     const nodes = [];
     for (const item of transcript.items()) {
       const line = itemLine(item);
-      if (line !== null) nodes.push(el("div", line.className, line.text));
+      if (line !== null) nodes.push(lineEl(line));
     }
     ui.activity.replaceChildren(...before, ...nodes, ...after);
   }
@@ -204,7 +187,7 @@ export function createLiveRun() {
   /** Starts over at the next event; this seat's hole markers and dialogs stay, before it. */
   function reseat(marker) {
     for (const item of transcript.items()) {
-      if (item.kind === "seam") before.push(el("div", "seam", itemLine(item).text));
+      if (item.kind === "seam") before.push(lineEl(itemLine(item)));
     }
     before.push(...after);
     after = [];
@@ -253,7 +236,10 @@ export function createLiveRun() {
     },
     onController(info) {
       ui.root.hidden = !info.running;
-      if (!info.running) ui.who.textContent = info.message ?? "";
+      if (!info.running) {
+        ui.who.replaceChildren();
+        appendText(ui.who, String(info.message ?? ""), true);
+      }
     },
     onState(message) {
       state = message.state ?? null;
@@ -266,20 +252,22 @@ export function createLiveRun() {
      */
     onSeam(message) {
       reseat(
-        el(
+        textEl(
           "div",
           "seam",
           `Reconnected; events in the gap are not shown: ${String(message.message)}`,
+          true,
         ),
       );
       render();
     },
     onDialog(message) {
       after.push(
-        el(
+        textEl(
           "div",
           "dialog",
           `The engine asks (${String(message.method)}): ${String(message.title)}`,
+          true,
         ),
       );
       render();

@@ -1,13 +1,13 @@
-// Markdown and highlighted code into the page: markdown.js's trees become DOM nodes made with
-// createElement and text nodes only. Tags are checked against TREE_TAGS again here, the only
-// attributes set are a checked link (with rel="noopener noreferrer"), a list start number and
-// a highlight class of a fixed pattern.
-import { codeNode, markdownTree, safeHref, TREE_TAGS } from "./markdown.js";
+// Markdown and highlighted code into the page: the trees of src/present/markdown.ts become DOM
+// nodes made with createElement and text nodes only. Tags are checked against TREE_TAGS again
+// here, the only attributes set are a checked link (with rel="noopener noreferrer"), a list
+// start number and a highlight class of a fixed pattern.
+import { codeNode, markdownTree, safeHref, TREE_TAGS } from "./present.js";
 import { appendText, el } from "./text.js";
 
 const HL_CLASS = /^hl-[a-z][a-z_-]{0,30}$/;
 
-/** Appends `nodes` (a markdown.js tree) under `parent`. */
+/** Appends `nodes` (a markdownTree) under `parent`. */
 export function appendTree(parent, nodes) {
   for (const node of nodes) {
     if (typeof node === "string") {

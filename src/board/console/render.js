@@ -4,41 +4,44 @@
 // in as text nodes only; class names come from the fixed tables here, and the attributes built
 // from content are an image's data: URL of checked base64, a checked http(s)/mailto link, and a
 // `#c=` link to a subagent transcript whose id matches CHAT-01's id pattern.
-import { languageOfPath } from "./markdown.js";
 import { renderMarkdown } from "./markup.js";
-import { addUsage, modelText, usageText } from "./present.js";
+import {
+  addUsage,
+  imageRefusal,
+  languageOfPath,
+  metaPhrases,
+  modelText,
+  noticeLabel,
+  usageText,
+  whoOf,
+} from "./present.js";
 import { appendText, el, textEl, timeEl } from "./text.js";
 import { toolCallBody, toolOutput } from "./tools.js";
 
-const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
 /** CHAT-01's id pattern: a transcript link is built from nothing else. */
 const TRANSCRIPT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
-const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 
-const KINDS = {
-  message: { label: "Message", className: "message" },
-  notice: { label: "Notice", className: "notice-part" },
-  compaction: { label: "Compaction", className: "compaction" },
-  "branch-summary": { label: "Branch summary", className: "branch-summary" },
-  "custom-message": { label: "Custom message", className: "custom-message" },
-  "bash-execution": { label: "Bash", className: "bash-execution" },
+/** Class names by kind, role and notice code: fixed, never from conversation text. */
+const KIND_CLASSES = {
+  message: "message",
+  notice: "notice-part",
+  compaction: "compaction",
+  "branch-summary": "branch-summary",
+  "custom-message": "custom-message",
+  "bash-execution": "bash-execution",
 };
-const ROLES = {
-  user: { label: "User", className: "user" },
-  assistant: { label: "Assistant", className: "assistant" },
-  toolResult: { label: "Tool result", className: "tool-result-part" },
-};
-const NOTICES = {
-  "malformed-line": { label: "Malformed line", className: "n-malformed" },
-  "ignored-header": { label: "Ignored header", className: "n-unknown" },
-  "missing-parent": { label: "Missing parent", className: "n-missing" },
-  loop: { label: "Loop", className: "n-loop" },
-  "forked-from-earlier-session": { label: "Forked from an earlier session", className: "n-forked" },
-  "unknown-entry-type": { label: "Unknown entry type", className: "n-unknown" },
-  "unknown-role": { label: "Unknown role", className: "n-unknown" },
-  "unknown-content": { label: "Unknown content", className: "n-unknown" },
-  "long-field": { label: "Long field", className: "n-long" },
-  stopped: { label: "Stopped", className: "n-stopped" },
+const ROLE_CLASSES = { user: "user", assistant: "assistant", toolResult: "tool-result-part" };
+const NOTICE_CLASSES = {
+  "malformed-line": "n-malformed",
+  "ignored-header": "n-unknown",
+  "missing-parent": "n-missing",
+  loop: "n-loop",
+  "forked-from-earlier-session": "n-forked",
+  "unknown-entry-type": "n-unknown",
+  "unknown-role": "n-unknown",
+  "unknown-content": "n-unknown",
+  "long-field": "n-long",
+  stopped: "n-stopped",
 };
 
 function lookup(table, key) {
@@ -98,9 +101,9 @@ function sinkFor(block, ctx) {
     case "bash-output":
       return outputSink(el("div", "block bash-output"), { ...ctx, lang: "" });
     case "notice": {
-      const kind = lookup(NOTICES, block.code);
-      const node = el("div", `block notice ${kind ? kind.className : "n-unknown"}`);
-      node.append(kind ? el("strong", "", kind.label) : textEl("strong", "", block.code, true));
+      const label = noticeLabel(block.code);
+      const node = el("div", `block notice ${lookup(NOTICE_CLASSES, block.code) ?? "n-unknown"}`);
+      node.append(label ? el("strong", "", label) : textEl("strong", "", block.code, true));
       const body = el("span", "text");
       node.append(body);
       return { ...textSink(body), node };
@@ -180,13 +183,14 @@ function imageSink(block) {
     finish() {
       waiting.remove();
       const mime = block.mimeType;
-      if (!IMAGE_TYPES.has(mime)) {
+      const refusal = imageRefusal(mime, data);
+      if (refusal === "type") {
         node.className = "block notice n-unknown";
         node.append(el("strong", "", "Image not shown:"));
         appendText(node, `type ${String(mime)} is not PNG, JPEG, GIF or WebP.`, true);
         return;
       }
-      if (!BASE64.test(data)) {
+      if (refusal === "data") {
         node.className = "block notice n-unknown";
         node.append(el("strong", "", "Image not shown: its data is not base64."));
         return;
@@ -197,23 +201,6 @@ function imageSink(block) {
       node.append(img, textEl("figcaption", "", mime, true));
     },
   };
-}
-
-function metaText(meta) {
-  if (!meta) return [];
-  const out = [];
-  if (meta.customType !== undefined) out.push(meta.customType);
-  if (meta.stopReason !== undefined && meta.stopReason !== "stop") {
-    out.push(`stop: ${meta.stopReason}`);
-  }
-  if (meta.exitCode !== undefined) out.push(`exit ${meta.exitCode === null ? "?" : meta.exitCode}`);
-  if (meta.cancelled) out.push("cancelled");
-  if (meta.truncated) out.push("truncated");
-  if (meta.tokensBefore !== undefined) out.push(`${meta.tokensBefore} tokens before`);
-  if (meta.firstKeptEntry !== undefined) out.push(`kept from ${meta.firstKeptEntry}`);
-  if (meta.fromEntry !== undefined) out.push(`from ${meta.fromEntry}`);
-  if (meta.line !== undefined) out.push(`line ${meta.line}`);
-  return out;
 }
 
 /**
@@ -263,12 +250,12 @@ export function createHistory(container, onLink, copy) {
     }
   }
 
-  function partHead(part, kind, role, texts) {
+  function partHead(part, texts) {
     const head = el("header", "part-head");
-    head.append(el("span", "who", role ? role.label : kind.label));
+    head.append(el("span", "who", whoOf(part)));
     const model = modelText(part.meta);
     if (model) head.append(textEl("span", "model", model, true));
-    for (const m of metaText(part.meta)) head.append(textEl("span", "meta", m, true));
+    for (const m of metaPhrases(part)) head.append(textEl("span", "meta", m, true));
     const usage = usageText(part.meta?.usage);
     if (usage) head.append(el("span", "usage", usage));
     head.append(timeEl(part.timestamp));
@@ -285,16 +272,16 @@ export function createHistory(container, onLink, copy) {
   }
 
   function appendPart(part) {
-    const kind = lookup(KINDS, part.kind) ?? { label: "Part", className: "other" };
-    const role = part.kind === "message" ? lookup(ROLES, part.role) : null;
+    const kind = lookup(KIND_CLASSES, part.kind) ?? "other";
+    const role = part.kind === "message" ? lookup(ROLE_CLASSES, part.role) : null;
     const article = el(
       "article",
-      `part ${kind.className}${role ? ` ${role.className}` : ""}${part.continues ? " continues" : ""}`,
+      `part ${kind}${role ? ` ${role}` : ""}${part.continues ? " continues" : ""}`,
     );
     article.tabIndex = -1;
     const known = entries.get(part.entry);
     const texts = known?.texts ?? [];
-    if (!part.continues) article.append(partHead(part, kind, role, texts));
+    if (!part.continues) article.append(partHead(part, texts));
     if (part.meta?.usage) total = addUsage(total, part.meta.usage);
     body = el("div", "part-body");
     article.append(body);

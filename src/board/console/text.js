@@ -1,6 +1,7 @@
 // Text for the Console: every string from a conversation reaches the page through these
 // helpers, as text nodes only. Controls that could hide or reorder text (C0, C1, DEL, bidi
-// controls, invisible characters) are shown as visible markers, as the terminal shows them.
+// controls, invisible characters) are shown as visible markers, by the terminal's own rule.
+import { formatSize as formatBytes, nextMarked } from "./present.js";
 
 /** Creates an element with fixed classes (never from conversation text) and text content. */
 export function el(tag, className, text) {
@@ -10,55 +11,25 @@ export function el(tag, className, text) {
   return node;
 }
 
-/** How a code point is shown, or null when it is shown as itself. */
-function markerFor(cp, oneLine) {
-  if (cp === 0x0a) return oneLine ? "^J" : null;
-  if (cp === 0x09) return oneLine ? "^I" : null;
-  if (cp < 0x20) return `^${String.fromCharCode(cp + 0x40)}`;
-  if (cp === 0x7f) return "^?";
-  if (
-    (cp >= 0x80 && cp <= 0x9f) ||
-    cp === 0x061c ||
-    cp === 0x200b ||
-    cp === 0x200e ||
-    cp === 0x200f ||
-    cp === 0x2028 ||
-    cp === 0x2029 ||
-    (cp >= 0x202a && cp <= 0x202e) ||
-    (cp >= 0x2060 && cp <= 0x2064) ||
-    (cp >= 0x2066 && cp <= 0x2069) ||
-    cp === 0xfeff ||
-    (cp >= 0xe0000 && cp <= 0xe007f)
-  ) {
-    return `<U+${cp.toString(16).toUpperCase().padStart(4, "0")}>`;
-  }
-  return null;
-}
-
 /**
- * Appends `text` to `parent` as text nodes, with each control shown as a marker span. With
- * `oneLine`, LF and tab are markers too (titles, table cells). CR before LF passes.
+ * Appends `text` to `parent` as text nodes, with each control shown as a marker span (the one
+ * rule of src/present/visible.ts). With `oneLine`, LF and tab are markers too (titles, table
+ * cells); otherwise a CR before LF passes.
  */
 export function appendText(parent, text, oneLine = false) {
-  let run = "";
-  let i = 0;
-  while (i < text.length) {
-    const cp = text.codePointAt(i);
-    const width = cp > 0xffff ? 2 : 1;
-    const isCrlf = cp === 0x0d && !oneLine && text.charCodeAt(i + 1) === 0x0a;
-    const marker = isCrlf ? null : markerFor(cp, oneLine);
-    if (marker === null) {
-      run += text.slice(i, i + width);
-    } else {
-      if (run) parent.append(document.createTextNode(run));
-      run = "";
-      parent.append(el("span", "ctl", marker));
-    }
-    i += width;
+  const opts = oneLine ? ONE_LINE : MULTI_LINE;
+  let from = 0;
+  for (let m = nextMarked(text, 0, opts); m !== null; m = nextMarked(text, m.end, opts)) {
+    if (m.start > from) parent.append(document.createTextNode(text.slice(from, m.start)));
+    parent.append(el("span", "ctl", m.marker));
+    from = m.end;
   }
-  if (run) parent.append(document.createTextNode(run));
+  if (from < text.length) parent.append(document.createTextNode(text.slice(from)));
   return parent;
 }
+
+const ONE_LINE = { showNewlines: true, showTabs: true };
+const MULTI_LINE = { passCrlf: true };
 
 /** An element holding `text` with controls made visible. */
 export function textEl(tag, className, text, oneLine = false) {
@@ -113,9 +84,7 @@ export function timeEl(iso, className = "when") {
   return node;
 }
 
+/** A catalogue row's size, or "—" when it has none. */
 export function formatSize(bytes) {
-  if (typeof bytes !== "number") return "—";
-  if (bytes < 1024) return `${bytes} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
-  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+  return typeof bytes === "number" ? formatBytes(bytes) : "—";
 }

@@ -5,7 +5,7 @@ import { codeBlock } from "./markup.js";
 import { FOLD_LINES, lineCount, readRange, toolCallView } from "./present.js";
 import { appendText, el, textEl } from "./text.js";
 
-/** The element showing a finished tool call; `view` is present.js's toolCallView. */
+/** The element showing a finished tool call, and its view (src/present/tool-view.ts). */
 export function toolCallBody(name, raw) {
   const view = toolCallView(name, raw);
   const body = el("div", `tool-view tool-${view.kind}`);

@@ -150,6 +150,25 @@ export async function readProcessStart(
   return { startTime, zombie: fields[0] === "Z" || fields[0] === "X" };
 }
 
+/**
+ * A record's seat key (already an object) and session key as read from a file, checked as
+ * checkKeys checks them; a string says what is wrong.
+ */
+export function parseKeys(
+  seatKey: Record<string, unknown>,
+  sessionKey: unknown,
+): { seatKey: SeatKey; sessionKey: string } | string {
+  const { projectRoot, seat } = seatKey;
+  if (typeof projectRoot !== "string" || typeof seat !== "string") return "bad seatKey";
+  if (typeof sessionKey !== "string") return "bad sessionKey";
+  try {
+    checkKeys({ projectRoot, seat }, sessionKey);
+  } catch (e) {
+    return e instanceof Error ? e.message : "bad keys";
+  }
+  return { seatKey: { projectRoot, seat }, sessionKey };
+}
+
 export function checkKeys(seatKey: SeatKey, sessionKey: string): void {
   const { projectRoot, seat } = seatKey;
   if (!isAbsolute(projectRoot) || resolve(projectRoot) !== projectRoot) {
@@ -207,17 +226,10 @@ export function parseRevision(v: unknown, key: KeyKind, n: number): ClaimRevisio
   if (v.key !== key) return `key is ${String(v.key)} in a ${key} directory`;
   if (v.revision !== n) return `revision ${String(v.revision)} in file ${nameOf(n)}`;
   if (v.previous !== (n > 1 ? n - 1 : null)) return "previous is not the revision before";
-  const seatKey = v.seatKey;
-  if (!isObj(seatKey) || !exactKeys(seatKey, ["projectRoot", "seat"])) return "bad seatKey";
-  const { projectRoot, seat } = seatKey;
-  const { sessionKey, state, at, reason, proof } = v;
-  if (typeof projectRoot !== "string" || typeof seat !== "string") return "bad seatKey";
-  if (typeof sessionKey !== "string") return "bad sessionKey";
-  try {
-    checkKeys({ projectRoot, seat }, sessionKey);
-  } catch (e) {
-    return e instanceof Error ? e.message : "bad keys";
-  }
+  if (!isObj(v.seatKey) || !exactKeys(v.seatKey, ["projectRoot", "seat"])) return "bad seatKey";
+  const keys = parseKeys(v.seatKey, v.sessionKey);
+  if (typeof keys === "string") return keys;
+  const { state, at, reason, proof } = v;
   const known = CLAIM_STATES as readonly unknown[];
   if (!known.includes(state)) return "bad state";
   const holder = parseHolder(v.holder);
@@ -230,7 +242,7 @@ export function parseRevision(v: unknown, key: KeyKind, n: number): ClaimRevisio
   if (proven ? typeof proof !== "string" || !DIGEST.test(proof) : proof !== null) {
     return "proof must be a SHA-256 exactly when the state is stopped-proven";
   }
-  const record = { seatKey: { projectRoot, seat }, sessionKey, holder, writer };
+  const record = { ...keys, holder, writer };
   return revisionOf(
     record,
     key,

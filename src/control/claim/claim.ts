@@ -6,10 +6,12 @@
 
 import { randomBytes } from "node:crypto";
 import { constants } from "node:fs";
-import { link, lstat, mkdir, open, readdir, readFile, readlink, unlink } from "node:fs/promises";
+import { link, open, readdir, readFile, readlink, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import { basename, isAbsolute, join, resolve } from "node:path";
+import { checkPrivateFolder, ensurePrivateFolder } from "../../fs/private-folder.ts";
 import { ControlRefusal } from "../refusal.ts";
+import { controlPlace, ensurePrivateDir, refuseUnless } from "../registry/private-dirs.ts";
 import {
   ACQUIRE_ATTEMPTS,
   type Assessment,
@@ -481,48 +483,16 @@ export class ClaimStore {
     const parent = join(this.root, key);
     const dir = join(parent, key === "session" ? sessionKey : seatDigest(seatKey));
     for (const path of [parent, dir]) {
-      if (create) {
-        try {
-          await mkdir(path, { mode: 0o700 });
-        } catch (e) {
-          if (errnoOf(e) !== "EEXIST") throw e;
-        }
-      }
-      try {
-        const st = await lstat(path);
-        if (!st.isDirectory()) {
-          throw new ControlRefusal("configuration", `${path} is not a directory.`);
-        }
-      } catch (e) {
-        if (errnoOf(e) === "ENOENT" && !create) return null;
-        throw e;
-      }
+      const words = controlPlace(`the ${key} claim folder`);
+      const check = create ? ensurePrivateFolder(path, words) : checkPrivateFolder(path, words);
+      if (!check.ok && check.problem.code === "missing" && !create) return null;
+      refuseUnless(check);
     }
     return dir;
   }
 
   /** Creates the root 0700 if absent; refuses `configuration` unless it is ours and private. */
   async #checkRoot(): Promise<void> {
-    try {
-      await mkdir(this.root, { recursive: true, mode: 0o700 });
-    } catch (e) {
-      throw new ControlRefusal(
-        "configuration",
-        `Cannot create the claim root: ${errnoOf(e) ?? e}.`,
-      );
-    }
-    const st = await lstat(this.root);
-    if (!st.isDirectory()) {
-      throw new ControlRefusal("configuration", "The claim root is not a directory (or a link).");
-    }
-    if (st.uid !== process.getuid?.()) {
-      throw new ControlRefusal("configuration", `The claim root is owned by uid ${st.uid}.`);
-    }
-    if ((st.mode & 0o077) !== 0) {
-      throw new ControlRefusal(
-        "configuration",
-        `The claim root's mode is ${(st.mode & 0o777).toString(8)}; it must be 700.`,
-      );
-    }
+    ensurePrivateDir(this.root, controlPlace("the claim root"));
   }
 }

@@ -5,12 +5,13 @@
 // from what the launcher left (cohort-proof.ts). One file per execution,
 // `<claim root>/launch/<execution>.json`, created exclusively and never rewritten.
 import { constants } from "node:fs";
-import { lstat, mkdir, open, unlink } from "node:fs/promises";
+import { open, unlink } from "node:fs/promises";
 import { isAbsolute, join, resolve } from "node:path";
 import { ID_PATTERN } from "../../protocol/chat-01.ts";
 import type { LauncherKind } from "../cohort/launcher.ts";
 import { ControlRefusal } from "../refusal.ts";
-import { checkKeys, errnoOf, type SeatKey } from "./claim-record.ts";
+import { controlPlace, ensurePrivateDir } from "../registry/private-dirs.ts";
+import { errnoOf, parseKeys, type SeatKey } from "./claim-record.ts";
 
 export type LaunchRecord = {
   version: 2;
@@ -41,15 +42,7 @@ export async function writeLaunchRecord(claimRoot: string, record: LaunchRecord)
   const problem = parseLaunchRecord(record);
   if (typeof problem === "string") throw new TypeError(`launch record: ${problem}`);
   const dir = join(claimRoot, "launch");
-  try {
-    await mkdir(dir, { mode: 0o700 });
-  } catch (e) {
-    if (errnoOf(e) !== "EEXIST") throw e;
-  }
-  const st = await lstat(dir);
-  if (!st.isDirectory() || (st.mode & 0o077) !== 0) {
-    throw new ControlRefusal("configuration", `${dir} is not a private directory (mode 0700).`);
-  }
+  ensurePrivateDir(dir, controlPlace("the launch records folder"));
   const fh = await open(launchRecordPath(claimRoot, record.execution), "wx", 0o600);
   try {
     await fh.writeFile(`${JSON.stringify(record, null, 2)}\n`);
@@ -123,18 +116,12 @@ export function parseLaunchRecord(v: unknown): LaunchRecord | string {
   const keys = Object.keys(o).sort().join(" ");
   if (keys !== KEYS.split(" ").sort().join(" ")) return `fields ${keys}`;
   if (o.version !== 2 || o.kind !== "launch-record") return "not a version 2 launch record";
-  const { execution, incarnation, seatKey, sessionKey, host, bootId, launcher, scope, at } = o;
+  const { execution, incarnation, seatKey, host, bootId, launcher, scope, at } = o;
   if (typeof execution !== "string" || !ID_PATTERN.test(execution)) return "bad execution";
   if (typeof incarnation !== "string" || !ID_PATTERN.test(incarnation)) return "bad incarnation";
   if (typeof seatKey !== "object" || seatKey === null) return "bad seatKey";
-  const { projectRoot, seat } = seatKey as Record<string, unknown>;
-  if (typeof projectRoot !== "string" || typeof seat !== "string") return "bad seatKey";
-  if (typeof sessionKey !== "string") return "bad sessionKey";
-  try {
-    checkKeys({ projectRoot, seat }, sessionKey);
-  } catch (e) {
-    return e instanceof Error ? e.message : "bad keys";
-  }
+  const seat = parseKeys(seatKey as Record<string, unknown>, o.sessionKey);
+  if (typeof seat === "string") return seat;
   if (typeof host !== "string" || host === "" || host.length > 255) return "bad host";
   if (typeof bootId !== "string" || !/^[0-9a-f-]{1,64}$/.test(bootId)) return "bad bootId";
   if (!LAUNCHERS.includes(launcher as LauncherKind)) return "bad launcher";
@@ -149,8 +136,7 @@ export function parseLaunchRecord(v: unknown): LaunchRecord | string {
     kind: "launch-record",
     execution,
     incarnation,
-    seatKey: { projectRoot, seat },
-    sessionKey,
+    ...seat,
     host,
     bootId,
     launcher: launcher as LauncherKind,

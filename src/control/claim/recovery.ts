@@ -6,11 +6,12 @@
 //   - a holder of this boot whose launch record names a cgroup scope: the scope's `engine`
 //     cgroup is gone, or frozen, empty and `populated 0` (cohort/leftover.ts).
 // Anything else is not a proof, and the refusal says what a person can do about it.
-import { mkdir, open } from "node:fs/promises";
+import { open } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { type LeftScopeOptions, observeLeftScope } from "../cohort/leftover.ts";
 import { digestOf } from "../controller/records.ts";
 import { ControlRefusal, isControlRefusal } from "../refusal.ts";
+import { controlPlace, ensurePrivateDir } from "../registry/private-dirs.ts";
 import { type BootProof, proveByReboot } from "./boot-proof.ts";
 import type { Claim, ClaimHolder, ClaimStore, SeatKey } from "./claim.ts";
 import { errnoOf, nameHolder, seatDigest } from "./claim-record.ts";
@@ -191,11 +192,7 @@ function cap(s: string): string {
  */
 async function keepProof(root: string, digest: string, proof: RecoveryProof): Promise<void> {
   const dir = join(root, "proofs");
-  try {
-    await mkdir(dir, { mode: 0o700 });
-  } catch (e) {
-    if (errnoOf(e) !== "EEXIST") throw e;
-  }
+  ensurePrivateDir(dir, controlPlace("the proofs folder"));
   let fh: Awaited<ReturnType<typeof open>>;
   try {
     fh = await open(join(dir, `${digest}.json`), "wx", 0o600);

@@ -2,7 +2,9 @@
 // One Unix socket, LF-framed JSON lines (framing.ts), the messages of protocol.ts. Invariants:
 // every controller line passes parseControllerMessage before use; a request is written at most
 // once and never resent; every pending request settles (its reply, or `unknown` on a timeout or
-// when the socket closes); a request made while not connected refuses `channel`.
+// when the socket closes); a request made while not connected refuses `channel`. What requests
+// answer (outcomes.ts), what goes wrong (client-issues.ts) and the options (client-options.ts)
+// are files of their own, re-exported here: this module is what a client imports.
 import { randomUUID } from "node:crypto";
 import { createConnection, type Socket } from "node:net";
 import { encodeLine, FramingError, LineSplitter } from "../engine/framing.ts";
@@ -14,7 +16,6 @@ import {
   type Dialog,
   type Hello,
   PROTOCOL_VERSION,
-  type Receipt,
   type Reply,
   type Request,
   type ResumePoint,
@@ -23,142 +24,55 @@ import {
   type Welcome,
 } from "../protocol.ts";
 import type { ControlRefusalCode } from "../refusal.ts";
-import { isCount, isId, isObj, type Obj, parseControllerMessage } from "./controller-message.ts";
+import { checkSocketPath } from "../registry/peer.ts";
+import {
+  type ClientIssue,
+  ConnectError,
+  type ConnectErrorCode,
+  unmatched,
+} from "./client-issues.ts";
+import type { ConversationClientOptions } from "./client-options.ts";
+import { isId, isObj, type Obj, parseControllerMessage } from "./controller-message.ts";
+import { emit, subscribe } from "./listeners.ts";
+import {
+  type Confirmed,
+  type ConfirmOutcome,
+  type ControlOutcome,
+  idIn,
+  localRefusal,
+  type ObserveOutcome,
+  type Outcome,
+  outcomeOf,
+  type PromptOutcome,
+  type RecoverOutcome,
+  readSeam,
+  type Settled,
+} from "./outcomes.ts";
 
+export { type ClientIssue, ConnectError, type ConnectErrorCode } from "./client-issues.ts";
+export {
+  type ConversationClientOptions,
+  parseEventId,
+  RECONNECT_DELAYS_MS,
+} from "./client-options.ts";
 export { type ParsedControllerMessage, parseControllerMessage } from "./controller-message.ts";
-/** A refusal, from the controller or (`channel`, `malformed`) from this library. */
-export type Refused = {
-  [C in ControlRefusalCode]: {
-    outcome: `refused:${C}`;
-    refusal: C;
-    message: string;
-    /** A reader refusal code behind a `cursor` refusal. */
-    detail?: string;
-  };
-}[ControlRefusalCode];
-
-/**
- * The request was written but its outcome is lost: the socket closed or the timeout passed
- * before its reply, the controller replied `unknown`, or the reply broke the protocol. Never
- * resent; check the transcript.
- */
-export type Unknown = { outcome: "unknown"; request: string; message: string };
-
-export type Outcome<T extends object> = ({ outcome: "admitted" } & T) | Refused | Unknown;
-
-/** takeover, release, interrupt, force-stop, launch: `result` is whatever the reply carried. */
-export type ControlOutcome = Outcome<{ result?: unknown }>;
-export type PromptOutcome = Outcome<{ receipt: Receipt }>;
-export type ConfirmOutcome = Outcome<{ confirmation: string; result: unknown }>;
-export type RecoverOutcome = Outcome<{ eligibility: string; result: unknown }>;
-
-/** The seam between an observe page and the live stream (seed: The seam). */
-export type Seam = {
-  /**
-   * `available`: the controller still keeps the events from `fromSequence` on, so a client
-   * that resumes at `{ streamEpoch, afterSequence: fromSequence - 1 }` misses nothing after the
-   * page; `unavailable`: those events are no longer kept.
-   */
-  replay: "available" | "unavailable";
-  streamEpoch: string;
-  /** The first live sequence number that follows the page. */
-  fromSequence: number;
-  reconcile: true;
-  /** No run visible and no prompt in the slot as the page was read: nothing at the cut. */
-  quiet: boolean;
-};
-
-/** `result` is the controller's whole observe result (the reader page and more). */
-export type ObserveOutcome = Outcome<{ seam: Seam; result: Obj }>;
-
-/** Which request a `confirmed` outcome came from: the confirm, or the operation using it. */
-export type Confirmed<T> = T & { step: "confirm" | "use" };
-
-/** Why `connect` rejected. `refused` carries the controller's refusal (`grant`, `malformed`). */
-export type ConnectErrorCode =
-  | "already-connected"
-  | "channel"
-  | "timeout"
-  | "refused"
-  | "invalid"
-  | "protocol";
-
-export class ConnectError extends Error {
-  readonly code: ConnectErrorCode;
-  readonly refusal: ControlRefusalCode | undefined;
-
-  constructor(code: ConnectErrorCode, message: string, refusal?: ControlRefusalCode) {
-    super(message);
-    this.name = "ConnectError";
-    this.code = code;
-    this.refusal = refusal;
-  }
-}
-
-/** Something the controller sent that answers nothing: surfaced, never thrown. */
-export type ClientIssue = {
-  code:
-    | "invalid-line"
-    | "record-too-large"
-    | "unexpected-message"
-    | "unmatched-reply"
-    | "late-reply"
-    | "line-refused"
-    | "unexpected-reply"
-    | "socket-error"
-    | "reconnect-failed";
-  message: string;
-  /** The first 200 characters of an invalid line. */
-  line?: string;
-  reply?: Reply;
-};
-
-export type ConversationClientOptions = {
-  socketPath: string;
-  /** The grant id the hello names. */
-  grant: string;
-  /** Sent in the hello as `client`, for the controller's evidence. */
-  clientName?: string;
-  /** How long `connect` waits for its welcome and a request for its reply. Default 60 s. */
-  requestTimeoutMs?: number;
-  /** The longest line accepted from the controller, in bytes. Default framing.ts's 64 MiB. */
-  maxLineBytes?: number;
-  /**
-   * Where the first connect resumes (a board maps an SSE `Last-Event-ID` here with
-   * parseEventId). Later connects resume from the last event this client received.
-   */
-  resume?: ResumePoint;
-  /**
-   * Reconnect by itself when the socket drops (not after close()): one attempt after each
-   * delay, in order, until a welcome. Each attempt resumes, so a short drop loses nothing the
-   * controller still keeps. Default: no automatic reconnect (connect() again resumes too).
-   */
-  reconnect?: { delaysMs: readonly number[] };
-};
-
-/** Default reconnect delays: about 15 s of attempts, fast at first. */
-export const RECONNECT_DELAYS_MS: readonly number[] = [50, 100, 250, 500, 1000, 2000, 4000, 7000];
-
-/**
- * The resume point an event id names (`<streamEpoch>.<sequence>`, the controller's ids), or
- * null: an SSE `Last-Event-ID` header becomes a `resume` option this way.
- */
-export function parseEventId(id: string): ResumePoint | null {
-  const m = /^(.+)\.(\d{1,15})$/.exec(id);
-  if (!m || !isId(m[1])) return null;
-  const afterSequence = Number(m[2]);
-  return Number.isSafeInteger(afterSequence) ? { streamEpoch: m[1], afterSequence } : null;
-}
+export type {
+  Confirmed,
+  ConfirmOutcome,
+  ControlOutcome,
+  ObserveOutcome,
+  Outcome,
+  PromptOutcome,
+  RecoverOutcome,
+  Refused,
+  Seam,
+  Unknown,
+} from "./outcomes.ts";
 
 type Body<R> = R extends unknown
   ? Omit<R, "type" | "id" | "target" | "generation" | "incarnation">
   : never;
 type RequestBody = Body<Request>;
-
-type Settled =
-  | { kind: "reply"; id: string; reply: Reply }
-  | { kind: "lost"; id: string; message: string }
-  | { kind: "local"; refusal: "channel" | "malformed"; message: string };
 
 type Pending = { resolve: (s: Settled) => void; timer: NodeJS.Timeout };
 
@@ -256,13 +170,19 @@ export class ConversationClient {
 
   /**
    * Opens the socket, sends the hello and resolves with the welcome (the client starts as an
-   * observer). Rejects with ConnectError: `refused` (the hello's reply, e.g. `grant`), `invalid`
-   * (a line that is not a welcome), `protocol` (another version), `timeout`, `channel` (the
-   * socket failed or closed first), `already-connected`. Callable again after a close.
+   * observer). Rejects with ConnectError: `untrusted-socket` (checked before anything is sent:
+   * registry/peer.ts), `refused` (the hello's reply, e.g. `grant`), `invalid` (a line that is
+   * not a welcome), `protocol` (another version), `timeout`, `channel` (the socket failed or
+   * closed first), `already-connected`. Callable again after a close.
    */
   connect(): Promise<Welcome> {
     if (this.#conn !== null) {
       return Promise.reject(new ConnectError("already-connected", "the client is connected"));
+    }
+    const peer = checkSocketPath(this.#socketPath);
+    if (!peer.ok) {
+      const code = peer.absent ? "channel" : "untrusted-socket";
+      return Promise.reject(new ConnectError(code, peer.message));
     }
     this.#closedByUser = false;
     this.#cancelReconnect();
@@ -480,29 +400,8 @@ export class ConversationClient {
     );
   }
 
-  // An admitted reply that lacks what its operation promises breaks the protocol: the operation
-  // may have happened, so the outcome is unknown, and the reply is surfaced.
   #outcome<T extends object>(settled: Settled, admitted: (reply: Reply) => T | string): Outcome<T> {
-    if (settled.kind === "local") return localRefusal(settled.refusal, settled.message);
-    if (settled.kind === "lost") {
-      return { outcome: "unknown", request: settled.id, message: settled.message };
-    }
-    const { reply, id } = settled;
-    if (reply.outcome === "unknown") {
-      const message = reply.message ?? "the controller could not tell the outcome";
-      return { outcome: "unknown", request: id, message };
-    }
-    if (reply.outcome !== "admitted") {
-      // parseControllerMessage sets `refusal` on every refused reply.
-      const refusal = reply.refusal ?? "malformed";
-      return refused(refusal, reply.message ?? refusal, reply.detail);
-    }
-    const fields = admitted(reply);
-    if (typeof fields === "string") {
-      this.#issue({ code: "unexpected-reply", message: `${id}: ${fields}`, reply });
-      return { outcome: "unknown", request: id, message: fields };
-    }
-    return { ...fields, outcome: "admitted" };
+    return outcomeOf(settled, admitted, (issue) => this.#issue(issue));
   }
 
   #feed(conn: Conn, split: () => string[]): void {
@@ -670,79 +569,5 @@ export class ConversationClient {
 
   #issue(issue: ClientIssue): void {
     emit(this.#issueFns, issue);
-  }
-}
-
-function unmatched(reply: Reply, late: boolean): ClientIssue {
-  if (reply.id === null) {
-    const message = `the controller refused a line: ${reply.message ?? reply.outcome}`;
-    return { code: "line-refused", message, reply };
-  }
-  if (late) {
-    const message = `a reply to ${reply.id} after its timeout: ${reply.outcome}`;
-    return { code: "late-reply", message, reply };
-  }
-  return { code: "unmatched-reply", message: `a reply to no request of ours: ${reply.id}`, reply };
-}
-
-function readSeam(v: unknown): Seam | string {
-  if (!isObj(v)) return "observe's result has no seam";
-  if (v.replay !== "available" && v.replay !== "unavailable") {
-    return "seam.replay is not available or unavailable";
-  }
-  if (!isId(v.streamEpoch)) return "seam.streamEpoch is not an id";
-  if (!isCount(v.fromSequence)) return "seam.fromSequence is not a count";
-  if (v.reconcile !== true) return "seam.reconcile is not true";
-  if (typeof v.quiet !== "boolean") return "seam.quiet is not a boolean";
-  return {
-    replay: v.replay,
-    streamEpoch: v.streamEpoch,
-    fromSequence: v.fromSequence,
-    reconcile: true,
-    quiet: v.quiet,
-  };
-}
-
-/**
- * The id of a confirmation or eligibility record in a result: `result[kind]` as an id or as a
- * record with an `id`, or the result itself when it is the record (`kind` names it).
- */
-function idIn(result: unknown, kind: "confirmation" | "eligibility"): string | null {
-  if (!isObj(result)) return null;
-  const v = result[kind];
-  if (isId(v)) return v;
-  if (isObj(v) && isId(v.id)) return v.id;
-  return result.kind === kind && isId(result.id) ? result.id : null;
-}
-
-function refused(refusal: ControlRefusalCode, message: string, detail?: string): Refused {
-  // TypeScript can't correlate a generic code with its outcome string; they are built together.
-  const r = { outcome: `refused:${refusal}`, refusal, message } as Refused;
-  if (detail !== undefined) r.detail = detail;
-  return r;
-}
-
-function localRefusal(refusal: "channel" | "malformed", message: string): Refused {
-  return refused(refusal, message);
-}
-
-function subscribe<T>(fns: Set<(v: T) => void>, fn: (v: T) => void): () => void {
-  fns.add(fn);
-  return () => {
-    fns.delete(fn);
-  };
-}
-
-// A throwing listener is a bug; it is rethrown outside the read loop so the other listeners,
-// and the lines after it, are still handled.
-function emit<T>(fns: Set<(v: T) => void>, value: T): void {
-  for (const fn of [...fns]) {
-    try {
-      fn(value);
-    } catch (e) {
-      queueMicrotask(() => {
-        throw e;
-      });
-    }
   }
 }

@@ -6,7 +6,7 @@ import type { Part } from "../../protocol/chat-01.ts";
 import { toChatId } from "../../protocol/chat-01.ts";
 import { renderEntry } from "../../reader/harness/pi/blocks.ts";
 import type { StreamEvent } from "../protocol.ts";
-import type { Seam } from "./client.ts";
+import type { Seam } from "./outcomes.ts";
 
 /** Why a seam marker shows. `reconcile`: the cut was not quiet (E2, E4); the others are holes
  * (E3) or a page read that failed, each cleared by the next page. */

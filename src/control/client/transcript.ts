@@ -3,7 +3,7 @@
 // the page on every welcome.
 import type { Part } from "../../protocol/chat-01.ts";
 import type { ControllerState, StreamEvent, Welcome } from "../protocol.ts";
-import type { ObserveOutcome, Seam } from "./client.ts";
+import type { ObserveOutcome, Seam } from "./outcomes.ts";
 import { type TranscriptItem, TranscriptState } from "./transcript-state.ts";
 
 export {

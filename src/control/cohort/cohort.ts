@@ -85,18 +85,11 @@ export const ENGINE_JOIN_FAILED = 125;
 export class CgroupLauncher implements Launcher {
   readonly kind = "cgroup";
   readonly hierarchy: Cgroup2Hierarchy;
-  readonly #options: Required<Omit<CgroupLauncherOptions, "hierarchy">>;
+  readonly #options: ScopeTimings;
 
   constructor(options: CgroupLauncherOptions) {
     this.hierarchy = options.hierarchy;
-    this.#options = {
-      unshare: options.unshare,
-      termGraceMs: options.termGraceMs ?? 3000,
-      freezeTimeoutMs: options.freezeTimeoutMs ?? 2000,
-      killTimeoutMs: options.killTimeoutMs ?? 3000,
-      startTimeoutMs: options.startTimeoutMs ?? 10_000,
-      procRoot: options.procRoot ?? "/proc",
-    };
+    this.#options = timingsOf(options);
   }
 
   /**
@@ -238,14 +231,7 @@ export class ScopeLauncher implements Launcher {
     this.#env =
       options.env ??
       pick(process.env, ["PATH", "HOME", "USER", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS"]);
-    this.#options = {
-      unshare: options.unshare,
-      termGraceMs: options.termGraceMs ?? 3000,
-      freezeTimeoutMs: options.freezeTimeoutMs ?? 2000,
-      killTimeoutMs: options.killTimeoutMs ?? 3000,
-      startTimeoutMs: options.startTimeoutMs ?? 10_000,
-      procRoot: options.procRoot ?? "/proc",
-    };
+    this.#options = timingsOf(options);
   }
 
   /** A user manager that answers, a cgroup2 mount showing this process, unshare(1) if any. */
@@ -355,7 +341,19 @@ function pick(env: NodeJS.ProcessEnv, keys: string[]): NodeJS.ProcessEnv {
   return out;
 }
 
+/** A launcher's options with every default filled in (both launchers stop the same way). */
 type ScopeTimings = Required<Omit<CgroupLauncherOptions, "hierarchy">>;
+
+function timingsOf(options: CgroupLauncherOptions): ScopeTimings {
+  return {
+    unshare: options.unshare,
+    termGraceMs: options.termGraceMs ?? 3000,
+    freezeTimeoutMs: options.freezeTimeoutMs ?? 2000,
+    killTimeoutMs: options.killTimeoutMs ?? 3000,
+    startTimeoutMs: options.startTimeoutMs ?? 10_000,
+    procRoot: options.procRoot ?? "/proc",
+  };
+}
 type Undo = (code: CohortErrorCode, message: string) => Promise<never>;
 
 // Ends whatever got in (the engine may have started children), removes the scope, rejects.

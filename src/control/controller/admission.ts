@@ -5,7 +5,13 @@
 // docs/controller.md lists the order and what triggers each code in this build.
 
 import { checkPromptText } from "../engine/text-policy.ts";
-import { canonicalRequest, type Grant, type Operation, type Request } from "../protocol.ts";
+import {
+  canonicalRequest,
+  type Grant,
+  OPERATIONS,
+  type Operation,
+  type Request,
+} from "../protocol.ts";
 import type { ControlRefusalCode } from "../refusal.ts";
 import { REPLY_WINDOW_BYTES, REPLY_WINDOW_IDS } from "./reply-window.ts";
 
@@ -44,17 +50,11 @@ export type AdmissionView = {
   escalationRunning: boolean;
 };
 
-/** Operations that act: they need the current generation and an audit sink that holds. */
-const ACTING: ReadonlySet<Operation> = new Set([
-  "takeover",
-  "release",
-  "prompt",
-  "interrupt",
-  "confirm",
-  "force-stop",
-  "recover",
-  "launch",
-]);
+/**
+ * Operations that act, every one but `observe`: they need the current generation and an audit
+ * sink that holds.
+ */
+const ACTING: ReadonlySet<Operation> = new Set(OPERATIONS.filter((op) => op !== "observe"));
 /** Only the controller may do these. */
 const CONTROLLER_ONLY: ReadonlySet<Operation> = new Set(["release", "prompt", "interrupt"]);
 /** The controller, or anyone when no controller is connected (an orphan, H20). */

@@ -1,11 +1,11 @@
 // The Controller (seed: Mediated control, Pieces): one per execution. It claims the session,
 // launches the sealed engine, runs the K8 load check, and serves the socket: observe, takeover,
-// prompt, interrupt, confirmations, force stop, recover and launch (operations.ts). Admission
-// opens only after a passing K8 check; the claim ends only with a proven stop.
+// prompt, interrupt, confirmations, force stop, recover and launch (operations.ts); hello.ts
+// welcomes connections, dialogs.ts records the engine's dialogs. Admission opens only after a
+// passing K8 check; the claim ends only with a proven stop.
 import { randomUUID } from "node:crypto";
 import { rm } from "node:fs/promises";
 import { basename, dirname } from "node:path";
-import { ID_PATTERN } from "../../protocol/chat-01.ts";
 import { createReader, type Reader } from "../../reader/reader.ts";
 import { conversationId, rootsFromSpecs } from "../../reader/sources.ts";
 import { type Claim, ClaimStore, type SeatKey } from "../claim/claim.ts";
@@ -13,6 +13,13 @@ import { removeLaunchRecord, writeLaunchRecord } from "../claim/launch-record.ts
 import { type Recovered, recoverDeadHolder } from "../claim/recovery.ts";
 import { type Launched, type Launcher, PgroupLauncher } from "../cohort/launcher.ts";
 import { LiveSessionGuard, type PathStamp } from "../engine/guard.ts";
+import { bindEngine, type EngineCommand, engineCommand, sealedArgv } from "../engine/pi-pin.ts";
+import { promptDisposition } from "../engine/rpc.ts";
+import { readSessionHead } from "../engine/session-head.ts";
+import type { ControllerState, Grant, Hello } from "../protocol.ts";
+import { ControlRefusal } from "../refusal.ts";
+import type { ControllerOptions } from "./controller-options.ts";
+import { disabledDialog } from "./dialogs.ts";
 import { EventStream, mapEvent, REPLAY_MAX_BYTES } from "./events.ts";
 import {
   checkExtraEnv,
@@ -21,27 +28,11 @@ import {
   engineEnv,
   readStartupBasis,
 } from "./execution.ts";
+import { answerHello, checkGrants } from "./hello.ts";
 import { Operations } from "./operations.ts";
-
-export type { Execution } from "./execution.ts";
-
-import { bindEngine, type EngineCommand, engineCommand, sealedArgv } from "../engine/pi-pin.ts";
-import { BLOCKING_UI_METHODS, promptDisposition } from "../engine/rpc.ts";
-import { readSessionHead } from "../engine/session-head.ts";
-import {
-  type ControllerState,
-  type Dialog,
-  type Grant,
-  type Hello,
-  OPERATIONS,
-  PROTOCOL_VERSION,
-  type Welcome,
-} from "../protocol.ts";
-import { ControlRefusal } from "../refusal.ts";
 import {
   type BindingRecord,
   type ControlRecord,
-  type DialogRecord,
   Evidence,
   isVerifier,
   type Verifier,
@@ -56,48 +47,8 @@ import {
 import { type Closer, StopChain } from "./stops.ts";
 import { Tracker } from "./turns.ts";
 
-export type ControllerOptions = {
-  fixtureRoot: string;
-  claimRoot: string;
-  socketDir: string;
-  sessionFile: string;
-  seat: string;
-  verifier: Verifier;
-  grants: Grant[];
-  launcher?: Launcher;
-  /** Why this launcher was chosen (chooseLauncher's reason); recorded in each binding record. */
-  launcherReason?: string;
-  engine?: {
-    command?: string;
-    preArgs?: string[];
-    extraArgs?: string[];
-    /** Test hook: extra variables (never PATH, HOME or PI_*). */
-    env?: Record<string, string>;
-  };
-  agentDir?: string;
-  pinRoot?: string;
-  /**
-   * Which pinned Pi runs: a version from PI_VERSIONS (pi-pin.ts), default "0.85.1". Refuses
-   * `configuration` for any other; the pin and the seal are that version's.
-   */
-  piVersion?: string;
-  /** Where records go besides the in-memory evidence; a throw breaks audit (`audit`). */
-  audit?: (record: ControlRecord) => void;
-  /** Extra homes whose live roots the guard protects (the scratch HOME case). */
-  homes?: string[];
-  /**
-   * Per connection: unsent bytes past which a client that stopped reading is closed
-   * (default MAX_QUEUED_BYTES, 8 MiB). Tests set it lower.
-   */
-  maxQueuedBytes?: number;
-  /**
-   * How much of the current stream epoch is kept for `resume` (default REPLAY_MAX_EVENTS and
-   * REPLAY_MAX_BYTES, events.ts). Tests set it lower.
-   */
-  replay?: { maxEvents?: number; maxBytes?: number };
-};
-
-const DIALOG_REASON = "the controller never answers engine dialogs (lead decision 30)";
+export type { ControllerOptions } from "./controller-options.ts";
+export type { Execution } from "./execution.ts";
 
 export class Controller {
   readonly conversation: string;
@@ -460,40 +411,13 @@ export class Controller {
   }
 
   #hello(conn: Connection, hello: Hello): HelloAnswer {
-    const grant = this.#grants.get(hello.grant);
-    if (!grant || grant.active === false) return refusedGrant();
-    conn.grant = grant.id;
-    const welcome: Welcome = {
-      type: "welcome",
-      protocol: PROTOCOL_VERSION,
-      connection: conn.id,
-      role: this.#controllerConnection === conn.id ? "controller" : "observer",
+    return answerHello(conn, hello, {
+      grants: this.#grants,
       conversation: this.conversation,
+      controllerConnection: this.#controllerConnection,
       state: this.state(),
-    };
-    const stream = this.#exec?.stream;
-    if (stream) welcome.stream = { streamEpoch: stream.epoch, nextSequence: stream.nextSequence };
-    if (hello.resume === undefined) return welcome;
-    // The replayed lines go right after the welcome, in the same tick as the grant is set:
-    // the next broadcast is the first live event, so nothing is missed or sent twice.
-    const { streamEpoch, afterSequence } = hello.resume;
-    const plan = stream
-      ? stream.plan(streamEpoch, afterSequence)
-      : ({ ok: false, reason: "another-epoch", message: "no execution is running" } as const);
-    if (!plan.ok) {
-      return {
-        ...welcome,
-        replay: "unavailable",
-        replayReason: plan.reason,
-        replayMessage: plan.message,
-      };
-    }
-    welcome.replay = {
-      streamEpoch: plan.streamEpoch,
-      fromSequence: plan.fromSequence,
-      toSequence: plan.toSequence,
-    };
-    return { message: welcome, lines: plan.lines };
+      stream: this.#exec?.stream,
+    });
   }
 
   #closed(conn: Connection): void {
@@ -505,31 +429,9 @@ export class Controller {
   }
 
   #dialog(exec: Execution, native: string, method: string, title: string | undefined): void {
-    const m = (BLOCKING_UI_METHODS as readonly string[]).includes(method)
-      ? (method as Dialog["method"])
-      : "input";
-    const record: DialogRecord = {
-      version: 2,
-      kind: "dialog",
-      id: `dl-${randomUUID()}`,
-      native,
-      execution: exec.execution,
-      method: m,
-      title: (title ?? "").slice(0, 2000),
-      disabled: true,
-      reason: DIALOG_REASON,
-      at: new Date().toISOString(),
-    };
+    const { record, message } = disabledDialog(exec.execution, native, method, title);
     exec.dialogs.push(record);
     this.record(record);
-    const message: Dialog = {
-      type: "dialog",
-      id: record.id,
-      method: m,
-      title: record.title,
-      disabled: true,
-      reason: DIALOG_REASON,
-    };
     this.#server?.broadcast(message);
   }
 
@@ -626,34 +528,4 @@ function scopeOf(launched: Launched): string | null {
 function admissionOf(e: Execution | null): ControllerState["admission"] {
   if (e === null || e.binding === null || e.binding.reason === "k8-load-check") return "never";
   return e.closers.size > 0 ? "fenced" : "open";
-}
-
-function refusedGrant() {
-  return {
-    type: "reply" as const,
-    id: null,
-    outcome: "refused:grant" as const,
-    refusal: "grant" as const,
-    message: "the hello names no active grant",
-  };
-}
-
-/** Grants: unique CHAT-01 ids, an actor, and capabilities from OPERATIONS. */
-function checkGrants(grants: unknown): Map<string, Grant> {
-  if (!Array.isArray(grants)) throw new ControlRefusal("configuration", "grants are required");
-  const out = new Map<string, Grant>();
-  for (const g of grants as Grant[]) {
-    const ok =
-      typeof g === "object" &&
-      g !== null &&
-      typeof g.id === "string" &&
-      ID_PATTERN.test(g.id) &&
-      typeof g.actor === "string" &&
-      Array.isArray(g.capabilities) &&
-      g.capabilities.every((c) => (OPERATIONS as readonly string[]).includes(c)) &&
-      !out.has(g.id);
-    if (!ok) throw new ControlRefusal("configuration", `bad grant ${JSON.stringify(g?.id)}`);
-    out.set(g.id, { ...g, capabilities: [...g.capabilities] });
-  }
-  return out;
 }

@@ -5,18 +5,20 @@
 // append. Reads the session file; never writes it.
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { mkdtemp } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Launched } from "../cohort/launcher.ts";
 import type { EngineLink } from "../engine/engine.ts";
 import { parseEntries, parseSessionState, parseTree } from "../engine/rpc.ts";
 import { ControlRefusal } from "../refusal.ts";
+import { controlPlace, ensurePrivateDir } from "../registry/private-dirs.ts";
 import type { EventStream } from "./events.ts";
 import type { BindingRecord, DialogRecord, LoadedSession, StartupAppend } from "./records.ts";
 import type { Closer, StopChain } from "./stops.ts";
 import type { Tracker } from "./turns.ts";
 
+const SCRATCH_INSTEAD = "set TMPDIR to a folder of your own (or leave it unset for /tmp)";
 const RESERVED_ENV = new Set(["PATH", "HOME", "PI_OFFLINE", "PI_CODING_AGENT_DIR"]);
 
 /** Refuses `configuration` when extra env (a test hook) tries to set what the seal sets. */
@@ -35,6 +37,14 @@ export async function engineEnv(options: {
   extra?: Readonly<Record<string, string>> | undefined;
 }): Promise<{ env: Record<string, string>; home: string }> {
   const home = await mkdtemp(join(tmpdir(), "mosaic-home-"));
+  try {
+    // Pi reads its settings and models from HOME when no agent dir is given: nobody else may
+    // be able to swap the folder under it (a TMPDIR others can write, for example).
+    ensurePrivateDir(home, controlPlace("the engine's scratch home", SCRATCH_INSTEAD));
+  } catch (e) {
+    await rm(home, { recursive: true, force: true });
+    throw e;
+  }
   const env: Record<string, string> = {
     ...(options.extra ?? {}),
     PATH: process.env.PATH ?? "/usr/bin:/bin",

@@ -6,7 +6,7 @@
 // half-closed connection (shutdown of the client's writing side) gets every reply it is owed,
 // then the controller ends its side. This module knows the envelope, never the operations.
 import { randomUUID } from "node:crypto";
-import { chmod, lstat, mkdir, unlink } from "node:fs/promises";
+import { chmod, lstat, unlink } from "node:fs/promises";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { isAbsolute, join, resolve } from "node:path";
 import { encodeLine, FramingError, LineSplitter } from "../engine/framing.ts";
@@ -18,6 +18,7 @@ import {
   type Request,
 } from "../protocol.ts";
 import { ControlRefusal } from "../refusal.ts";
+import { controlPlace, ensurePrivateDir } from "../registry/private-dirs.ts";
 
 /** A prompt of 262,144 characters fits even when every one is escaped (`\u0000`, 6 bytes). */
 export const MAX_LINE_BYTES = 2 * 1024 * 1024;
@@ -30,6 +31,7 @@ export const MAX_QUEUED_BYTES = 8 * 1024 * 1024;
 const SLOW_CLIENT_GRACE_MS = 1000;
 export const SOCKET_NAME = "control.sock";
 const SUN_PATH_MAX = 107;
+const SOCKET_DIR_INSTEAD = "choose another with --state-dir (or --socket-dir)";
 
 export type Connection = {
   readonly id: string;
@@ -62,36 +64,16 @@ export function malformed(message: string, id: string | null = null): Reply {
 }
 
 /**
- * Creates `dir` with mode 0700, or accepts an existing one only when it is a real directory of
- * this uid with no group or other bits. Refuses `configuration` otherwise.
+ * Creates `dir` with mode 0700, or accepts an existing one only when it is a private folder of
+ * this uid with no folder above it that others could change (registry/private-dirs.ts).
+ * Refuses `configuration` otherwise.
  */
 export async function prepareSocketDir(dir: string): Promise<string> {
   if (typeof dir !== "string" || !isAbsolute(dir)) {
     throw new ControlRefusal("configuration", "socketDir must be an absolute path");
   }
   const path = resolve(dir);
-  let created = false;
-  try {
-    await mkdir(path, { mode: 0o700 });
-    created = true;
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "EEXIST") {
-      throw new ControlRefusal("configuration", `can't create socketDir: ${errno(e)}`);
-    }
-  }
-  // mkdir's mode is masked by the umask, which can only remove bits; set it exactly.
-  if (created) await chmod(path, 0o700);
-  const st = await lstat(path);
-  if (!st.isDirectory()) {
-    throw new ControlRefusal("configuration", `socketDir ${path} is not a real directory`);
-  }
-  if (st.uid !== process.getuid?.()) {
-    throw new ControlRefusal("configuration", `socketDir ${path} belongs to uid ${st.uid}`);
-  }
-  if ((st.mode & 0o077) !== 0) {
-    const mode = (st.mode & 0o777).toString(8);
-    throw new ControlRefusal("configuration", `socketDir ${path} has mode ${mode}, not 0700`);
-  }
+  ensurePrivateDir(path, controlPlace("the socket folder", SOCKET_DIR_INSTEAD));
   return path;
 }
 
@@ -318,10 +300,6 @@ function requestIdOf(line: string): string | null {
     // Not JSON: there is no id to give back.
   }
   return null;
-}
-
-function errno(e: unknown): string {
-  return (e as NodeJS.ErrnoException).code ?? String(e);
 }
 
 /** Whether something accepts connections on a Unix socket (answered within half a second). */

@@ -4,7 +4,7 @@
 // $XDG_RUNTIME_DIR/mosaic-conversation when set (else under the state dir). `--state-dir DIR`
 // puts all of it under DIR. Pure path arithmetic: nothing here touches the disk.
 import { homedir } from "node:os";
-import { isAbsolute, join, resolve } from "node:path";
+import { dirname, isAbsolute, join, resolve } from "node:path";
 
 export const STATE_NAME = "mosaic-conversation";
 
@@ -45,4 +45,13 @@ function placesUnder(state: string, runtime: string): Places {
     sockets: join(runtime, "sockets"),
     agents: join(runtime, "agents"),
   };
+}
+
+/**
+ * The sockets and agent copies beside a registry: one base holds all three (placesUnder), so a
+ * listing that finds a dead controller knows where what it left can be, and nowhere else.
+ */
+export function besideRegistry(registry: string): Pick<Places, "sockets" | "agents"> {
+  const { sockets, agents } = placesUnder("", dirname(resolve(registry)));
+  return { sockets, agents };
 }

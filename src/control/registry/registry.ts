@@ -5,16 +5,23 @@
 // removed. Entries are parsed with checks: the registry directory is ours, but its files are
 // data, never trusted shapes. Nothing here opens a socket or touches a session file.
 import { randomBytes } from "node:crypto";
-import { lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync } from "node:fs";
+import { lstatSync, readdirSync, readFileSync, renameSync, unlinkSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { ID_PATTERN } from "../../protocol/chat-01.ts";
 import { ControlRefusal } from "../refusal.ts";
+import { sweepLeftovers } from "./leftovers.ts";
+import { checkEntrySocket, socketIdOf } from "./peer.ts";
+import { checkPrivateDir, controlPlace, ensurePrivateDir } from "./private-dirs.ts";
+
+export { ensurePrivateDir } from "./private-dirs.ts";
 
 export const REGISTRY_VERSION = 1;
 const MAX_ENTRY_BYTES = 64 * 1024;
 /** A version as `controllers` prints it: digits and dots (a newer build may pin other ones). */
 const VERSION_TEXT = /^\d+(\.\d+){0,3}$/;
+/** A socket file's `<device>:<inode>` (peer.ts socketIdOf). */
+const SOCKET_ID = /^\d{1,20}:\d{1,20}$/;
 
 /** What a running controller says about itself. */
 export type RegistryEntry = {
@@ -34,6 +41,16 @@ export type RegistryEntry = {
   startedAt: string;
   /** The pinned Pi version the controller runs (`--pi-version`); absent in older entries. */
   piVersion?: string;
+  /**
+   * The socket file's `<device>:<inode>` as the controller bound it (peer.ts): a client finding
+   * another file there sends it nothing. Absent in older entries, which can't be connected to.
+   */
+  socketId?: string;
+  /**
+   * The private copy of Pi's agent files `--agent-from` made for this controller
+   * (`<agents>/a-XXXXXX`); removed with the entry when the controller is found dead.
+   */
+  agentCopy?: string;
 };
 
 export type Registration = {
@@ -43,34 +60,6 @@ export type Registration = {
   /** Removes the entry; a second call does nothing. */
   remove(): void;
 };
-
-/**
- * Creates `dir` (and missing parents) 0700 when absent; refuses `configuration` when it is not
- * a directory of this uid or lets group or others in: a socket or credential in it would leak.
- */
-export function ensurePrivateDir(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  checkPrivateDir(dir);
-}
-
-/** ensurePrivateDir's check without creating: an entry another user could plant is no entry. */
-function checkPrivateDir(dir: string): void {
-  const st = lstatSync(dir);
-  if (!st.isDirectory()) {
-    throw new ControlRefusal("configuration", `${dir} is not a directory (is it a symlink?)`);
-  }
-  if (st.uid !== process.getuid?.()) {
-    throw new ControlRefusal("configuration", `${dir} belongs to another user (uid ${st.uid})`);
-  }
-  if ((st.mode & 0o077) !== 0) {
-    const mode = (st.mode & 0o777).toString(8);
-    throw new ControlRefusal(
-      "configuration",
-      `${dir} has mode ${mode}; other users could reach the controllers in it. ` +
-        `Run "chmod 700 ${dir}" or choose another --state-dir`,
-    );
-  }
-}
 
 /** The boot id, or "unknown" where /proc does not have it. */
 export function bootId(): string {
@@ -105,17 +94,27 @@ export function isLive(entry: RegistryEntry, boot: string = bootId()): boolean {
   return processStart(entry.pid) === entry.pidStart;
 }
 
-/** Registers this process's controller; the directory is made private first. */
+const REGISTRY_WORDS = controlPlace("the registry of running controllers");
+
+/**
+ * Registers this process's controller; the directory is made private first. The socket must
+ * be there (the controller listens): its identity goes in the entry, for clients to check.
+ */
 export async function register(
   dir: string,
-  entry: Omit<RegistryEntry, "version" | "pid" | "pidStart" | "boot">,
+  entry: Omit<RegistryEntry, "version" | "pid" | "pidStart" | "boot" | "socketId">,
 ): Promise<Registration> {
-  ensurePrivateDir(dir);
+  ensurePrivateDir(dir, REGISTRY_WORDS);
   const pidStart = processStart(process.pid);
   if (pidStart === null) throw new Error("cannot read this process's start time in /proc");
+  const socketId = socketIdOf(entry.socket);
+  if (socketId === null) {
+    throw new ControlRefusal("configuration", `no socket at ${entry.socket} to register`);
+  }
   let current: RegistryEntry = {
     version: REGISTRY_VERSION,
     ...entry,
+    socketId,
     pid: process.pid,
     pidStart,
     boot: bootId(),
@@ -152,22 +151,24 @@ async function writeWhole(file: string, entry: RegistryEntry): Promise<void> {
 export type Listing = {
   /** Entries of live controllers, oldest first. */
   live: RegistryEntry[];
-  /** Entries of dead controllers, removed by this listing. */
+  /** Entries of dead controllers, removed by this listing (with their agent copies). */
   removed: RegistryEntry[];
   /** Files that are not registry entries, left alone, with why. */
   unreadable: { file: string; why: string }[];
 };
 
 /**
- * Lists the registry; a missing directory is an empty registry. Dead entries are removed.
- * Refuses `configuration` when the directory is not private to this user: an entry in it
- * names the socket `attach` connects to, so only this user may have written it.
+ * Lists the registry; a missing directory is an empty registry. Dead entries are removed, and
+ * what their controllers left (the agent copy with Pi's credentials, the socket folder) with
+ * them (leftovers.ts). Refuses `configuration` when the directory is not private to this user,
+ * or a folder above it could be changed by another: an entry in it names the socket `attach`
+ * connects to, so only this user may have written it.
  */
 export function listControllers(dir: string): Listing {
   const out: Listing = { live: [], removed: [], unreadable: [] };
   let names: string[];
   try {
-    checkPrivateDir(dir);
+    checkPrivateDir(dir, REGISTRY_WORDS);
     names = readdirSync(dir);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return out;
@@ -187,6 +188,14 @@ export function listControllers(dir: string): Listing {
       continue;
     }
     try {
+      sweepLeftovers(dir, parsed.entry);
+    } catch (e) {
+      // The entry stays, so the next listing removes what it names again.
+      const code = (e as NodeJS.ErrnoException).code ?? String(e);
+      out.unreadable.push({ file, why: `dead; what it left can't be removed yet (${code})` });
+      continue;
+    }
+    try {
       unlinkSync(file);
     } catch (e) {
       // Removed meanwhile by another listing: the entry is gone either way.
@@ -198,9 +207,17 @@ export function listControllers(dir: string): Listing {
   return out;
 }
 
-/** The live controller of `conversation`, or null. */
+/**
+ * The live controller of `conversation`, or null. Refuses `configuration` when its socket is
+ * not the one it bound, or another process listens there (peer.ts): a client must send it
+ * nothing.
+ */
 export function findController(dir: string, conversation: string): RegistryEntry | null {
-  return listControllers(dir).live.find((e) => e.conversation === conversation) ?? null;
+  const entry = listControllers(dir).live.find((e) => e.conversation === conversation) ?? null;
+  if (entry === null) return null;
+  const peer = checkEntrySocket(entry);
+  if (!peer.ok) throw new ControlRefusal("configuration", peer.message);
+  return entry;
 }
 
 function readEntry(file: string): { ok: true; entry: RegistryEntry } | { ok: false; why: string } {
@@ -253,6 +270,11 @@ export function parseEntry(value: unknown): RegistryEntry | null {
   const piVersion = o.piVersion;
   if (piVersion !== undefined && (typeof piVersion !== "string" || !VERSION_TEXT.test(piVersion)))
     return null;
+  const { socketId, agentCopy } = o;
+  if (socketId !== undefined && (typeof socketId !== "string" || !SOCKET_ID.test(socketId)))
+    return null;
+  if (agentCopy !== undefined && (typeof agentCopy !== "string" || !agentCopy.startsWith("/")))
+    return null;
   return {
     version: REGISTRY_VERSION,
     conversation: s.conversation as string,
@@ -267,5 +289,7 @@ export function parseEntry(value: unknown): RegistryEntry | null {
     grants: [...(o.grants as string[])],
     startedAt: s.startedAt as string,
     ...(piVersion === undefined ? {} : { piVersion }),
+    ...(socketId === undefined ? {} : { socketId }),
+    ...(agentCopy === undefined ? {} : { agentCopy }),
   };
 }

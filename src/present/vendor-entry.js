@@ -1,6 +1,7 @@
-// The Console's third-party code, bundled by `npm run build:console` into vendor.js (git-ignored):
-// markdown-it with raw HTML off, and highlight.js with a common subset of languages. Nothing
-// here renders to an HTML string that reaches the page: markdown.js walks their token trees.
+// The third-party code of markdown.ts, bundled by `npm run build:console` into vendor.js
+// (git-ignored; the Console's present.js carries it too): markdown-it with raw HTML off, and
+// highlight.js with a common subset of languages (language.ts names them by extension). Nothing
+// here renders to an HTML string that reaches a page: markdown.ts walks their token trees.
 import hljs from "highlight.js/lib/core";
 import bash from "highlight.js/lib/languages/bash";
 import c from "highlight.js/lib/languages/c";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { codePointMarker, makeVisible } from "../../src/cli/visible.ts";
-import { firstForbidden, isForbidden } from "./hostile.ts";
+import { codePointMarker, makeVisible } from "../../src/present/visible.ts";
+import { firstForbidden, isForbidden } from "../cli/hostile.ts";
 
 describe("makeVisible", () => {
   it("passes printable text, LF, TAB, ZWJ and ZWNJ unchanged when nothing is hostile", () => {

@@ -2,10 +2,26 @@
 // (raw HTML off) and highlight.js's token tree become nodes from a fixed set of tags, links only
 // to http(s): and mailto:, images as links (never fetched). The Console turns the tree into DOM
 // nodes, the HTML export into escaped markup; both use this one implementation.
+import type { Token } from "markdown-it";
 import { hljs, markdownIt } from "./vendor.js";
 
+/** A tree node: text, or an element from TREE_TAGS with what it may carry. */
+export type TreeNode =
+  | string
+  | {
+      tag: string;
+      href?: string;
+      cls?: string;
+      start?: number;
+      lang?: string;
+      children: TreeNode[];
+    };
+type Element = Exclude<TreeNode, string>;
+/** While walking: a link that may not be followed keeps its target, shown after its text. */
+type Open = Element & { unsafeHref?: string };
+
 /** Every tag a tree may hold; the renderers check it again. */
-export const TREE_TAGS = new Set([
+export const TREE_TAGS: ReadonlySet<string> = new Set([
   "p",
   "h1",
   "h2",
@@ -39,9 +55,9 @@ const SCOPE = /^[a-z][a-z_-]{0,30}$/;
 const HIGHLIGHT_MAX_CHARS = 200_000;
 
 /** The URL as it will be followed, or null unless it is absolute http(s): or mailto:. */
-export function safeHref(raw) {
+export function safeHref(raw: unknown): string | null {
   if (typeof raw !== "string") return null;
-  let url;
+  let url: URL;
   try {
     url = new URL(raw);
   } catch {
@@ -51,7 +67,7 @@ export function safeHref(raw) {
   return LINK_PROTOCOLS.has(url.protocol) ? url.href : null;
 }
 
-const BLOCK_TAGS = {
+const BLOCK_TAGS: Readonly<Record<string, string>> = {
   paragraph_open: "p",
   blockquote_open: "blockquote",
   bullet_list_open: "ul",
@@ -69,15 +85,15 @@ const BLOCK_TAGS = {
 };
 
 /** `text` (Markdown) as a list of nodes: strings and `{ tag, href?, cls?, start?, lang?, children }`. */
-export function markdownTree(text) {
-  const root = { tag: "root", children: [] };
+export function markdownTree(text: string): TreeNode[] {
+  const root: Open = { tag: "root", children: [] };
   walk(markdownIt.parse(text, {}), root);
   return root.children;
 }
 
-function walk(tokens, root) {
-  const stack = [root];
-  const top = () => stack[stack.length - 1];
+function walk(tokens: readonly Token[], root: Open): void {
+  const stack: Open[] = [root];
+  const top = (): Open => stack[stack.length - 1] ?? root;
   for (const token of tokens) {
     const type = token.type;
     // Tight lists hide their paragraphs: the text goes to the list item, no wrapper.
@@ -87,11 +103,10 @@ function walk(tokens, root) {
       continue;
     }
     if (token.nesting === 1) {
-      let node;
+      let node: Open;
       if (type === "heading_open") node = { tag: headingTag(token.tag), children: [] };
       else if (type === "link_open") node = linkNode(token.attrGet("href"));
-      else if (Object.hasOwn(BLOCK_TAGS, type)) node = { tag: BLOCK_TAGS[type], children: [] };
-      else node = { tag: "span", children: [] };
+      else node = { tag: blockTag(type), children: [] };
       if (type === "ordered_list_open") {
         // markdown-it sets `start` only when it is not 1; Number(null) would read as 0.
         const start = Number(token.attrGet("start") ?? 1);
@@ -130,7 +145,7 @@ function walk(tokens, root) {
         break;
       case "fence":
       case "code_block": {
-        const lang = type === "fence" ? token.info.trim().split(/\s+/, 1)[0] : "";
+        const lang = type === "fence" ? (token.info.trim().split(/\s+/, 1)[0] ?? "") : "";
         out.push(codeNode(token.content, lang));
         break;
       }
@@ -146,18 +161,22 @@ function walk(tokens, root) {
   }
 }
 
-function headingTag(tag) {
+function blockTag(type: string): string {
+  return (Object.hasOwn(BLOCK_TAGS, type) && BLOCK_TAGS[type]) || "span";
+}
+
+function headingTag(tag: string): string {
   return /^h[1-6]$/.test(tag) ? tag : "p";
 }
 
-function linkNode(raw) {
+function linkNode(raw: unknown): Open {
   const href = safeHref(raw);
   if (href !== null) return { tag: "a", href, children: [] };
   // Not followable: the link text stays, with the target shown as text after it.
   return { tag: "a-off", unsafeHref: String(raw ?? ""), children: [] };
 }
 
-function imageNode(token) {
+function imageNode(token: Token): TreeNode {
   const alt = token.content || "image";
   const href = safeHref(token.attrGet("src"));
   if (href === null) return `[image: ${alt} (${String(token.attrGet("src") ?? "")})]`;
@@ -165,72 +184,40 @@ function imageNode(token) {
 }
 
 /** A code block, highlighted when its language is one we bundle. */
-export function codeNode(code, lang) {
+export function codeNode(code: string, lang: string): TreeNode {
   const language = typeof lang === "string" && lang !== "" ? lang.toLowerCase() : "";
-  const node = { tag: "pre", children: [{ tag: "code", children: highlightTree(code, language) }] };
+  const node: Element = {
+    tag: "pre",
+    children: [{ tag: "code", children: highlightTree(code, language) }],
+  };
   if (language !== "" && /^[a-z0-9+#._-]{1,30}$/.test(language)) node.lang = language;
   return node;
 }
 
 /** `code` as nodes: strings and `{ tag: "span", cls: "hl-<scope>", children }`. */
-export function highlightTree(code, lang) {
+export function highlightTree(code: string, lang: string): TreeNode[] {
   if (!lang || code.length > HIGHLIGHT_MAX_CHARS || !hljs.getLanguage(lang)) return [code];
-  const result = hljs.highlight(code, { language: lang, ignoreIllegals: true });
-  // highlight.js 11 keeps the token tree it rendered from on `_emitter`; if a later version
-  // drops it, code is shown plain rather than through its HTML string.
-  const root = result?._emitter?.rootNode;
-  if (!root || !Array.isArray(root.children)) return [code];
-  return root.children.map(fromHljs);
+  const result: unknown = hljs.highlight(code, { language: lang, ignoreIllegals: true });
+  // highlight.js 11 keeps the token tree it rendered from on `_emitter` (not in its types);
+  // if a later version drops it, code is shown plain rather than through its HTML string.
+  const root = field(field(result, "_emitter"), "rootNode");
+  const children = field(root, "children");
+  if (!Array.isArray(children)) return [code];
+  return children.map(fromHljs);
 }
 
-function fromHljs(node) {
+/** `value[name]` when `value` is an object, else undefined: highlight.js's tree is unchecked. */
+function field(value: unknown, name: string): unknown {
+  return typeof value === "object" && value !== null ? Reflect.get(value, name) : undefined;
+}
+
+function fromHljs(node: unknown): TreeNode {
   if (typeof node === "string") return node;
-  const children = Array.isArray(node.children) ? node.children.map(fromHljs) : [];
-  const scope = typeof node.scope === "string" ? node.scope.split(".", 1)[0] : "";
+  const kids = field(node, "children");
+  const children = Array.isArray(kids) ? kids.map(fromHljs) : [];
+  const scopeOf = field(node, "scope");
+  const scope = typeof scopeOf === "string" ? (scopeOf.split(".", 1)[0] ?? "") : "";
   return SCOPE.test(scope)
     ? { tag: "span", cls: `hl-${scope}`, children }
     : { tag: "span", children };
 }
-
-/** The highlight.js language for a file name's extension, or "". */
-export function languageOfPath(path) {
-  const m = /\.([A-Za-z0-9]+)$/.exec(typeof path === "string" ? path : "");
-  if (!m) return "";
-  const ext = m[1].toLowerCase();
-  return Object.hasOwn(EXTENSIONS, ext) ? EXTENSIONS[ext] : "";
-}
-
-const EXTENSIONS = {
-  sh: "bash",
-  bash: "bash",
-  zsh: "bash",
-  c: "c",
-  h: "c",
-  cc: "cpp",
-  cpp: "cpp",
-  hpp: "cpp",
-  css: "css",
-  diff: "diff",
-  patch: "diff",
-  go: "go",
-  java: "java",
-  js: "javascript",
-  mjs: "javascript",
-  cjs: "javascript",
-  jsx: "javascript",
-  json: "json",
-  jsonl: "json",
-  md: "markdown",
-  py: "python",
-  rs: "rust",
-  sql: "sql",
-  ts: "typescript",
-  tsx: "typescript",
-  mts: "typescript",
-  cts: "typescript",
-  html: "xml",
-  xml: "xml",
-  svg: "xml",
-  yml: "yaml",
-  yaml: "yaml",
-};

@@ -1,0 +1,196 @@
+// The flags of `conversation control` and its help: parsed with node:util parseArgs (strict),
+// checked before anything runs (a usage error names the flag); paths are resolved here.
+import { resolve } from "node:path";
+import { isPiVersion, PI_VERSIONS } from "../control/engine/pi-pin.ts";
+import { parseFlags } from "./flags.ts";
+
+export type ControlTarget = { kind: "session"; file: string } | { kind: "new"; title?: string };
+
+export type ControlCommand = {
+  name: "control";
+  /** The project root; absent only with `fixtureRoot`, where the session path names it. */
+  project?: string;
+  seat: string;
+  target: ControlTarget;
+  /** Test hook: the guard's and FixtureVerifier's root instead of the project's. */
+  fixtureRoot?: string;
+  stateDir?: string;
+  claimRoot?: string;
+  socketDir?: string;
+  /** The grants file, read when the command runs; absent: the default operator and observer. */
+  grants?: string;
+  /** Pi's `--model`, `--provider`, `--thinking`, in that order; the seal checks them. */
+  engineArgs: string[];
+  model?: string;
+  provider?: string;
+  thinking?: string;
+  agentDir?: string;
+  agentFrom?: string;
+  /** Which pinned Pi runs (`--pi-version`); absent: the default, 0.85.1. */
+  piVersion?: string;
+};
+
+export type ControlParsed =
+  | { ok: true; command: ControlCommand | { name: "help"; text: string } }
+  | { ok: false; error: string; usage: string };
+
+export const CONTROL_HELP = `Usage: conversation control --project DIR --seat NAME
+                            (--session FILE | --new [--title TEXT])
+                            [--model M] [--provider P] [--thinking LEVEL]
+                            [--agent-from DIR | --agent-dir DIR]
+                            [--grants FILE] [--state-dir DIR]
+                            [--pi-version 0.85.1|1.6.0]
+
+Starts a controller on one conversation of a project: takes the writer
+claim, launches the pinned Pi sealed (RPC mode, no extensions, offline),
+checks that Pi loaded the session, and serves a Unix socket where clients
+observe and, with a grant, steer it (docs/control-cli.md). It prints the
+conversation id and how to attach. SIGINT or SIGTERM (Ctrl-C) stops Pi and
+exits 0.
+
+  --project DIR       the project root (Pi works in it)
+  --seat NAME         the seat: sessions live in DIR/.pi/state/NAME/sessions
+  --session FILE      an existing session (a .jsonl file in that directory)
+  --new               start a new conversation there (written by Pi's own
+                      SessionManager, with the model and thinking level)
+  --title TEXT        the new conversation's title (with --new)
+  --model M           Pi's --model, e.g. provider/id
+  --provider P        Pi's --provider
+  --thinking LEVEL    off, minimal, low, medium, high, xhigh or max
+  --agent-from DIR    copy Pi's models.json, settings.json and auth.json from
+                      DIR (e.g. ~/.pi/agent; only read) into a private agent
+                      directory, removed when the controller stops
+  --agent-dir DIR     use DIR as Pi's agent directory (outside ~/.pi); with
+                      neither, Pi has no model or credentials
+  --grants FILE       JSON: [{ "id": ..., "actor": ..., "capabilities":
+                      [...] }]; capabilities: observe, takeover, release,
+                      prompt, interrupt, confirm, force-stop, recover, launch.
+                      Default: "operator" (every capability) and "observer"
+  --state-dir DIR     keep claims, sockets and the registry of running
+                      controllers under DIR (default: claims in
+                      $XDG_STATE_HOME/mosaic-conversation, else
+                      ~/.local/state/mosaic-conversation; sockets and the
+                      registry in $XDG_RUNTIME_DIR/mosaic-conversation when
+                      set, else there too)
+  --pi-version V      which pinned Pi runs: 0.85.1 (the default) or 1.6.0,
+                      each checked against its integrity (docs/seal-and-pin.md)
+  -h, --help          this help
+
+For tests: --fixture-root DIR (the session must be in DIR; fixtures only),
+--claim-root DIR and --socket-dir DIR (override the state dir's places).
+
+Exit status: 0 stopped by a signal; 1 refused or failed (stderr: "refused:
+<code>: <message>" and what to do); 2 usage error. A stop the cgroup
+launcher proves ends the claim. The process-group launcher can't prove a
+stop, so after it the claim stays held, marked uncertain (docs/claim.md).
+`;
+
+/** The seat names the reader's sources accept (sources.ts SEAT_NAME). */
+const SEAT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+const PATH_FLAGS = [
+  "project",
+  "session",
+  "fixture-root",
+  "state-dir",
+  "claim-root",
+  "socket-dir",
+  "grants",
+  "agent-dir",
+  "agent-from",
+] as const;
+
+/** Parses the flags after `control`; throws parseArgs' TypeError on an unknown flag. */
+export function parseControl(args: string[]): ControlParsed {
+  const bad = (error: string): ControlParsed => ({ ok: false, error, usage: CONTROL_HELP });
+  const { values, positionals } = parseFlags(args, {
+    project: { type: "string" },
+    seat: { type: "string" },
+    session: { type: "string" },
+    new: { type: "boolean" },
+    title: { type: "string" },
+    "fixture-root": { type: "string" },
+    "state-dir": { type: "string" },
+    "claim-root": { type: "string" },
+    "socket-dir": { type: "string" },
+    grants: { type: "string" },
+    model: { type: "string" },
+    provider: { type: "string" },
+    thinking: { type: "string" },
+    "agent-dir": { type: "string" },
+    "agent-from": { type: "string" },
+    "pi-version": { type: "string" },
+    help: { type: "boolean", short: "h" },
+  });
+  if (values.help) return { ok: true, command: { name: "help", text: CONTROL_HELP } };
+  if (positionals.length > 0) return bad(`unexpected argument ${JSON.stringify(positionals[0])}`);
+  const valued = [
+    ...PATH_FLAGS,
+    ...(["seat", "title", "model", "provider", "thinking", "pi-version"] as const),
+  ];
+  for (const flag of valued) {
+    if (values[flag] === "") return bad(`--${flag} needs a value`);
+  }
+  const fixtureRoot = values["fixture-root"];
+  const missing: string[] = [];
+  if (values.project === undefined && fixtureRoot === undefined) missing.push("--project DIR");
+  if (values.seat === undefined) missing.push("--seat NAME");
+  if (values.session === undefined && values.new !== true) missing.push("--session FILE or --new");
+  if (missing.length > 0) return bad(`missing ${missing.join(", ")}`);
+  if (!SEAT_NAME.test(values.seat as string)) {
+    // Checked before anything is created: `--new` makes the seat's directory.
+    return bad(`--seat ${JSON.stringify(values.seat)} is not a seat name (letters, digits, . _ -)`);
+  }
+  if (values.session !== undefined && values.new === true) {
+    return bad("--session and --new exclude each other: control an existing session, or a new one");
+  }
+  if (values.title !== undefined && values.new !== true) return bad("--title goes with --new");
+  if (values.new === true && values.project === undefined) return bad("--new needs --project DIR");
+  if (values["agent-dir"] !== undefined && values["agent-from"] !== undefined) {
+    return bad("--agent-dir and --agent-from exclude each other");
+  }
+  const path = (flag: (typeof PATH_FLAGS)[number]) => {
+    const v = values[flag];
+    return v === undefined ? {} : { [camel(flag)]: resolve(v) };
+  };
+  const engineArgs: string[] = [];
+  const engine: { model?: string; provider?: string; thinking?: string } = {};
+  for (const flag of ["model", "provider", "thinking"] as const) {
+    const v = values[flag];
+    if (v === undefined) continue;
+    engineArgs.push(`--${flag}`, v);
+    engine[flag] = v;
+  }
+  const piVersion = values["pi-version"];
+  if (piVersion !== undefined && !isPiVersion(piVersion)) {
+    return bad(
+      `--pi-version is one of ${PI_VERSIONS.join(", ")}, not ${JSON.stringify(piVersion)}`,
+    );
+  }
+  const target: ControlTarget =
+    values.session === undefined
+      ? { kind: "new", ...(values.title === undefined ? {} : { title: values.title }) }
+      : { kind: "session", file: resolve(values.session) };
+  return {
+    ok: true,
+    command: {
+      name: "control",
+      seat: values.seat as string,
+      target,
+      engineArgs,
+      ...engine,
+      ...path("project"),
+      ...path("fixture-root"),
+      ...path("state-dir"),
+      ...path("claim-root"),
+      ...path("socket-dir"),
+      ...path("agent-dir"),
+      ...path("agent-from"),
+      ...(values.grants === undefined ? {} : { grants: values.grants }),
+      ...(piVersion === undefined ? {} : { piVersion }),
+    },
+  };
+}
+
+function camel(flag: string): string {
+  return flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+}

@@ -1,0 +1,189 @@
+// What `conversation control` prints: the started controller (conversation, engine, launcher
+// in plain words, socket, each grant with the line that attaches with it), the K8 warning, the
+// stop and where the claim was left, and each refusal with what to do about it.
+import type { Controller } from "../control/controller/controller.ts";
+import type { Grant } from "../control/protocol.ts";
+import { isControlRefusal } from "../control/refusal.ts";
+import { makeVisible } from "../present/visible.ts";
+import { commandLine } from "./invocation.ts";
+import type { Io } from "./io.ts";
+
+/** How the printed attach lines reach the controller: its socket, or the registry. */
+export type AttachHow = { by: "socket" } | { by: "registry"; stateDir?: string };
+
+/**
+ * What a newcomer needs: the conversation, the launcher in plain words, the socket, the grants
+ * and, for each, the command that attaches with it (a line that runs as printed).
+ */
+export function describeStarted(
+  ctl: Controller,
+  grants: readonly Grant[],
+  how: AttachHow = { by: "socket" },
+): string {
+  const steer = grants.find((g) => g.capabilities.includes("prompt")) ?? grants[0];
+  const socket = ctl.socketPath;
+  const binding = ctl.execution?.binding;
+  // As it is run from here (invocation.ts), so each line can be pasted into a shell; a
+  // control character in a path is shown visibly by shellWord, never sent to the terminal.
+  const attach = (grant: string) =>
+    commandLine(
+      how.by === "socket"
+        ? ["attach", "--socket", socket, "--grant", grant]
+        : [
+            "attach",
+            ctl.conversation,
+            ...(how.stateDir === undefined ? [] : ["--state-dir", how.stateDir]),
+            "--grant",
+            grant,
+          ],
+    );
+  const lines = [
+    `Controlling ${ctl.conversation}`,
+    `  session ${visible(ctl.sessionFile)}`,
+    ...(binding?.engine ? [`Engine: Pi ${binding.engine.version}`] : []),
+    ...(binding ? describeLauncher(binding.launcher, binding.launcherReason) : []),
+    `Socket: ${visible(socket)}`,
+    "Grants:",
+    ...grants.flatMap((g) => [
+      `  ${g.id} (${visible(g.actor)}): ${g.capabilities.join(" ")}`,
+      `    ${attach(g.id)}`,
+    ]),
+  ];
+  if (steer) lines.push(`Attach: ${attach(steer.id)}`);
+  return `${lines.join("\n")}\n`;
+}
+
+/**
+ * The launcher in plain words: what it means for stopping Pi, and the host's limits; the
+ * probe's own reasons follow in parentheses.
+ */
+export function describeLauncher(kind: string, reason: string | undefined): string[] {
+  const detail = reason === undefined ? "" : ` (${visible(reason)})`;
+  const lines: string[] = [];
+  if (kind === "pgroup") {
+    lines.push(
+      `Launcher: pgroup: Pi runs in a process group; this host gives no cgroup to put it in, so a stop can't be proven and the session stays claimed after it (docs/claim.md)${detail}`,
+    );
+  } else {
+    const what = kind === "scope" ? "a systemd scope" : "a cgroup";
+    lines.push(
+      `Launcher: ${kind}: Pi runs in ${what} of its own, so stopping it can be proven${detail}`,
+    );
+  }
+  if (reason?.includes("no nsdelegate")) {
+    lines.push(
+      "Note: this host's cgroup2 is mounted without nsdelegate, so a process Pi starts that runs as root could move itself out of Pi's cgroup and outlive a stop (K13 not enforced). Mounting cgroup2 with nsdelegate closes this.",
+    );
+  }
+  if (reason?.includes("no cgroup namespace")) {
+    lines.push(
+      "Note: Pi's processes are not given a cgroup namespace of their own here (unshare --cgroup is missing or refused), so they can see the host's cgroups.",
+    );
+  }
+  return lines;
+}
+
+/**
+ * When the K8 load check failed: what happened, what still works, and what to do. The socket
+ * serves, but prompts refuse `preflight`.
+ */
+export function loadWarning(ctl: Controller): string | null {
+  const exec = ctl.execution;
+  const binding = exec?.binding;
+  if (!binding || binding.state === "bound") return null;
+  const why = exec?.load?.reason ?? binding.reason;
+  return (
+    `warning: Pi did not load the session as the controller expected: ${visible(why)}.\n` +
+    "You can still watch the conversation, but prompts will be refused (preflight) and the " +
+    "session stays claimed until a proven stop. Stop this controller (Ctrl-C), fix the cause, " +
+    "and start it again. (K8 load check)"
+  );
+}
+
+/** The stop's result and where the claim was left. */
+export function describeStopped(ctl: Controller): string {
+  const exec = ctl.execution;
+  const stop = exec?.stops.latest ?? null;
+  const claim = ctl.claim?.state ?? "none";
+  let engine = "no engine ran";
+  if (exec && stop?.result === "stopped") engine = "the engine's stop is proven";
+  else if (exec && stop) {
+    const exit = exec.link.exit;
+    const exited = exit === null ? "" : `Pi exited (${exit.signal ?? `code ${exit.exitCode}`}), `;
+    const why =
+      exec.launched.launcher === "pgroup"
+        ? "the process-group launcher cannot prove a stop"
+        : visible(stop.why);
+    engine = `${exited}stop ${stop.result}: ${why}`;
+  }
+  const held = claim === "uncertain" ? ", held until a proven stop (docs/claim.md)" : "";
+  return `Stopped: ${engine}; claim ${claim}${held}.`;
+}
+
+/** What to do after each refusal `conversation control` can print. */
+const WHAT_TO_DO: Readonly<Record<string, string>> = {
+  configuration: "check the path or option named above, then start again",
+  "live-session-refused":
+    "the controller never runs Pi in ~/.pi, ~/.claude or ~/.mosaic-dev, where your own Pi keeps its live state; to use your Pi's models and credentials, pass --agent-from ~/.pi/agent (it copies them into a private directory)",
+  "unsafe-replacement":
+    "an earlier controller of this session or seat ended without proof that Pi stopped, so the claim is kept (docs/claim.md); make sure no Pi of it still runs; after a reboot the claim is proven stale",
+  "foreign-host":
+    "the claim was taken on another host; use a state directory of this host (--state-dir)",
+  "unsealed-engine":
+    "only --model, --provider and --thinking go to Pi, each once, with a plain value (not starting with - or @)",
+  "engine-pin-mismatch":
+    "the installed Pi is not the pinned version; reinstall the dependencies (npm ci)",
+};
+
+/** What to do after a refusal; the command it names is as run from here (invocation.ts). */
+function whatToDo(code: string, stateDir: string | undefined): string | undefined {
+  if (code !== "already-active") return WHAT_TO_DO[code];
+  const list = commandLine([
+    "controllers",
+    ...(stateDir === undefined ? [] : ["--state-dir", stateDir]),
+  ]);
+  return `another controller runs this session (or a copy of it under another seat); find it with "${list}" and attach to it, or stop it first`;
+}
+
+/** Prints why `what` failed (a refusal, a path to fix, or the error) and returns 1. */
+export function failed(io: Io, what: string, e: unknown, stateDir?: string): number {
+  if (isControlRefusal(e)) return refused(io, e.code, e.message, stateDir);
+  // A place we could not make or write (a typed --project, --state-dir): a path to fix.
+  const onPath = pathError(e);
+  if (onPath !== null) return refused(io, "configuration", `${what}: ${onPath}`, stateDir);
+  const message = e instanceof Error ? e.message : String(e);
+  io.err(`conversation: ${what}: ${visible(message)}\n`);
+  return 1;
+}
+
+/** A file system error on a path a person can fix, in words; null for any other error. */
+function pathError(e: unknown): string | null {
+  const err = e as NodeJS.ErrnoException;
+  if (!(e instanceof Error) || typeof err.code !== "string" || typeof err.path !== "string") {
+    return null;
+  }
+  const why: Record<string, string> = {
+    ENOTDIR: "a part of the path is a file, not a folder",
+    EEXIST: "it exists and is not a folder",
+    EACCES: "permission denied",
+    EPERM: "permission denied",
+    EROFS: "the file system is read-only",
+    ENOSPC: "no space left on the device",
+  };
+  const said = why[err.code];
+  if (said === undefined) return null;
+  return `${err.syscall ?? "using"} ${err.path}: ${said} (${err.code})`;
+}
+
+/** Prints a refusal and what to do about it; returns 1 (the exit status). */
+export function refused(io: Io, code: string, message: string, stateDir?: string): number {
+  io.err(`refused: ${makeVisible(code)}: ${visible(message)}\n`);
+  const todo = whatToDo(code, stateDir);
+  if (todo !== undefined) io.err(`  What to do: ${todo}.\n`);
+  return 1;
+}
+
+/** Text from a file, the engine or a person, made visible on one line. */
+export function visible(text: string): string {
+  return makeVisible(text, { showNewlines: true });
+}

@@ -1,0 +1,46 @@
+// What a Controller is given: where its fixture, claims and socket live, the session and seat,
+// the verifier and grants, the launcher and engine, and the limits tests lower.
+import type { Launcher } from "../cohort/launcher.ts";
+import type { Grant } from "../protocol.ts";
+import type { ControlRecord, Verifier } from "./records.ts";
+
+export type ControllerOptions = {
+  fixtureRoot: string;
+  claimRoot: string;
+  socketDir: string;
+  sessionFile: string;
+  seat: string;
+  verifier: Verifier;
+  grants: Grant[];
+  launcher?: Launcher;
+  /** Why this launcher was chosen (chooseLauncher's reason); recorded in each binding record. */
+  launcherReason?: string;
+  engine?: {
+    command?: string;
+    preArgs?: string[];
+    extraArgs?: string[];
+    /** Test hook: extra variables (never PATH, HOME or PI_*). */
+    env?: Record<string, string>;
+  };
+  agentDir?: string;
+  pinRoot?: string;
+  /**
+   * Which pinned Pi runs: a version from PI_VERSIONS (pi-pin.ts), default "0.85.1". Refuses
+   * `configuration` for any other; the pin and the seal are that version's.
+   */
+  piVersion?: string;
+  /** Where records go besides the in-memory evidence; a throw breaks audit (`audit`). */
+  audit?: (record: ControlRecord) => void;
+  /** Extra homes whose live roots the guard protects (the scratch HOME case). */
+  homes?: string[];
+  /**
+   * Per connection: unsent bytes past which a client that stopped reading is closed
+   * (default MAX_QUEUED_BYTES, 8 MiB). Tests set it lower.
+   */
+  maxQueuedBytes?: number;
+  /**
+   * How much of the current stream epoch is kept for `resume` (default REPLAY_MAX_EVENTS and
+   * REPLAY_MAX_BYTES, events.ts). Tests set it lower.
+   */
+  replay?: { maxEvents?: number; maxBytes?: number };
+};

@@ -1,0 +1,136 @@
+// Runs a script as a real other user (uid and gid 65534, "nobody", no supplementary groups),
+// with setpriv(1): the attacker of a security test. Every machine here runs as root, so file
+// modes prove nothing about what root may do; what another uid can do is what they prove.
+// Each child has a deadline and is killed when the test ends.
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { join } from "node:path";
+import type { TestContext } from "node:test";
+
+export const OTHER_UID = 65534;
+
+let probed: string | false | undefined;
+
+/** False when a child can run as OTHER_UID here; else why not (the caller skips or fails). */
+export function whyNoOtherUser(): string | false {
+  if (probed !== undefined) return probed;
+  if (process.getuid?.() !== 0) {
+    probed = "not root: a child can't switch to another uid";
+    return probed;
+  }
+  try {
+    execFileSync("setpriv", [...AS_OTHER, "--", "true"], { stdio: "ignore" });
+    probed = false;
+  } catch (e) {
+    probed = `setpriv cannot switch to uid ${OTHER_UID} here: ${String(e)}`;
+  }
+  return probed;
+}
+
+const AS_OTHER = [
+  `--reuid=${OTHER_UID}`,
+  `--regid=${OTHER_UID}`,
+  "--clear-groups",
+  "--inh-caps=-all",
+];
+
+export type OtherUser = {
+  readonly child: ChildProcess;
+  /** Everything it wrote to stdout so far. */
+  output(): string;
+  /** Resolves once its stdout holds `text` (rejects at the deadline or when it exits first). */
+  waitFor(text: string, ms?: number): Promise<void>;
+  /** Resolves with its exit code (rejects at the deadline). */
+  exited(ms?: number): Promise<number | null>;
+};
+
+/** Starts `process.execPath script ...args` as OTHER_UID; killed after the test. */
+export function startAsOtherUser(t: TestContext, script: string, args: string[]): OtherUser {
+  const child = spawn("setpriv", [...AS_OTHER, "--", process.execPath, script, ...args], {
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  let code: number | null | undefined;
+  const waiters = new Set<() => void>();
+  const wake = () => {
+    for (const w of [...waiters]) w();
+  };
+  child.stdout?.setEncoding("utf8").on("data", (d: string) => {
+    out += d;
+    wake();
+  });
+  child.stderr?.setEncoding("utf8").on("data", (d: string) => {
+    err += d;
+  });
+  child.on("exit", (c) => {
+    code = c;
+    wake();
+  });
+  t.after(() => {
+    if (code === undefined) child.kill("SIGKILL");
+  });
+  const until = <T>(ready: () => T | undefined, what: string, ms: number): Promise<T> =>
+    new Promise((resolve, reject) => {
+      const check = () => {
+        const value = ready();
+        if (value !== undefined) {
+          done();
+          resolve(value);
+        } else if (code !== undefined) {
+          done();
+          reject(new Error(`the other user's script exited (${code}) before ${what}: ${err}`));
+        }
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(new Error(`no ${what} within ${ms} ms; stdout ${out}; stderr ${err}`));
+      }, ms);
+      const done = () => {
+        clearTimeout(timer);
+        waiters.delete(check);
+      };
+      waiters.add(check);
+      check();
+    });
+  return {
+    child,
+    output: () => out,
+    waitFor: (text, ms = 20_000) =>
+      until(() => (out.includes(text) ? true : undefined), JSON.stringify(text), ms).then(() => {}),
+    exited: (ms = 20_000) =>
+      new Promise((resolve, reject) => {
+        if (code !== undefined) return resolve(code);
+        const timer = setTimeout(() => reject(new Error(`still running after ${ms} ms`)), ms);
+        child.once("exit", (c) => {
+          clearTimeout(timer);
+          resolve(c);
+        });
+      }),
+  };
+}
+
+/** A request the other user sends (test/board/attacker-request.ts sends it). */
+export type Sent = {
+  path: string;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+};
+export type Received = { uid: number; status: number; body: string };
+
+const REQUEST_SCRIPT = join(import.meta.dirname, "..", "board", "attacker-request.ts");
+
+/** Sends `spec` to 127.0.0.1:`port` as OTHER_UID; what came back. Rejects at a deadline. */
+export async function requestAsOtherUser(
+  t: TestContext,
+  port: number,
+  spec: Sent,
+): Promise<Received> {
+  const other = startAsOtherUser(t, REQUEST_SCRIPT, [
+    String(port),
+    JSON.stringify({ method: "GET", ...spec }),
+  ]);
+  const code = await other.exited();
+  if (code !== 0) throw new Error(`the other user's request failed (${code})`);
+  return JSON.parse(other.output()) as Received;
+}
