@@ -420,12 +420,7 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
       return { ok: true, command: { name, sources: sourcesOf(values), query, json, limit } };
     }
     case "usage": {
-      const { values, positionals } = parseArgs({
-        args,
-        options: { ...SOURCE_OPTIONS, ...USAGE_OPTIONS },
-        allowPositionals: true,
-        strict: true,
-      });
+      const { values, positionals } = parseFlags(args, { ...SOURCE_OPTIONS, ...USAGE_OPTIONS });
       if (values.help) return { ok: true, command: { name: "help", text: usage } };
       const parsed = parseUsage(values, positionals, sourcesOf(values));
       return parsed.ok ? parsed : bad(parsed.error);

@@ -3,6 +3,7 @@
 // end with the line that reads each one, with the command's own sources.
 
 import { formatCount, formatUsd, GROUP_HEADS, USAGE_COLUMNS } from "../present/usage-report.ts";
+import { makeVisible } from "../present/visible.ts";
 import type { Catalogue } from "../protocol/chat-01.ts";
 import type { Root } from "../reader/sources.ts";
 import { defaultCacheDir } from "../search/cache-dir.ts";
@@ -11,7 +12,6 @@ import { commandLine } from "./invocation.ts";
 import type { Io } from "./io.ts";
 import { reportRefusedRoots, sourceArgs } from "./source-hints.ts";
 import type { UsageCommand } from "./usage-args.ts";
-import { makeVisible } from "./visible.ts";
 
 /**
  * Exit status 0, or 1 when refused (an unusable cache directory) or when a source root was
