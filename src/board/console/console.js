@@ -9,6 +9,7 @@ import { bindKeys } from "./keys.js";
 import { listenRoutes, readHash } from "./routing.js";
 import { createSearch } from "./search.js";
 import { startTheme } from "./theme.js";
+import { createUsage } from "./usage.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -21,6 +22,7 @@ const conversation = createConversation({
   onReread: () => void catalogue.load(),
 });
 const search = createSearch();
+const usage = createUsage();
 bindKeys({
   actions: conversation.keyActions,
   search: search.input,
@@ -31,7 +33,12 @@ bindKeys({
 
 /** Shows the place the URL names: a conversation (its branch, its entry), or none. */
 async function route() {
-  const { c, b, e } = readHash();
+  const { c, b, e, v } = readHash();
+  if (v === "usage") {
+    usage.show();
+    return;
+  }
+  usage.hide();
   if (!c) {
     conversation.close();
     return;

@@ -1,5 +1,6 @@
-// Where the page is, in its URL: `#c=<conversation>&b=<branch>&e=<entry>`, so a reload or a
-// shared link opens the same place. Only values of the board's id shape are read from it.
+// Where the page is, in its URL: `#c=<conversation>&b=<branch>&e=<entry>`, or `#v=usage` for
+// the Usage view, so a reload or a shared link opens the same place. Only values of the
+// board's id shape (and the views' names) are read from it.
 import { isId } from "./api.js";
 
 let onRoute = async () => {};
@@ -8,7 +9,8 @@ let onRoute = async () => {};
 export function readHash() {
   const p = new URLSearchParams(location.hash.slice(1));
   const pick = (k) => (isId(p.get(k)) ? p.get(k) : undefined);
-  return { c: pick("c"), b: pick("b"), e: pick("e") };
+  const v = p.get("v") === "usage" ? "usage" : undefined;
+  return { c: pick("c"), b: pick("b"), e: pick("e"), v };
 }
 
 /** Goes to `{ c, b, e }`: the URL changes, and the page follows it (again, if it is the same). */
