@@ -11,8 +11,11 @@ import { ccusageDaily, ccusagePiDaily, oursDaily, toCents } from "./peers.ts";
 import {
   claudeReply,
   claudeUser,
+  piReply,
+  piUser,
   writeClaudeSession,
   writeClaudeStore,
+  writePiSession,
   writePiStore,
 } from "./stores.ts";
 
@@ -80,6 +83,21 @@ describe("usage against ccusage", () => {
     ours.get("2026-11-29")?.delete("claude-haiku-4-5");
     peer.get("2026-11-29")?.delete("claude-haiku-4-5");
     assert.deepEqual(toCents(ours), toCents(peer));
+  });
+
+  it("counts two Pi replies of one millisecond and the same counts twice, which @ccusage/pi merges (by design)", (t) => {
+    const dir = scratch(t);
+    const sessionsDir = join(dir, "pi", "sessions");
+    const at = "2026-11-28T10:00:00.123Z";
+    writePiSession(sessionsDir, PROJECTS.a, "01a00000-0000-7000-8000-0000000000d1", at, [
+      piUser("u1", null, at, "go"),
+      piReply("a1", "u1", at, "claude-sonnet-4-5", { input: 10, output: 5 }, 0.01),
+      piReply("a2", "a1", at, "claude-sonnet-4-5", { input: 10, output: 5 }, 0.01),
+    ]);
+    const ours = oursDaily([{ kind: "pi-agent", sessionsDir }], "UTC");
+    const peer = ccusagePiDaily(sessionsDir, "UTC");
+    assert.equal(ours.get("2026-11-28")?.get("claude-sonnet-4-5")?.input, 20);
+    assert.equal(peer.get("2026-11-28")?.get("claude-sonnet-4-5")?.input, 10);
   });
 
   it("counts a reply's lines once when they carry no request id, which ccusage counts each time (by design)", (t) => {
