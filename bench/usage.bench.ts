@@ -11,7 +11,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { type BoardSpec, createReader, rootsFromSpecs, sessionsDirOf } from "../src/index.ts";
+import { type BoardSpec, createReader, encodeCwd, rootsFromSpecs } from "../src/index.ts";
 import { openUsage } from "../src/usage/index.ts";
 import { ensureCached } from "./fixtures.ts";
 import { floorPass } from "./floor.ts";
@@ -43,17 +43,16 @@ function run(): void {
   );
   const bases = Array.from({ length: BASES }, (_, i) => ensureCached(perFile, i + 1, tmp));
   const buffers = bases.map((b) => readFileSync(b.path));
-  const specs: BoardSpec[] = [];
+  // Pi's own store (`<sessions>/--<cwd>--/`), the layout both read: the peer skips the dot
+  // folders of a project's `.pi/state/<seat>/sessions`.
+  const sessionsDir = join(tmp, "store", "sessions");
+  const specs: BoardSpec[] = [{ kind: "pi-agent", sessionsDir }];
   const projects = Math.max(1, Math.ceil(FILES / 64));
-  for (let p = 0; p < projects; p++) {
-    const projectRoot = join(tmp, "corpus", `project-${p}`);
-    specs.push({ kind: "repository", projectRoot, seat: "main" });
-    mkdirSync(sessionsDirOf(projectRoot, "main"), { recursive: true });
-  }
+  const cwds = Array.from({ length: projects }, (_, p) => join(tmp, "code", `project-${p}`));
+  for (const cwd of cwds) mkdirSync(join(sessionsDir, encodeCwd(cwd)), { recursive: true });
   const files: string[] = [];
   for (let i = 0; i < FILES; i++) {
-    const spec = specs[i % projects] as Extract<BoardSpec, { kind: "repository" }>;
-    files.push(writeCopy(buffers[i % BASES]!, spec.projectRoot, i));
+    files.push(writeCopy(buffers[i % BASES]!, sessionsDir, cwds[i % projects]!, i));
   }
   const bytes = files.reduce((n, f) => n + readFileSync(f).length, 0);
   process.stdout.write(`corpus: ${files.length} files, ${mib(bytes)} MiB\n`);
@@ -90,7 +89,7 @@ function run(): void {
   const peerStart = performance.now();
   const out = execFileSync(
     process.execPath,
-    [PEER, "daily", "--json", "--piPath", join(tmp, "corpus"), "--timezone", "UTC"],
+    [PEER, "daily", "--json", "--piPath", sessionsDir, "--timezone", "UTC"],
     {
       encoding: "utf8",
       maxBuffer: 64 * 1024 * 1024,
@@ -143,13 +142,14 @@ function run(): void {
   );
 }
 
-/** A copy of `base` in the project, its header's cwd and id its own (the reader checks cwd). */
-function writeCopy(base: Buffer, projectRoot: string, i: number): string {
+/** A copy of `base` in the store's folder of `cwd`, its header's cwd and id its own. */
+function writeCopy(base: Buffer, sessionsDir: string, cwd: string, i: number): string {
   const nl = base.indexOf(0x0a);
   const header = JSON.parse(base.toString("utf8", 0, nl)) as Record<string, unknown>;
-  header.cwd = projectRoot;
+  header.cwd = cwd;
   header.id = `01c00000-0000-7000-8000-${String(i).padStart(12, "0")}`;
-  const file = join(sessionsDirOf(projectRoot, "main"), `s-${String(i).padStart(4, "0")}.jsonl`);
+  const name = `2026-01-01T00-00-00-000Z_${header.id}.jsonl`;
+  const file = join(sessionsDir, encodeCwd(cwd), name);
   writeFileSync(file, Buffer.concat([Buffer.from(JSON.stringify(header)), base.subarray(nl)]));
   return file;
 }
