@@ -1,22 +1,43 @@
-// The one-pass floor of the benches that read whole session files (search, usage): read each
-// file, hash it (SHA-256) and JSON.parse every line, the least any reader of every byte does.
+// The one-pass floor every reader benchmark measures against: read the file once, SHA-256 it,
+// JSON.parse every line. Less than this no reader that checks its file can do.
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync, readSync } from "node:fs";
+import type { Snapshot } from "../src/index.ts";
 
-/** Reads, hashes and parses `path`; returns how many lines it parsed. */
-export function floorPass(path: string): number {
+export type FloorResult = { lines: number; objects: number; digest: string };
+
+export function floorPass(path: string): FloorResult {
   const buf = readFileSync(path);
-  createHash("sha256").update(buf).digest("hex");
+  const digest = createHash("sha256").update(buf).digest("hex");
   let lines = 0;
+  let objects = 0;
   let start = 0;
   while (start < buf.length) {
     let end = buf.indexOf(0x0a, start);
     if (end < 0) end = buf.length;
     if (end > start) {
-      JSON.parse(buf.toString("utf8", start, end));
+      const v: unknown = JSON.parse(buf.toString("utf8", start, end));
       lines++;
+      if (typeof v === "object" && v !== null) objects++;
     }
     start = end + 1;
   }
-  return lines;
+  return { lines, objects, digest };
+}
+
+/** What a follow must do at least: read the pinned prefix and SHA-256 it. */
+export function barePrefixCheck(path: string, snapshot: Snapshot): boolean {
+  const fd = openSync(path, "r");
+  try {
+    const buf = Buffer.allocUnsafe(snapshot.bytes);
+    let got = 0;
+    while (got < buf.length) {
+      const n = readSync(fd, buf, got, buf.length - got, got);
+      if (n === 0) break;
+      got += n;
+    }
+    return createHash("sha256").update(buf.subarray(0, got)).digest("hex") === snapshot.digest;
+  } finally {
+    closeSync(fd);
+  }
 }

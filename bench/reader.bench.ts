@@ -16,18 +16,14 @@
 // Generated sessions are cached in bench/results/cache/ (git-ignored), keyed by size, seed and
 // a hash of the generator's sources and Pi's version.
 import { execFileSync } from "node:child_process";
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import {
   appendFileSync,
-  closeSync,
   copyFileSync,
   lstatSync,
   mkdirSync,
   mkdtempSync,
-  openSync,
-  readdirSync,
   readFileSync,
-  readSync,
   rmSync,
   writeFileSync,
 } from "node:fs";
@@ -43,8 +39,8 @@ import {
   type Reader,
   type Root,
   rootsFromSpecs,
-  type Snapshot,
 } from "../src/index.ts";
+import { timeCatalogue } from "./catalogue-time.ts";
 import {
   CACHE_DIR,
   type CachedSession,
@@ -52,6 +48,7 @@ import {
   materialize,
   writeCatalogueFixture,
 } from "./fixtures.ts";
+import { barePrefixCheck, floorPass } from "./floor.ts";
 import { int, mib, ms, ratio, spread, table } from "./report.ts";
 import { gc, type Series, summarize, timed } from "./stats.ts";
 import { expectOk, type Traversal, traverse } from "./traverse.ts";
@@ -98,45 +95,6 @@ function usage(message: string): never {
 
 // ---------------------------------------------------------------------------------------------
 // Measurements
-
-type FloorResult = { lines: number; objects: number; digest: string };
-
-/** The one-pass floor: read the file once, SHA-256 it, JSON.parse every line. */
-function floorPass(path: string): FloorResult {
-  const buf = readFileSync(path);
-  const digest = createHash("sha256").update(buf).digest("hex");
-  let lines = 0;
-  let objects = 0;
-  let start = 0;
-  while (start < buf.length) {
-    let end = buf.indexOf(0x0a, start);
-    if (end < 0) end = buf.length;
-    if (end > start) {
-      const v: unknown = JSON.parse(buf.toString("utf8", start, end));
-      lines++;
-      if (typeof v === "object" && v !== null) objects++;
-    }
-    start = end + 1;
-  }
-  return { lines, objects, digest };
-}
-
-/** What a follow must do at least: read the pinned prefix and SHA-256 it. */
-function barePrefixCheck(path: string, snapshot: Snapshot): boolean {
-  const fd = openSync(path, "r");
-  try {
-    const buf = Buffer.allocUnsafe(snapshot.bytes);
-    let got = 0;
-    while (got < buf.length) {
-      const n = readSync(fd, buf, got, buf.length - got, got);
-      if (n === 0) break;
-      got += n;
-    }
-    return createHash("sha256").update(buf.subarray(0, got)).digest("hex") === snapshot.digest;
-  } finally {
-    closeSync(fd);
-  }
-}
 
 type Session = {
   cached: CachedSession;
@@ -507,48 +465,12 @@ function measureCatalogue(
       ? [CATALOGUE_ROOTS, CATALOGUE_FILES_PER_ROOT]
       : [STORE_DIRS, STORE_FILES_PER_DIR];
   const fx = writeCatalogueFixture(join(tmp, `catalogue-${layout}`), nRoots, perRoot, layout);
-  const roots = rootsFromSpecs(fx.specs, []);
-  const cold: number[] = [];
-  const warm: number[] = [];
-  const lstat: number[] = [];
-  for (let run = 0; run < Math.max(runs, 3); run++) {
-    gc();
-    const l = timed(() => {
-      let n = 0;
-      for (const dir of fx.dirs) {
-        for (const name of readdirSync(dir)) {
-          lstatSync(join(dir, name));
-          n++;
-        }
-      }
-      return n;
-    });
-    if (l.value !== fx.files) throw new Error(`lstat saw ${l.value} files`);
-    lstat.push(l.ms);
-
-    gc();
-    const c = timed(() => {
-      const reader = createReader({ roots });
-      return { reader, catalogue: reader.catalogue() };
-    });
-    cold.push(c.ms);
-    gc();
-    const w = timed(() => c.value.reader.catalogue());
-    warm.push(w.ms);
-    for (const cat of [c.value.catalogue, w.value]) {
-      const good = cat.conversations.filter((r) => r.unsupportedReason === null && r.title);
-      if (good.length !== fx.files || cat.refusedRoots.length > 0) {
-        throw new Error(`catalogue: ${good.length} good rows of ${cat.conversations.length}`);
-      }
-    }
-  }
+  const times = timeCatalogue(rootsFromSpecs(fx.specs, []), fx, runs);
   return {
     layout,
     roots: nRoots,
     files: fx.files,
-    cold: summarize(cold),
-    warm: summarize(warm),
-    lstat: summarize(lstat),
+    ...times,
   };
 }
 

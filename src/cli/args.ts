@@ -70,7 +70,7 @@ const SOURCES_HELP = `Sources (with none, each default store that exists: --pi, 
 export const HELP = {
   top: `Usage: conversation <command> [options]
 
-Reads Pi coding-agent conversations; only control runs one (a sealed Pi).
+Reads Pi and Claude Code conversations; only control runs one (a sealed Pi).
 
 Commands:
   catalogue          list the conversations in the sources

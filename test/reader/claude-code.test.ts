@@ -175,6 +175,11 @@ describe("claude-code", () => {
       [1, 2].map(() => ({ input: 100, output: 20, cacheRead: 5, cacheWrite: 10, cost: null })),
     );
     assert.equal(parts[1]!.meta?.model, "claude-sonnet-4-5");
+    // Claude's stop reasons in CHAT-01's words, as Pi's replies say them.
+    assert.deepEqual(
+      parts.filter((p) => p.meta?.stopReason).map((p) => p.meta?.stopReason),
+      ["toolUse", "stop"],
+    );
     // The results name their calls.
     const results = parts.flatMap((p) => p.blocks).filter((b) => b.type === "tool-result");
     assert.deepEqual(

@@ -178,13 +178,14 @@ export function createUsage() {
   ui.stack.addEventListener("change", () => void load());
   ui.range.addEventListener("change", () => void load());
   return {
+    /** Shown over the whole width: `data-view="usage"` makes the list and conversation go. */
     show() {
       document.body.dataset.view = "usage";
       ui.view.hidden = false;
       void load();
     },
+    /** Hidden; the route sets `data-view` to the screen it shows instead (list or detail). */
     hide() {
-      delete document.body.dataset.view;
       ui.view.hidden = true;
     },
   };

@@ -21,6 +21,17 @@ import {
 } from "../../draft.ts";
 import type { DraftPart } from "../../parts.ts";
 
+/**
+ * Claude's stop reasons in CHAT-01's words, which Pi's replies already use: a reply that ended
+ * normally or on a tool call reads the same whoever wrote it (the faces hide those two); others
+ * (`stop_sequence`, `refusal`, `pause_turn`) are kept as Claude wrote them.
+ */
+const STOP_REASONS: Readonly<Record<string, string>> = {
+  end_turn: "stop",
+  tool_use: "toolUse",
+  max_tokens: "length",
+};
+
 /** What rendering a record needs beyond its own line. */
 export type RecordContext = {
   /** The record continues an entry begun by an earlier line (a reply's later chunk). */
@@ -275,7 +286,11 @@ function renderAssistant(r: Obj, at: At, ctx: RecordContext): DraftPart {
   const model = shortField(m.model);
   if (model !== undefined && model !== "<synthetic>") meta.model = model;
   const stopReason = shortField(m.stop_reason);
-  if (stopReason !== undefined) meta.stopReason = stopReason;
+  if (stopReason !== undefined) {
+    meta.stopReason = Object.hasOwn(STOP_REASONS, stopReason)
+      ? (STOP_REASONS[stopReason] ?? stopReason)
+      : stopReason;
+  }
   const u = m.usage;
   if (isObj(u)) {
     const counts = {
