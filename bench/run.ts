@@ -56,6 +56,8 @@ for (const [script, scriptArgs] of [
   ["./board.bench.ts", args.board],
   // Search over 1 GiB (SEARCH_BENCH_MIB and SEARCH_BENCH_FILES change it; --quick: 64 MiB).
   ["./search.bench.ts", args.search],
+  // Usage over 1 GiB, first run and once indexed, beside @ccusage/pi (--quick: 64 MiB).
+  ["./usage.bench.ts", args.search],
   // Peak memory of the exports, command and board, beside the reader's (--quick: 20 MiB once).
   ["./export-memory.ts", args.export],
 ] as const) {

@@ -8,7 +8,6 @@
 // corpus is copies of a few sessions written by Pi's SessionManager (bench/fixtures.ts), each
 // with a unique word appended; it lives in a temporary folder removed at the end. Then what one
 // query may cost, on a corpus of its own with a real store's spread of words (bench/query-cost.ts).
-import { createHash } from "node:crypto";
 import {
   appendFileSync,
   mkdirSync,
@@ -25,6 +24,7 @@ import { type BoardSpec, rootsFromSpecs, sessionsDirOf } from "../src/index.ts";
 import { createSearch } from "../src/search/index.ts";
 import { ensureCached } from "./fixtures.ts";
 import { measureQueryCost } from "./query-cost.ts";
+import { floorPass } from "./reader/baselines.ts";
 import { int, mib, ms, ratio, table } from "./report.ts";
 import { gc, type Series, summarize, timed } from "./stats.ts";
 
@@ -69,7 +69,7 @@ async function run(): Promise<void> {
   gc();
   const floor = timed(() => {
     let lines = 0;
-    for (const f of files) lines += floorPass(f);
+    for (const f of files) lines += floorPass(f).lines;
     return lines;
   });
   process.stdout.write(`floor: ${ms(floor.ms)} ms for ${int(floor.value)} lines\n`);
@@ -259,21 +259,4 @@ function userLine(id: string, parentId: string, text: string): object {
     timestamp: new Date().toISOString(),
     message: { role: "user", content: text, timestamp: Date.now() },
   };
-}
-
-function floorPass(path: string): number {
-  const buf = readFileSync(path);
-  createHash("sha256").update(buf).digest("hex");
-  let lines = 0;
-  let start = 0;
-  while (start < buf.length) {
-    let end = buf.indexOf(0x0a, start);
-    if (end < 0) end = buf.length;
-    if (end > start) {
-      JSON.parse(buf.toString("utf8", start, end));
-      lines++;
-    }
-    start = end + 1;
-  }
-  return lines;
 }

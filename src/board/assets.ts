@@ -46,8 +46,15 @@ const ASSET_FILES: Readonly<Record<string, readonly [file: string, contentType: 
   // (with markdown-it and highlight.js), and the terminal's transcript state machine.
   "/present.js": ["present.js", "text/javascript; charset=utf-8"],
   "/transcript.js": ["transcript.js", "text/javascript; charset=utf-8"],
+  // The Usage view (usage.js) and its charts: uPlot's module and stylesheet, built from the
+  // package by `npm run build:console` (git-ignored).
+  "/usage.js": ["usage.js", "text/javascript; charset=utf-8"],
+  "/usage-chart.js": ["usage-chart.js", "text/javascript; charset=utf-8"],
+  "/styles/usage.css": ["styles/usage.css", "text/css; charset=utf-8"],
+  "/uplot.js": ["uplot.js", "text/javascript; charset=utf-8"],
+  "/styles/uplot.css": ["styles/uplot.css", "text/css; charset=utf-8"],
 };
-const BUILT = new Set(["present.js", "transcript.js"]);
+const BUILT = new Set(["present.js", "transcript.js", "uplot.js", "styles/uplot.css"]);
 
 /**
  * Reads every Console file now; throws if one is missing (a broken checkout, not a "no"; a

@@ -115,8 +115,9 @@ export async function startReadPool(options: ReadPoolOptions): Promise<ReadPool>
 
 const CONVERSATION_TARGET = /^\/api\/conversations\/([^/?]+)\//;
 
+/** Search and usage: the routes that read through an index in the cache (the search lane's). */
 function isSearchTarget(target: string): boolean {
-  return target === "/api/search" || target.startsWith("/api/search?");
+  return ["/api/search", "/api/usage"].some((p) => target === p || target.startsWith(`${p}?`));
 }
 
 /** 0 for a target that names no conversation; else 1..lanes from the decoded id. */

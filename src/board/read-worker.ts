@@ -13,6 +13,7 @@ import { type FromWorker, isToWorker, type WorkerSetup } from "./read-messages.t
 import { createHandler } from "./routes.ts";
 import type { BoardSearch } from "./search-route.ts";
 import type { ReplyStream } from "./stream-reply.ts";
+import { lazyUsage } from "./usage-lane.ts";
 
 function isWorkerSetup(value: unknown): value is WorkerSetup {
   if (typeof value !== "object" || value === null) return false;
@@ -103,6 +104,8 @@ function run(): void {
     hosts: new Set(setup.hosts),
     log: (line) => post({ type: "log", line }),
     ...(search ? { search } : {}),
+    // Usage reads through an index in the same cache, on the same lane as search.
+    ...(setup.searches ? { usage: lazyUsage(setup, reader) } : {}),
   });
   // Streamed replies (an export) by request id, until their end or their client's cancel.
   const streams = new Map<number, ReplyStream>();

@@ -7,6 +7,7 @@ import type { Asset } from "./assets.ts";
 import { readExport } from "./export-route.ts";
 import { ALLOW, boardRefusal, jsonReply, type Reply, readReply, reply } from "./reply.ts";
 import { type BoardSearch, readSearch } from "./search-route.ts";
+import { type BoardUsage, readUsage } from "./usage-route.ts";
 
 /** Longest request target served; a longer one is refused 414 before it is parsed. */
 export const MAX_TARGET_LENGTH = 8 * 1024;
@@ -24,6 +25,8 @@ export type HandlerOptions = {
   log: (line: string) => void;
   /** Full-text search behind GET /api/search, when the board has an index. */
   search?: BoardSearch;
+  /** Usage totals behind GET /api/usage, when the board has a usage index. */
+  usage?: BoardUsage;
 };
 
 const PAGE_ROUTE = /^\/api\/conversations\/([^/]+)\/page$/;
@@ -62,6 +65,11 @@ function handle(options: HandlerOptions, request: BoardRequest): Reply {
     const params = readParams(query, ["q", "limit"]);
     if (typeof params === "string") return boardRefusal("bad-request", params);
     return readSearch(options.search, params);
+  }
+  if (path === "/api/usage") {
+    const params = readParams(query, ["by", "since", "until", "tz"]);
+    if (typeof params === "string") return boardRefusal("bad-request", params);
+    return readUsage(options.usage, params);
   }
   const match = PAGE_ROUTE.exec(path);
   if (match?.[1] !== undefined) return readPage(options.reader, match[1], query);

@@ -20,6 +20,7 @@ import { boardRefusal, type Reply, rawResponse, SECURITY_HEADERS } from "./reply
 import { type BoardRequest, checkRequest, createHandler } from "./routes.ts";
 import type { BoardSearch } from "./search-route.ts";
 import { sendStream } from "./stream-reply.ts";
+import type { BoardUsage } from "./usage-route.ts";
 
 export type { ReaderSources } from "./read-messages.ts";
 
@@ -70,6 +71,8 @@ export type BoardOptions = BoardReading & {
    * `sources`, `sources.search` starts a search lane instead. Without either, 503.
    */
   search?: BoardSearch;
+  /** Usage for GET /api/usage when reading with `reader`; with `sources`, the search lane's. */
+  usage?: BoardUsage;
 };
 
 /** What a request answered `board-starting` is told to wait (`Retry-After`), in seconds. */
@@ -252,6 +255,7 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
         hosts,
         log,
         ...search,
+        ...(options.usage ? { usage: options.usage } : {}),
       });
       dispatch = (request) => Promise.resolve(handle(request));
       const roots = options.roots;

@@ -52,6 +52,9 @@ export const REFUSAL_STATUS: Record<ReaderRefusalCode, number> = {
  * - `not-found` 404: no such route. `method-not-allowed` 405: only GET and HEAD are served.
  * - `uri-too-long` 414. `misdirected-request` 421: the `Host` header does not name the bound
  *   loopback address and port (DNS rebinding). `internal-error` 500: a bug, logged to stderr.
+ * - `usage-unavailable` 503: GET /api/usage on a board with no usage index, or whose cache
+ *   directory cannot hold one (the reason says which); `bad-query` 400 for a group, day or
+ *   zone that is not one (usage-route.ts).
  * - `board-busy` 503: the read lane this request goes to already holds LANE_QUEUE_MAX
  *   requests (read-pool.ts); answered at once, nothing queued. Try again in a moment.
  * - `board-starting` 503 with `Retry-After`: the port listens before the read workers run
@@ -91,6 +94,7 @@ export const BOARD_REFUSAL_STATUS = {
   "outcome-unknown": 502,
   "bad-query": 400,
   "search-unavailable": 503,
+  "usage-unavailable": 503,
   "board-busy": 503,
   "board-starting": 503,
 } as const satisfies Record<string, number>;

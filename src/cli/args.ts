@@ -11,12 +11,14 @@ import type { ControllersCommand } from "./controllers.ts";
 import type { ExportCommand } from "./export.ts";
 import { parseFlags } from "./flags.ts";
 import type { SearchCommand } from "./search.ts";
+import { parseUsage, USAGE_OPTIONS, type UsageCommand, usageHelp } from "./usage-args.ts";
 
 export const DEFAULT_HOST = "127.0.0.1";
 export const DEFAULT_PORT = 4173;
 
 export type Command =
   | { name: "help"; text: string }
+  | UsageCommand
   | { name: "catalogue"; sources: SourceFlags; json: boolean; stateDir?: string }
   | { name: "read"; sources: SourceFlags; id: string; branch?: string; json: boolean }
   | {
@@ -75,6 +77,8 @@ Commands:
   read <id>          print a branch of a conversation, every page in order
   follow <id>        print what is appended to a branch until Ctrl-C
   search <query>     full-text search over every branch of every conversation
+  usage              tokens and cost per day, month, project, model or
+                     conversation
   export <id>        one branch as Markdown, HTML or JSON
   serve              serve the board and the Console on loopback
   control            run a controller on one session (see control --help)
@@ -166,6 +170,7 @@ and start time, left out, and removed.
                      $XDG_STATE_HOME / ~/.local/state, mosaic-conversation)
   -h, --help         this help
 `,
+  usage: usageHelp(SOURCES_HELP),
   search: `Usage: conversation search <query> [SOURCES] [--json] [--limit N]
 
 Searches the text of every branch of every conversation in the sources
@@ -265,6 +270,7 @@ type CommandName =
   | "controllers"
   | "attach"
   | "search"
+  | "usage"
   | "export";
 
 function isCommandName(s: string): s is CommandName {
@@ -277,6 +283,7 @@ function isCommandName(s: string): s is CommandName {
     "controllers",
     "attach",
     "search",
+    "usage",
     "export",
   ].includes(s);
 }
@@ -412,6 +419,12 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
       }
       const json = values.json ?? false;
       return { ok: true, command: { name, sources: sourcesOf(values), query, json, limit } };
+    }
+    case "usage": {
+      const { values, positionals } = parseFlags(args, { ...SOURCE_OPTIONS, ...USAGE_OPTIONS });
+      if (values.help) return { ok: true, command: { name: "help", text: usage } };
+      const parsed = parseUsage(values, positionals, sourcesOf(values));
+      return parsed.ok ? parsed : bad(parsed.error);
     }
     case "export": {
       const { values, positionals } = parseFlags(args, {

@@ -117,6 +117,10 @@ async function run(
       const { runSearch } = await import("./search.ts");
       return runSearch(roots, () => reader.catalogue(), cmd, io, implicit);
     }
+    case "usage": {
+      const { runUsage } = await import("./usage.ts");
+      return runUsage(roots, () => reader.catalogue(), cmd, io, implicit);
+    }
     case "export": {
       const { runExport } = await import("./export.ts");
       return runExport(reader, roots(), cmd, io, signal);

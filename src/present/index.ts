@@ -47,6 +47,7 @@ export {
   type UsageTotal,
   usageText,
 } from "./usage.ts";
+export { formatCount, formatUsd, GROUP_HEADS, USAGE_COLUMNS } from "./usage-report.ts";
 export {
   codePointMarker,
   type Marked,

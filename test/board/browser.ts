@@ -10,6 +10,7 @@ import { after, before, type TestContext } from "node:test";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { startBoard } from "../../src/board/index.ts";
 import type { BoardSearch } from "../../src/board/search-route.ts";
+import type { BoardUsage } from "../../src/board/usage-route.ts";
 import type { Reader } from "../../src/index.ts";
 
 export const CHROMIUM = "/usr/bin/chromium";
@@ -92,8 +93,13 @@ export async function openConsole(
   context: BrowserContext,
   reader: Reader,
   search?: BoardSearch,
+  usage?: BoardUsage,
 ): Promise<{ page: Page; url: string; requests: string[] }> {
-  const board = await startBoard({ reader, ...(search ? { search } : {}) });
+  const board = await startBoard({
+    reader,
+    ...(search ? { search } : {}),
+    ...(usage ? { usage } : {}),
+  });
   t.after(() => board.close());
   const page = await context.newPage();
   t.after(() => page.close());

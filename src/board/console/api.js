@@ -84,6 +84,11 @@ export function fetchSearch(query, limit) {
   return getJson(`/api/search?${q}`);
 }
 
+/** Usage totals (GET /api/usage): `q` is { by, since?, until?, tz? }. */
+export function fetchUsage(q) {
+  return getJson(`/api/usage?${new URLSearchParams(q)}`);
+}
+
 /** Where a branch's export is served, as a download (Content-Disposition: attachment). */
 export function exportPath(conversation, branch, format) {
   const q = new URLSearchParams({ format });

@@ -9,6 +9,7 @@ import { bindKeys } from "./keys.js";
 import { backToList, listenRoutes, readHash } from "./routing.js";
 import { createSearch } from "./search.js";
 import { startTheme } from "./theme.js";
+import { createUsage } from "./usage.js";
 
 const $ = (id) => document.getElementById(id);
 /** Where the list and a conversation are two screens (styles/screens.css, the same width). */
@@ -23,6 +24,7 @@ const conversation = createConversation({
   onReread: () => void catalogue.load(),
 });
 const search = createSearch();
+const usage = createUsage();
 bindKeys({
   actions: conversation.keyActions,
   search: search.input,
@@ -43,8 +45,13 @@ let listScroll = 0;
  * which; on a wide screen both show and the attribute changes nothing.
  */
 async function route() {
-  const { c, b, e } = readHash();
+  const { c, b, e, v } = readHash();
   const view = document.body.dataset;
+  if (v === "usage") {
+    usage.show();
+    return;
+  }
+  usage.hide();
   if (!c) {
     const closed = conversation.current();
     conversation.close();

@@ -1,5 +1,6 @@
-// Where the page is, in its URL: `#c=<conversation>&b=<branch>&e=<entry>`, so a reload or a
-// shared link opens the same place. Only values of the board's id shape are read from it.
+// Where the page is, in its URL: `#c=<conversation>&b=<branch>&e=<entry>`, or `#v=usage` for
+// the Usage view, so a reload or a shared link opens the same place. Only values of the
+// board's id shape (and the views' names) are read from it.
 // Each history entry also remembers how many steps back the list is (no conversation open), so
 // the Back control returns to the list itself, as the browser's Back does step by step, and the
 // list comes back where it was (console.js keeps its scroll position and focus).
@@ -11,7 +12,8 @@ let onRoute = async () => {};
 export function readHash() {
   const p = new URLSearchParams(location.hash.slice(1));
   const pick = (k) => (isId(p.get(k)) ? p.get(k) : undefined);
-  return { c: pick("c"), b: pick("b"), e: pick("e") };
+  const v = p.get("v") === "usage" ? "usage" : undefined;
+  return { c: pick("c"), b: pick("b"), e: pick("e"), v };
 }
 
 /**

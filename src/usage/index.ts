@@ -1,0 +1,150 @@
+// Usage: what the agents spent, over every approved Pi and Claude Code conversation, each
+// request counted once (docs/usage.md). The files the catalogue lists and can read are caught
+// up in a usage index in our cache directory (catch-up.ts), then the spends of all of them are
+// read back, a spend seen in an earlier file (a fork's copy, the repeated lines of one Claude
+// reply) dropped, and totals made (report.ts). The oldest file holding a spend (by its first
+// spend, then by path) is the conversation it is counted in: a fork's copied history stays the
+// parent's.
+import { join } from "node:path";
+import type { Catalogue, CatalogueRow } from "../protocol/chat-01.ts";
+import { listRoot } from "../reader/catalogue.ts";
+import { expandRoots } from "../reader/expand.ts";
+import { isRefusal } from "../reader/refusal.ts";
+import { conversationIdOf, type Root } from "../reader/sources.ts";
+import { prepareCacheDir } from "../search/cache-dir.ts";
+import { type CatchUp, catchUpFile, harnessOfRoot } from "./catch-up.ts";
+import type { Harness, Spend } from "./lines.ts";
+import { type Counted, report, type UsageQuery, type UsageReport } from "./report.ts";
+import { openUsageStore, type UsageStore } from "./store.ts";
+
+export type { Counted, Counts, Part, UsageQuery, UsageReport, UsageRow } from "./report.ts";
+export { GROUP_BYS, type GroupBy, isGroupBy, isTimeZone, localZone } from "./report.ts";
+
+export const USAGE_FILE = "usage.sqlite";
+
+export type UsageOptions = {
+  roots: () => Root[];
+  /** The reader's catalogue: only its readable rows are counted, with their titles. */
+  catalogue: () => Catalogue;
+  /** Default: the search index's cache directory (XDG cache). */
+  cacheDir: string;
+};
+
+export type RefreshStats = Record<CatchUp, number>;
+
+export type Usage = {
+  /** Catches the index up and returns every spend counted once. */
+  counted(): { counted: Counted[]; stats: RefreshStats };
+  report(q: UsageQuery): UsageReport;
+  close(): void;
+};
+
+type Seen = { id: number; path: string; row: CatalogueRow; harness: Harness };
+
+export function openUsage(
+  options: UsageOptions,
+): { ok: true; usage: Usage } | { ok: false; reason: string } {
+  const prepared = prepareCacheDir(options.cacheDir, options.roots());
+  if (!prepared.ok) return prepared;
+  let store: UsageStore;
+  try {
+    store = openUsageStore(join(prepared.dir, USAGE_FILE));
+  } catch (e) {
+    return { ok: false, reason: `The usage index cannot be opened: ${(e as Error).message}` };
+  }
+  const counted = () => countOnce(store, options);
+  return {
+    ok: true,
+    usage: {
+      counted,
+      report: (q) => report(counted().counted, q),
+      close: () => store.close(),
+    },
+  };
+}
+
+function countOnce(
+  store: UsageStore,
+  options: UsageOptions,
+): { counted: Counted[]; stats: RefreshStats } {
+  const rows = new Map<string, CatalogueRow>();
+  for (const r of options.catalogue().conversations) rows.set(r.conversation, r);
+  const stats: RefreshStats = { unchanged: 0, appended: 0, indexed: 0, refused: 0 };
+  const seen: Seen[] = [];
+  const paths = new Set<string>();
+  store.transaction(() => {
+    for (const root of expandRoots(options.roots())) {
+      if (root.kind !== "pi" && root.kind !== "claude") continue;
+      let names: string[];
+      try {
+        names = listRoot(root).names;
+      } catch (e) {
+        // A refused root: the catalogue names it; nothing of it is counted.
+        if (!isRefusal(e)) throw e;
+        continue;
+      }
+      for (const name of names) {
+        const row = rows.get(conversationIdOf(root, name));
+        // Only what the reader would open: a refused or unlisted file spends nothing here.
+        if (!row || row.unsupportedReason !== null) continue;
+        const path = join(root.sessionsDir, name);
+        // One folder approved two ways (a store and a seat) is one file: counted once.
+        if (paths.has(path)) continue;
+        const { did, id } = catchUpFile(store, root, name);
+        stats[did]++;
+        if (id === null) continue;
+        paths.add(path);
+        seen.push({ id, path, row, harness: harnessOfRoot(root) });
+      }
+    }
+  });
+  const byFile = new Map<number, Spend[]>();
+  for (const { file, spend } of store.spendsOf()) {
+    let list = byFile.get(file);
+    if (!list) {
+      list = [];
+      byFile.set(file, list);
+    }
+    list.push(spend);
+  }
+  const firstMs = (s: Seen) => {
+    let min = Number.POSITIVE_INFINITY;
+    for (const sp of byFile.get(s.id) ?? []) if (sp.ms < min) min = sp.ms;
+    return min;
+  };
+  const order = seen.map((s) => ({ s, first: firstMs(s) }));
+  order.sort((a, b) => a.first - b.first || (a.s.path < b.s.path ? -1 : 1));
+  const out: Counted[] = [];
+  const byKey = new Map<string, Spend>();
+  for (const { s } of order) {
+    for (const spend of byFile.get(s.id) ?? []) {
+      if (spend.key !== null) {
+        const had = byKey.get(spend.key);
+        if (had) {
+          // A later line of the same request (an older Claude Code wrote the output count as
+          // it streamed): the largest count of each kind is the request's.
+          mergeMax(had, spend);
+          continue;
+        }
+      }
+      const own = { ...spend };
+      if (own.key !== null) byKey.set(own.key, own);
+      out.push({
+        spend: own,
+        conversation: s.row.conversation,
+        project: s.row.project,
+        harness: s.harness,
+        title: s.row.title,
+      });
+    }
+  }
+  return { counted: out, stats };
+}
+
+function mergeMax(into: Spend, s: Spend): void {
+  into.input = Math.max(into.input, s.input);
+  into.output = Math.max(into.output, s.output);
+  into.cacheRead = Math.max(into.cacheRead, s.cacheRead);
+  into.cacheWrite = Math.max(into.cacheWrite, s.cacheWrite);
+  into.cost = Math.max(into.cost, s.cost);
+}

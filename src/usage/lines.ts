@@ -1,0 +1,149 @@
+// What one line of a session file spent: the usage records of Pi's and Claude Code's files, each
+// with the key that tells a second copy of it (docs/usage.md, "Counted once").
+//
+// Pi writes one line per assistant message, with its usage and the cost it worked out
+// (message.usage.cost.total), and a compaction or branch summary with the usage of the request
+// that wrote it. A fork or clone copies lines into a new file with their ids and timestamps
+// (research: pi-0.85.1.md §1.8, item 10), so the key is the line's id, its timestamp and its
+// counts: the same line in two files is one request.
+//
+// Claude Code writes one line per content block of a reply, each with the same message id,
+// request id and usage, and copies them into a new file on --fork-session; so one reply is one
+// (message id, request id). Its lines record no cost since 1.0 (an older `costUSD` is used):
+// the reply is priced from prices.ts.
+import { costAt, priceOf } from "./prices.ts";
+
+export type Harness = "pi" | "claude-code";
+
+/** One request's usage, as a line records it. */
+export type Spend = {
+  /** Two lines with the same key are the same request; null: none can be told (counted each time). */
+  key: string | null;
+  /** Milliseconds since the epoch (the line's timestamp). */
+  ms: number;
+  model: string;
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  /** USD: as recorded, else as priced; 0 when neither. */
+  cost: number;
+  /** The model has no price and the line no cost: counted as $0, and said so. */
+  unpriced: boolean;
+};
+
+type Obj = Record<string, unknown>;
+
+function isObj(v: unknown): v is Obj {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** A token count: a whole number from 0 up, else 0 (as the reader's usageOf counts it). */
+function count(v: unknown): number {
+  return typeof v === "number" && Number.isSafeInteger(v) && v >= 0 ? v : 0;
+}
+
+function money(v: unknown): number | null {
+  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : null;
+}
+
+function timeOf(v: unknown): number | null {
+  if (typeof v !== "string" || v.length > 64) return null;
+  const ms = Date.parse(v);
+  return Number.isFinite(ms) ? ms : null;
+}
+
+/** Text no longer than 200 characters (a model name), else undefined. */
+function shortText(v: unknown): string | undefined {
+  return typeof v === "string" && v !== "" && v.length <= 200 ? v : undefined;
+}
+
+/**
+ * The spend of one parsed line of a Pi session file, or null. `lastModel` is the model of the
+ * latest assistant message before it in the file: a summary's request ran on it (Pi records no
+ * model on a compaction or branch summary).
+ */
+export function piSpend(line: unknown, lastModel: string): Spend | null {
+  if (!isObj(line)) return null;
+  const type = line.type;
+  let usage: unknown;
+  let model: string;
+  if (type === "message") {
+    const m = line.message;
+    if (!isObj(m) || m.role !== "assistant") return null;
+    usage = m.usage;
+    model = shortText(m.model) ?? "unknown";
+  } else if (type === "compaction" || type === "branch_summary") {
+    usage = line.usage;
+    model = lastModel;
+  } else {
+    return null;
+  }
+  if (!isObj(usage) || typeof usage.input !== "number" || typeof usage.output !== "number")
+    return null;
+  const ms = timeOf(line.timestamp);
+  if (ms === null) return null;
+  const input = count(usage.input);
+  const output = count(usage.output);
+  const cacheRead = count(usage.cacheRead);
+  const cacheWrite = count(usage.cacheWrite);
+  const cost = isObj(usage.cost) ? money(usage.cost.total) : null;
+  const id = typeof line.id === "string" ? line.id : "";
+  return {
+    key: `pi\0${id}\0${String(line.timestamp)}\0${input}\0${output}\0${cacheRead}\0${cacheWrite}`,
+    ms,
+    model,
+    input,
+    output,
+    cacheRead,
+    cacheWrite,
+    cost: cost ?? 0,
+    unpriced: false,
+  };
+}
+
+/** The model of a Pi assistant message line, else undefined (for piSpend's `lastModel`). */
+export function piModelOf(line: unknown): string | undefined {
+  if (!isObj(line) || line.type !== "message" || !isObj(line.message)) return undefined;
+  return line.message.role === "assistant" ? shortText(line.message.model) : undefined;
+}
+
+/** The spend of one parsed line of a Claude Code session file, or null. */
+export function claudeSpend(line: unknown): Spend | null {
+  if (!isObj(line)) return null;
+  const m = line.message;
+  if (!isObj(m) || !isObj(m.usage)) return null;
+  const u = m.usage;
+  if (typeof u.input_tokens !== "number" || typeof u.output_tokens !== "number") return null;
+  const name = shortText(m.model);
+  // Claude Code's own stand-in for a reply it did not ask the API for: no request, no tokens.
+  if (name === "<synthetic>") return null;
+  const ms = timeOf(line.timestamp);
+  if (ms === null) return null;
+  const fast = u.speed === "fast";
+  const tokens = {
+    input: count(u.input_tokens),
+    output: count(u.output_tokens),
+    cacheRead: count(u.cache_read_input_tokens),
+    cacheWrite: count(u.cache_creation_input_tokens),
+  };
+  const recorded = money(line.costUSD);
+  let cost = recorded ?? 0;
+  let unpriced = false;
+  if (recorded === null && name !== undefined) {
+    const price = priceOf(name);
+    if (price) cost = costAt(price, tokens, fast);
+    else unpriced = true;
+  }
+  const id = typeof m.id === "string" ? m.id : null;
+  const request = typeof line.requestId === "string" ? line.requestId : "";
+  return {
+    key: id === null ? null : `cc\0${id}\0${request}`,
+    ms,
+    // A fast reply is priced differently: its own row, as ccusage shows it.
+    model: name === undefined ? "unknown" : fast ? `${name}-fast` : name,
+    ...tokens,
+    cost,
+    unpriced,
+  };
+}
