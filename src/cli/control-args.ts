@@ -1,7 +1,7 @@
 // The flags of `conversation control` and its help: parsed with node:util parseArgs (strict),
 // checked before anything runs (a usage error names the flag); paths are resolved here.
 import { resolve } from "node:path";
-import { isPiVersion, PI_VERSIONS } from "../control/engine/pi-pin.ts";
+import { isPiVersion, PI_VERSIONS } from "../control/engine/pi/pi-pin.ts";
 import { parseFlags } from "./flags.ts";
 
 export type ControlTarget = { kind: "session"; file: string } | { kind: "new"; title?: string };

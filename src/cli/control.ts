@@ -116,7 +116,7 @@ async function controlUntilStopped(
     }
     if (cmd.target.kind === "new") {
       // The seal and the pin first: a refused flag must not leave a new conversation behind.
-      const { engineCommand, sealedArgv } = await import("../control/engine/pi-pin.ts");
+      const { engineCommand, sealedArgv } = await import("../control/engine/pi/pi-pin.ts");
       engineCommand({
         argv: sealedArgv({
           sessionFile: join(sessions, "new.jsonl"),

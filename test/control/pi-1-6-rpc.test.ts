@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { mapEvent } from "../../src/control/controller/events.ts";
 import { type OverlapSignal, Tracker } from "../../src/control/controller/turns.ts";
-import { promptDisposition, type RpcEvent } from "../../src/control/engine/rpc.ts";
+import { promptDisposition, type RpcEvent } from "../../src/control/engine/pi/rpc.ts";
 import type { ReceiptReason } from "../../src/control/protocol.ts";
 
 function tracker() {

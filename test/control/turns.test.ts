@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { type OverlapSignal, Tracker } from "../../src/control/controller/turns.ts";
-import type { RpcEvent } from "../../src/control/engine/rpc.ts";
+import type { RpcEvent } from "../../src/control/engine/pi/rpc.ts";
 import type { ReceiptReason } from "../../src/control/protocol.ts";
 
 function tracker() {

@@ -4,7 +4,7 @@
 // and the leaf checks of recover and launch) run after these in the operation itself.
 // docs/controller.md lists the order and what triggers each code in this build.
 
-import { checkPromptText } from "../engine/text-policy.ts";
+import { checkPromptText } from "../engine/pi/text-policy.ts";
 import {
   canonicalRequest,
   type Grant,

@@ -13,9 +13,9 @@ import { removeLaunchRecord, writeLaunchRecord } from "../claim/launch-record.ts
 import { type Recovered, recoverDeadHolder } from "../claim/recovery.ts";
 import { type Launched, type Launcher, PgroupLauncher } from "../cohort/launcher.ts";
 import { LiveSessionGuard, type PathStamp } from "../engine/guard.ts";
-import { bindEngine, type EngineCommand, engineCommand, sealedArgv } from "../engine/pi-pin.ts";
-import { promptDisposition } from "../engine/rpc.ts";
-import { readSessionHead } from "../engine/session-head.ts";
+import { bindEngine, type EngineCommand, engineCommand, sealedArgv } from "../engine/pi/pi-pin.ts";
+import { promptDisposition } from "../engine/pi/rpc.ts";
+import { readSessionHead } from "../engine/pi/session-head.ts";
 import type { ControllerState, Grant, Hello } from "../protocol.ts";
 import { ControlRefusal } from "../refusal.ts";
 import type { ControllerOptions } from "./controller-options.ts";

@@ -1,7 +1,7 @@
 // Engine dialogs: the controller never answers them (lead decision 30). Each one is recorded
 // and pushed to every client as disabled, with the reason, so a person sees what Pi asked.
 import { randomUUID } from "node:crypto";
-import { BLOCKING_UI_METHODS } from "../engine/rpc.ts";
+import { BLOCKING_UI_METHODS } from "../engine/pi/rpc.ts";
 import type { Dialog } from "../protocol.ts";
 import type { DialogRecord } from "./records.ts";
 

@@ -4,7 +4,7 @@
 // events: the controller pushes them as `dialog` messages.
 import { randomUUID } from "node:crypto";
 import { encodeLine } from "../engine/framing.ts";
-import type { RpcEvent, RpcMessage } from "../engine/rpc.ts";
+import type { RpcEvent, RpcMessage } from "../engine/pi/rpc.ts";
 import type { ReplayReason, StreamEvent } from "../protocol.ts";
 
 export type ChatEvent = StreamEvent["event"];

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Launched } from "../cohort/launcher.ts";
 import type { EngineLink } from "../engine/engine.ts";
-import { parseEntries, parseSessionState, parseTree } from "../engine/rpc.ts";
+import { parseEntries, parseSessionState, parseTree } from "../engine/pi/rpc.ts";
 import { ControlRefusal } from "../refusal.ts";
 import { controlPlace, ensurePrivateDir } from "../registry/private-dirs.ts";
 import type { EventStream } from "./events.ts";

@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto";
 import { CURSOR_CAP } from "../../reader/cursors.ts";
 import type { Reader } from "../../reader/reader.ts";
 import type { Claim, ClaimStore, SeatKey } from "../claim/claim.ts";
-import { readSessionHead } from "../engine/session-head.ts";
+import { readSessionHead } from "../engine/pi/session-head.ts";
 import {
   type ControllerMessage,
   type ControllerState,

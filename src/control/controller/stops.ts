@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import type { Launched, StopOutcome } from "../cohort/launcher.ts";
 import type { EngineLink } from "../engine/engine.ts";
-import { parseQueue } from "../engine/rpc.ts";
+import { parseQueue } from "../engine/pi/rpc.ts";
 import type { StopRecord, StopResult, StopTrigger, Verifier } from "./records.ts";
 import type { Tracker } from "./turns.ts";
 

@@ -4,7 +4,7 @@
 // docs/controller.md defines each signal. An `aborted` with no stop that wrote an abort in its
 // chain is an overlap (O6), never a stop link.
 
-import type { PromptDisposition, RpcEvent, RpcMessage } from "../engine/rpc.ts";
+import type { PromptDisposition, RpcEvent, RpcMessage } from "../engine/pi/rpc.ts";
 import type { ReceiptReason } from "../protocol.ts";
 
 export type OverlapCode = "O1" | "O2" | "O3" | "O4" | "O5" | "O6";

@@ -11,7 +11,7 @@ import {
   type RpcEvent,
   type RpcResponse,
   type RpcUiResponse,
-} from "./rpc.ts";
+} from "./pi/rpc.ts";
 
 export type EngineSpec = {
   command: string;

@@ -5,8 +5,8 @@
 // test/control/text-policy-1-6.test.ts finds each in Pi 1.6.0's files too (its lines moved; its
 // prompt path tests no other prefix).
 // Never rewrites admitted text: it is sent exactly as given.
-import { LIMITS } from "../../protocol/chat-01.ts";
-import type { ControlRefusalCode } from "../refusal.ts";
+import { LIMITS } from "../../../protocol/chat-01.ts";
+import type { ControlRefusalCode } from "../../refusal.ts";
 
 /** A line of pinned Pi that a test reads back. `file` is relative to `node_modules/`. */
 export type SourceLine = { file: string; line: number; snippet: string; shows: string };
