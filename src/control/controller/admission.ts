@@ -4,7 +4,7 @@
 // and the leaf checks of recover and launch) run after these in the operation itself.
 // docs/controller.md lists the order and what triggers each code in this build.
 
-import { checkPromptText } from "../engine/pi/text-policy.ts";
+import type { TextCheck } from "../engine/harness.ts";
 import {
   canonicalRequest,
   type Grant,
@@ -45,6 +45,8 @@ export type AdmissionView = {
   auditOk: boolean;
   /** The session file's header id now; throws ControlRefusal `mapping` when it's gone. */
   readHeaderId(): string;
+  /** The engine's text policy: `draft` and `text-policy` (the harness's). */
+  checkText(text: unknown): TextCheck;
   sessionKey: string;
   hasTurn: boolean;
   escalationRunning: boolean;
@@ -143,7 +145,7 @@ export function admit(view: AdmissionView, r: Request): Admission {
     return no("busy", "a prompt holds the dispatch slot; there is no queue");
   }
   if (op === "prompt") {
-    const text = checkPromptText(r.text);
+    const text = view.checkText(r.text);
     if (!text.ok) return no(text.code, text.message);
     return { ok: true, text: text.text };
   }

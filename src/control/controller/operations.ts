@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto";
 import { CURSOR_CAP } from "../../reader/cursors.ts";
 import type { Reader } from "../../reader/reader.ts";
 import type { Claim, ClaimStore, SeatKey } from "../claim/claim.ts";
-import { readSessionHead } from "../engine/pi/session-head.ts";
+import type { SessionHead, TextCheck } from "../engine/harness.ts";
 import {
   type ControllerMessage,
   type ControllerState,
@@ -37,6 +37,12 @@ export type OperationsHost = {
   conversation: string;
   sessionKey: string;
   sessionFile: string;
+  /** The session's key and leaf now (the harness reads the file); throws `mapping`. */
+  readHead(): SessionHead;
+  /** The session key now, for admission's W4 check; throws `mapping` when the file is gone. */
+  readKey(): string;
+  /** The harness's text policy (draft, text-policy). */
+  checkText(text: unknown): TextCheck;
   seatKey: SeatKey;
   reader: Reader;
   claims: ClaimStore;
@@ -178,7 +184,8 @@ export class Operations {
         fenceReason: [...exec.closers].join(", ") || "closed",
         provesStops: h.provesStops,
         auditOk: h.auditOk(),
-        readHeaderId: () => readSessionHead(h.sessionFile).headerId,
+        readHeaderId: () => h.readKey(),
+        checkText: (text) => h.checkText(text),
         sessionKey: h.sessionKey,
         hasTurn: exec.tracker.hasTurn(),
         escalationRunning: exec.stops.escalationRunning,
@@ -229,7 +236,7 @@ export class Operations {
         });
         if (!used.ok) return refused(r.id, "confirmation", used.message);
         const stop = await exec.stops.forceStop();
-        if (stop.result === "stopped") this.#leafAtProof = readSessionHead(h.sessionFile).leafId;
+        if (stop.result === "stopped") this.#leafAtProof = h.readHead().leafId;
         h.broadcast({ type: "state", state: h.state() });
         return ok({ stop });
       }
@@ -328,7 +335,7 @@ export class Operations {
         },
       };
     });
-    exec.link.request({ type: "prompt", message: text }).catch(() => {
+    exec.engine.prompt(text).catch(() => {
       // The engine went away before answering: the outcome is unknown (transport-unknown).
       if (this.#pending?.receipt.id === receipt.id) exec.tracker.engineGone();
     });
@@ -349,7 +356,7 @@ export class Operations {
     if (!proven || exec.stops.latest?.id !== proven.id || proven.proofDigest === null || !claim) {
       return refused(id, "stop-proof", "no verified stop of this execution");
     }
-    const leaf = readSessionHead(h.sessionFile).leafId;
+    const leaf = h.readHead().leafId;
     if (leaf !== this.#leafAtProof) return refused(id, "target", "the leaf moved since the proof");
     const record: EligibilityRecord = {
       version: 2,
@@ -377,7 +384,7 @@ export class Operations {
     if (el.record.incarnation !== exec.incarnation) {
       return refused(id, "eligibility", "the eligibility record is from another incarnation");
     }
-    const leaf = readSessionHead(h.sessionFile).leafId;
+    const leaf = h.readHead().leafId;
     if (leaf !== el.record.leafId) return refused(id, "target", "the leaf moved since eligibility");
     el.used = true;
     const execution = `ex-${randomUUID()}`;

@@ -13,22 +13,9 @@ import {
   type UnsupportedRoot,
 } from "../../reader/sources.ts";
 import type { LauncherKind, StopOutcome, StopProof } from "../cohort/launcher.ts";
+import type { LoadedSession, StartupAppend } from "../engine/harness.ts";
 import type { ConfirmedOperation, Receipt } from "../protocol.ts";
 import { ControlRefusal } from "../refusal.ts";
-
-export type LoadedSession = {
-  sessionFile: string | null;
-  sessionId: string | null;
-  leafId: string | null;
-  via: "get_tree" | "get_entries";
-};
-
-/** What Pi appended at startup and the load check accepted (docs/control-cli.md, New). */
-export type StartupAppend = {
-  /** The appended entries, oldest first: `[model_change,] thinking_level_change`. */
-  entries: { id: string; type: "model_change" | "thinking_level_change" }[];
-  bytes: number;
-};
 
 /** The K8 load check's verdict on one execution. */
 export type BindingRecord = {

@@ -4,8 +4,8 @@
 // Only a stop the verifier accepts ends the claim; anything else leaves it `uncertain`.
 import { randomUUID } from "node:crypto";
 import type { Launched, StopOutcome } from "../cohort/launcher.ts";
-import type { EngineLink } from "../engine/engine.ts";
-import { parseQueue } from "../engine/pi/rpc.ts";
+import type { AnyEngineLink } from "../engine/engine.ts";
+import type { EngineSession } from "../engine/harness.ts";
 import type { StopRecord, StopResult, StopTrigger, Verifier } from "./records.ts";
 import type { Tracker } from "./turns.ts";
 
@@ -21,8 +21,11 @@ export type Closer =
 export type StopHost = {
   readonly execution: string;
   readonly incarnation: string;
-  readonly link: EngineLink;
-  readonly launched: Launched;
+  /** The engine's process (its pid for the verifier). */
+  readonly link: AnyEngineLink;
+  /** Its protocol: the interrupt's clear and abort. */
+  readonly engine: EngineSession;
+  readonly launched: Pick<Launched, "forceStop">;
   readonly tracker: Tracker;
   readonly verifier: Verifier;
   close(closer: Closer): void;
@@ -75,7 +78,7 @@ export class StopChain {
     return this.#escalation?.id ?? this.#interrupt?.id ?? this.#latest?.id ?? null;
   }
 
-  /** Interrupt: fence, clear_queue, re-check overlap, abort, lift its own fence. */
+  /** Interrupt: fence, clear the engine's queue, re-check overlap, abort, lift its own fence. */
   async interrupt(): Promise<StopRecord> {
     const h = this.#host;
     const run = this.#begin("interrupt", null);
@@ -86,10 +89,9 @@ export class StopChain {
     let result: StopResult = "interrupted";
     try {
       run.nativeQueue = "unknown";
-      const cleared = await h.link.request({ type: "clear_queue" });
-      const q = cleared.success ? parseQueue(cleared.data) : null;
-      if (q?.ok) h.tracker.queueCleared(q.value.steering.length, q.value.followUp.length);
-      run.nativeQueue = q?.ok ? "cleared" : "not-cleared";
+      const q = await h.engine.clearQueue();
+      if (q) h.tracker.queueCleared(q.steering, q.followUp);
+      run.nativeQueue = q ? "cleared" : "not-cleared";
       // H10: an overlap read during the pause means no abort, which would run what was queued.
       if (run.superseded) {
         result = "superseded";
@@ -100,7 +102,7 @@ export class StopChain {
       } else {
         run.abortWritten = true;
         h.tracker.abortWritten();
-        await h.link.request({ type: "abort" });
+        await h.engine.abort();
         if (run.superseded) {
           result = "superseded";
           why = "a force stop took over";

@@ -518,7 +518,10 @@ export function engineCommand(options: EngineOptions): EngineCommand {
  * and pin recorded at construction. Refuses `unsealed-engine` if the command line changed,
  * `engine-pin-mismatch` if the pin did, and whatever engineCommand refuses.
  */
-export function bindEngine(options: EngineOptions, atConstruction: EngineCommand): EngineCommand {
+export function bindEngine(
+  options: EngineOptions,
+  atConstruction: { argvDigest: string; pin: { integrity: string } },
+): EngineCommand {
   const now = engineCommand(options);
   if (now.argvDigest !== atConstruction.argvDigest) {
     throw unsealed("the engine command line changed between construction and bind");
