@@ -10,6 +10,10 @@ const CONSOLE_DIR = join(import.meta.dirname, "console");
 /** URL path → file in ./console, and its content type. */
 const ASSET_FILES: Readonly<Record<string, readonly [file: string, contentType: string]>> = {
   "/": ["index.html", "text/html; charset=utf-8"],
+  // The page the login link opens; its token is read by login.js, never by the board here.
+  "/login": ["login.html", "text/html; charset=utf-8"],
+  "/login.js": ["login.js", "text/javascript; charset=utf-8"],
+  "/styles/login.css": ["styles/login.css", "text/css; charset=utf-8"],
   "/console.css": ["console.css", "text/css; charset=utf-8"],
   "/styles/base.css": ["styles/base.css", "text/css; charset=utf-8"],
   "/styles/catalogue.css": ["styles/catalogue.css", "text/css; charset=utf-8"],

@@ -1,87 +1,99 @@
-// Authentication for anything that acts (issue 15 item 3). Reading and watching need no login;
-// every POST does. `serve` prints an operator link holding a token drawn fresh at each start;
-// opening it sets an HttpOnly, SameSite=Strict session cookie and redirects to the Console.
-// A POST passes only with that cookie, an Origin equal to the board's own and a JSON content
-// type; anything else is refused 403 before its body is read, so it reaches no controller.
+// Authentication for anything that acts (issue 15 item 3, issue 22 items 1 and 6). Reading and
+// watching need no login; every POST does. `serve` prints an operator link holding a token;
+// the page it opens (`/login`, login.js) trades the token, once, for a login key, which the
+// Console keeps in sessionStorage and sends in a header of its own (`X-Board-Login`).
 //
-// Why all three: SameSite counts 127.0.0.1:OTHER as the same site, so a page on another port
-// of this machine sends the cookie along — the Origin check refuses it. A form cannot send
-// `application/json`, and a cross-origin fetch that does needs a CORS preflight, which the
-// board never grants (it sends no CORS header at all).
+// Why a key in a header and no cookie: cookies ignore ports, so every other server on this
+// host that the browser visits receives a cookie of ours, and any of them can overwrite or
+// flood it. Storage is per origin, port included, so no other page can read the key, and a
+// cross-origin fetch cannot send a header of its own without a CORS preflight, which the board
+// never grants. The Origin and content-type checks stay as a second lock.
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
-import { boardRefusal, type Reply, SECURITY_HEADERS } from "./reply.ts";
+import { boardRefusal, jsonReply, type Reply } from "./reply.ts";
 
-/** Logged-in browser sessions kept at once; the oldest goes first beyond it. */
-export const MAX_SESSIONS = 64;
+/** Logins kept at once; the least recently used one is signed out beyond it. */
+export const MAX_LOGINS = 64;
+/** The request header that carries a login key (lower case, as node:http gives it). */
+export const LOGIN_HEADER = "x-board-login";
+/** Used tokens and signed-out keys remembered, to say why a link or a login stopped working. */
+const REMEMBERED = 256;
 
-export type PostCheck = { ok: true; session: string } | { ok: false; reply: Reply };
+export type PostCheck = { ok: true; login: string } | { ok: false; reply: Reply };
+
+export type AuthOptions = {
+  /** A login was signed out (MAX_LOGINS): close what it held. */
+  onSignedOut?: (login: string) => void;
+  /** The token was used: a fresh one is drawn; say where the next login is. */
+  onTokenUsed?: () => void;
+};
 
 export class BoardAuth {
-  /** The login token; printed once, in the operator link, and never logged. */
-  readonly token = randomBytes(32).toString("base64url");
-  readonly #tokenDigest = digest(this.token);
-  /** Session id → when it logged in. A Map keeps insertion order, for the eviction. */
-  readonly #sessions = new Map<string, number>();
-  /** Cookies are per host, not per port: the port in the name keeps two boards apart. */
-  readonly cookieName: string;
+  #token = drawSecret();
+  #tokenDigest = digest(this.#token);
+  /** Digests of tokens already traded: a second use is told so. */
+  readonly #usedTokens = new Set<string>();
+  /** Key digest → login id, least recently used first (a Map keeps insertion order). */
+  readonly #logins = new Map<string, string>();
+  /** Digests of keys signed out to make room, so their page can be told why. */
+  readonly #signedOut = new Set<string>();
+  readonly #options: AuthOptions;
 
-  constructor(port: number) {
-    this.cookieName = `board_session_${port}`;
+  constructor(options: AuthOptions = {}) {
+    this.#options = options;
   }
 
-  /** `GET /login?token=…`: a session cookie and a redirect to the Console, or 403. */
-  login(query: string): Reply {
-    const params = new URLSearchParams(query);
-    const given = params.getAll("token");
-    if (given.length !== 1 || !timingSafeEqual(digest(given[0] ?? ""), this.#tokenDigest)) {
-      return boardRefusal(
-        "login-refused",
-        "This is not the board's current login link: use the one `serve` printed when it started (a new one is drawn at every start).",
-      );
-    }
-    const session = randomBytes(32).toString("base64url");
-    this.#sessions.set(session, Date.now());
-    while (this.#sessions.size > MAX_SESSIONS) {
-      const oldest = this.#sessions.keys().next().value;
-      if (oldest === undefined) break;
-      this.#sessions.delete(oldest);
-    }
-    return {
-      status: 303,
-      headers: {
-        ...SECURITY_HEADERS,
-        "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'; sandbox",
-        // Off the URL bar and out of history: the token's URL is replaced at once.
-        Location: "/",
-        "Set-Cookie": `${this.cookieName}=${session}; Path=/; HttpOnly; SameSite=Strict`,
-        "Content-Length": "0",
-      },
-      body: Buffer.alloc(0),
-    };
+  /** The token of the current login link: printed for the operator, never logged. */
+  get token(): string {
+    return this.#token;
   }
 
-  /** The logged-in session a request's cookie names, or null. */
-  sessionOf(headers: IncomingHttpHeaders): string | null {
-    const header = headers.cookie;
-    if (header === undefined) return null;
-    for (const pair of header.split(";")) {
-      const eq = pair.indexOf("=");
-      if (eq < 0 || pair.slice(0, eq).trim() !== this.cookieName) continue;
-      const value = pair.slice(eq + 1).trim();
-      if (this.#sessions.has(value)) return value;
-    }
-    return null;
+  get logins(): number {
+    return this.#logins.size;
   }
 
   /**
-   * The three checks of a POST, in the order a person fixes them. `host` has passed the Host
-   * check, so `http://<host>` is the board's own origin as this browser reached it.
+   * `POST /login` with `{ "token": … }`, once Origin and content type passed: the token's
+   * one login key, `{ ok: true, key }`, and a fresh token for the next login; else 403.
    */
-  checkPost(headers: IncomingHttpHeaders, host: string): PostCheck {
+  exchange(body: unknown): Reply {
+    const token =
+      typeof body === "object" && body !== null && "token" in body ? body.token : undefined;
+    const given = digest(typeof token === "string" ? token : "");
+    if (!timingSafeEqual(given, this.#tokenDigest)) {
+      const used = this.#usedTokens.has(given.toString("hex"));
+      return boardRefusal(
+        "login-refused",
+        used
+          ? "This login link was used already: each link logs in once. The board printed a new one when it was used (where `serve` or `npm start` runs); open that."
+          : "This is not the board's current login link: open the newest one the board printed (a new one is drawn at every start and after every login).",
+      );
+    }
+    remember(this.#usedTokens, given.toString("hex"));
+    this.#token = drawSecret();
+    this.#tokenDigest = digest(this.#token);
+    const key = drawSecret();
+    this.#logins.set(digest(key).toString("hex"), drawSecret());
+    while (this.#logins.size > MAX_LOGINS) {
+      const [oldest, login] = this.#logins.entries().next().value ?? [];
+      if (oldest === undefined || login === undefined) break;
+      this.#logins.delete(oldest);
+      remember(this.#signedOut, oldest);
+      this.#options.onSignedOut?.(login);
+    }
+    this.#options.onTokenUsed?.();
+    return jsonReply(200, { ok: true, key });
+  }
+
+  /**
+   * The checks of a POST, in the order a person fixes them: an Origin equal to the board's
+   * own (`host` has passed the Host check) and a JSON body. The login comes after: `/login`
+   * itself has none yet.
+   */
+  checkSender(headers: IncomingHttpHeaders, host: string): Reply | null {
     const origin = headers.origin;
     if (origin !== `http://${host.toLowerCase()}`) {
-      return refuse(
+      return boardRefusal(
         "origin-refused",
         origin === undefined
           ? "A POST must carry an Origin header naming this board."
@@ -90,29 +102,55 @@ export class BoardAuth {
     }
     const type = (headers["content-type"] ?? "").split(";", 1)[0]?.trim().toLowerCase();
     if (type !== "application/json") {
-      return refuse(
+      return boardRefusal(
         "content-type-refused",
         "A POST must be sent as Content-Type: application/json.",
       );
     }
-    const session = this.sessionOf(headers);
-    if (session === null) {
-      return refuse(
-        "not-logged-in",
-        "Log in first: open the operator link `serve` printed (reading needs no login; acting does).",
+    return null;
+  }
+
+  /** The login a request's key names (and it becomes the most recently used), or why not. */
+  checkLogin(headers: IncomingHttpHeaders): PostCheck {
+    const key = headers[LOGIN_HEADER];
+    if (typeof key !== "string" || key === "") {
+      return notLoggedIn(
+        "Log in first: open the newest login link the board printed (`serve`, `npm start`; reading needs no login, acting does).",
       );
     }
-    return { ok: true, session };
+    const d = digest(key).toString("hex");
+    const login = this.#logins.get(d);
+    if (login === undefined) {
+      return notLoggedIn(
+        this.#signedOut.has(d)
+          ? `This login was signed out to make room: the board keeps ${MAX_LOGINS} logins. Log in again with the newest link the board printed.`
+          : "This login is not one of this board's (it restarted, or the key is wrong): log in with the newest link the board printed.",
+      );
+    }
+    this.#logins.delete(d);
+    this.#logins.set(d, login);
+    return { ok: true, login };
   }
 }
 
-function refuse(
-  code: "origin-refused" | "content-type-refused" | "not-logged-in",
-  message: string,
-): PostCheck {
-  return { ok: false, reply: boardRefusal(code, message) };
+function notLoggedIn(message: string): PostCheck {
+  return { ok: false, reply: boardRefusal("not-logged-in", message) };
 }
 
+/** 32 random bytes, base64url: tokens, keys and login ids alike. */
+function drawSecret(): string {
+  return randomBytes(32).toString("base64url");
+}
+
+/** Secrets are kept and compared as digests: a lookup's timing says nothing about a key. */
 function digest(value: string): Buffer {
   return createHash("sha256").update(value).digest();
+}
+
+function remember(set: Set<string>, value: string): void {
+  set.add(value);
+  for (const old of set) {
+    if (set.size <= REMEMBERED) break;
+    set.delete(old);
+  }
 }

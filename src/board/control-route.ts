@@ -31,12 +31,19 @@ export type ControlRouteOptions = {
 
 type Connection = { socket: string; client: ConversationClient };
 
+/** Signed-out logins remembered while a connection of theirs may still be being made. */
+const SIGNED_OUT_KEPT = 256;
+
 export function createControlRoute(options: ControlRouteOptions): {
   route: ControlRoute;
   close(): Promise<void>;
+  /** Closes every connection a login held (it was signed out); later calls make new ones. */
+  forget(session: string): void;
 } {
   const connections = new Map<string, Connection>();
   const connecting = new Map<string, Promise<Connection>>();
+  /** Logins signed out lately: a connection still being made for one is closed, not kept. */
+  const signedOut = new Set<string>();
 
   async function connectionFor(key: string, socket: string): Promise<Connection> {
     const held = connections.get(key);
@@ -58,6 +65,10 @@ export function createControlRoute(options: ControlRouteOptions): {
           : { requestTimeoutMs: options.requestTimeoutMs }),
       });
       await client.connect();
+      if (signedOut.has(key.split("\n", 1)[0] ?? "")) {
+        await client.close().catch(() => {});
+        throw new Error("this login was signed out while its connection was being made");
+      }
       const conn = { socket, client };
       connections.set(key, conn);
       client.onClose(() => {
@@ -111,6 +122,20 @@ export function createControlRoute(options: ControlRouteOptions): {
 
   return {
     route,
+    forget: (session) => {
+      signedOut.add(session);
+      for (const old of signedOut) {
+        if (signedOut.size <= SIGNED_OUT_KEPT) break;
+        signedOut.delete(old);
+      }
+      for (const [key, conn] of connections) {
+        if (!key.startsWith(`${session}\n`)) continue;
+        connections.delete(key);
+        conn.client.close().catch((e: unknown) => {
+          options.log(`board: control: closing a signed-out login's connection: ${describe(e)}`);
+        });
+      }
+    },
     close: async () => {
       const all = [...connections.values()];
       connections.clear();

@@ -12,7 +12,7 @@ import { parseEventId } from "../control/client/client.ts";
 import { listRoot } from "../reader/catalogue.ts";
 import { expandRoots } from "../reader/pi-store.ts";
 import { conversationIdOf, type Root } from "../reader/sources.ts";
-import { DEFAULT_GRANT, type Relay, relayController } from "./live-control.ts";
+import { ControllerWatches, DEFAULT_OBSERVE_GRANT } from "./live-control.ts";
 import { boardRefusal, type Reply, SECURITY_HEADERS } from "./reply.ts";
 import { type BoardRequest, checkRequest, readParams } from "./routes.ts";
 
@@ -32,9 +32,17 @@ export type LiveOptions = {
   pollOnly?: boolean;
   /** The registry of running controllers (`serve --state-dir`): their streams are relayed. */
   registryDir?: string;
-  /** The grant the board's connections use; `operator` unless configured. */
+  /** The observe-only grant the board watches controllers with; `observer` unless configured. */
   grant?: string;
 };
+
+/**
+ * Live streams open at once. A stream needs no login, and each holds a connection and costs a
+ * read per append of its file; one more is refused `too-many-streams` 503 and the Console
+ * polls instead. A browser opens at most 6 connections to one host and port, so this is many
+ * browsers' worth.
+ */
+export const MAX_STREAMS = 128;
 
 /** A reader cursor id: a Last-Event-ID of this shape resumes the follow. */
 const CURSOR_ID = /^c-[0-9a-f]{40}$/;
@@ -45,7 +53,13 @@ const CURSOR_ID = /^c-[0-9a-f]{40}$/;
  */
 const POSITIONS_KEPT = 4096;
 
-export type LiveStats = { followers: number; watching: number; reads: number };
+export type LiveStats = {
+  followers: number;
+  watching: number;
+  reads: number;
+  /** Controller connections the streams share: one per watched controlled conversation. */
+  observers: number;
+};
 
 type Follower = {
   conversation: string;
@@ -54,8 +68,8 @@ type Follower = {
   cursor: string;
   res: ServerResponse;
   reading: boolean;
-  /** The observer connection to the conversation's controller, while one runs. */
-  relay: Relay | null;
+  /** Detaches this stream from its conversation's controller connection, while one runs. */
+  relay: (() => void) | null;
   /** The id of the last controller event relayed: where a reconnect's relay resumes. */
   lastEventId: string | null;
   /** A change arrived during a read: read again once it ends. */
@@ -86,9 +100,19 @@ export class LiveHub {
    * follow nor the relay starts over. Bounded: the oldest goes first (POSITIONS_KEPT).
    */
   readonly #positions = new Map<string, { cursor: string; eventId: string | null }>();
+  readonly #watches: ControllerWatches | null;
 
   constructor(options: LiveOptions) {
     this.#options = options;
+    const { registryDir } = options;
+    this.#watches =
+      registryDir === undefined
+        ? null
+        : new ControllerWatches({
+            registryDir,
+            grant: options.grant ?? DEFAULT_OBSERVE_GRANT,
+            log: options.log,
+          });
   }
 
   /** The Host the reads present: the page route checks it as every route does. */
@@ -98,18 +122,25 @@ export class LiveHub {
   }
 
   stats(): LiveStats {
-    let followers = 0;
-    for (const set of this.#followers.values()) followers += set.size;
-    return { followers, watching: this.#files.size, reads: this.#reads };
+    return {
+      followers: this.#count(),
+      watching: this.#files.size,
+      reads: this.#reads,
+      observers: this.#watches?.connections ?? 0,
+    };
   }
 
-  /** Ends every stream and stops every watch. */
+  #count(): number {
+    let followers = 0;
+    for (const set of this.#followers.values()) followers += set.size;
+    return followers;
+  }
+
+  /** Ends every stream, stops every watch and closes every controller connection. */
   async close(): Promise<void> {
-    const relays: Promise<void>[] = [];
     for (const set of this.#followers.values()) {
       for (const f of set) {
         f.closed = true;
-        if (f.relay) relays.push(f.relay.close().catch(() => {}));
         f.relay = null;
         f.res.end();
       }
@@ -117,7 +148,7 @@ export class LiveHub {
     for (const [dir] of this.#dirs) this.#stopDir(dir);
     this.#followers.clear();
     this.#files.clear();
-    await Promise.all(relays);
+    await this.#watches?.close();
   }
 
   /** Serves one live request; answers with a refusal (not a stream) when it cannot follow. */
@@ -131,6 +162,16 @@ export class LiveHub {
           Allow: "GET",
         }),
         req.method,
+      );
+    }
+    // Before anything is looked up: a refused stream costs no listing of the roots.
+    if (this.#count() >= MAX_STREAMS) {
+      return send(
+        res,
+        boardRefusal(
+          "too-many-streams",
+          `The board holds ${MAX_STREAMS} live streams now, the most it keeps open; close other Console tabs (this page reads every second instead).`,
+        ),
       );
     }
     const raw = LIVE_ROUTE.exec(request.target)?.[1] ?? "";
@@ -220,12 +261,9 @@ export class LiveHub {
     res.on("close", () => this.#remove(follower));
     // Anything appended between the page the client read and this stream is read at once.
     this.#readFor(follower);
-    const { registryDir } = this.#options;
-    if (registryDir === undefined) return;
-    const relay = await relayController(
-      registryDir,
+    if (this.#watches === null || follower.closed) return;
+    follower.relay = this.#watches.watch(
       conversation,
-      this.#options.grant ?? DEFAULT_GRANT,
       {
         send: (event, id, data) => {
           if (follower.closed) return;
@@ -235,12 +273,9 @@ export class LiveHub {
           }
           writeEvent(res, event, id, data);
         },
-        log: this.#options.log,
       },
       resume,
     );
-    if (follower.closed) await relay?.close();
-    else follower.relay = relay;
   }
 
   /** Records where both streams stood when the SSE id `id` was written to this follower. */
@@ -287,13 +322,9 @@ export class LiveHub {
 
   #remove(follower: Follower): void {
     follower.closed = true;
-    const relay = follower.relay;
+    const detach = follower.relay;
     follower.relay = null;
-    relay?.close().catch((e: unknown) => {
-      this.#options.log(
-        `board: live: closing an observer failed: ${e instanceof Error ? e.message : e}`,
-      );
-    });
+    detach?.();
     const set = this.#followers.get(follower.conversation);
     if (!set) return;
     set.delete(follower);

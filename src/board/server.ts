@@ -11,7 +11,9 @@ import { type Root, rootsFromSpecs } from "../reader/sources.ts";
 import { loadAssets } from "./assets.ts";
 import { BoardAuth } from "./auth.ts";
 import { type ControlRoute, createControlRoute } from "./control-route.ts";
+import { refuseCrossSite } from "./fetch-site.ts";
 import { LIVE_ROUTE, LiveHub, type LiveStats } from "./live.ts";
+import { isTrustedPeer, peerOwner } from "./peer-owner.ts";
 import type { ReaderSources } from "./read-messages.ts";
 import { MAX_LANES, startReadPool } from "./read-pool.ts";
 import { boardRefusal, type Reply, rawResponse, SECURITY_HEADERS } from "./reply.ts";
@@ -49,8 +51,15 @@ export type BoardOptions = BoardReading & {
   port?: number;
   /** Where internal errors are reported; defaults to stderr. */
   log?: (line: string) => void;
-  /** The grant the board's controller connections use; `operator` unless configured. */
+  /** The grant a logged-in action's controller connection uses; `operator` unless configured. */
   grant?: string;
+  /** The observe-only grant the live streams watch a controller with; `observer` by default. */
+  observeGrant?: string;
+  /**
+   * Called with the next login link once the current one is used (each logs in once): print
+   * it for the operator, as the first one was.
+   */
+  onLoginLinkUsed?: (loginUrl: string) => void;
   /**
    * What `POST /api/conversations/:id/control` does once the login, Origin and content-type
    * checks passed (control-route.ts); without it the route is 404, after the same checks.
@@ -62,6 +71,14 @@ export type BoardOptions = BoardReading & {
    */
   search?: BoardSearch;
 };
+
+/**
+ * Largest request head read. Chromium and Firefox send every cookie any port of this host set,
+ * up to 180 of 4 KiB (about 720 KiB): under node's default of 16 KiB, a page on another port
+ * that sets them keeps the Console from loading. The board reads no cookie; it only has to
+ * get past them.
+ */
+export const MAX_HEAD_BYTES = 1024 * 1024;
 
 /** Largest POST body read; a steering call is a prompt and a few fields. */
 export const MAX_POST_BYTES = 64 * 1024;
@@ -80,10 +97,11 @@ export type Board = {
    */
   readers(): { running: number; slabChunksInUse: number };
   /**
-   * The operator link, `http://127.0.0.1:PORT/login?token=…`: print it for the operator and
-   * nowhere else (never to a log); it is drawn fresh at every start.
+   * The current operator link, `http://127.0.0.1:PORT/login?token=…`: print it for the
+   * operator and nowhere else (never to a log). It logs in once; a fresh one is drawn at every
+   * start and after every login (`onLoginLinkUsed`).
    */
-  loginUrl: string;
+  readonly loginUrl: string;
   /** The live route now: open streams, files watched, follow reads made since the start. */
   live(): LiveStats;
 };
@@ -139,31 +157,46 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
   let auth: BoardAuth | null = null;
   let control = options.control;
   let stopControl = async () => {};
-  const server = createServer({ requireHostHeader: false }, (req, res) => {
-    const target = req.url ?? "";
-    if (auth !== null && refuseAtHttpLevel(req) === null && actsOrLogsIn(req)) {
-      const acting = act(req, res, auth, hosts, control).catch((e: unknown) => {
-        log(`board: internal error on a POST or login: ${e instanceof Error ? e.stack : e}`);
+  const server = createServer(
+    { requireHostHeader: false, maxHeaderSize: MAX_HEAD_BYTES },
+    (req, res) => {
+      const target = req.url ?? "";
+      const early = refuseAtHttpLevel(req);
+      // Another site's page gets nothing from the API, the streams, the exports or a POST;
+      // the Host check still comes first, as on every route.
+      const crossSite = early ?? refuseCrossSite(req.method ?? "", target, req.headers);
+      if (early === null && crossSite !== null) {
+        req.resume();
+        res.shouldKeepAlive = false;
+        const request = { ...requestOf(req), method: "GET" };
+        // A refusal: a body of its own, never a stream, so nothing is left to wait for.
+        void writeReply(req, res, checkRequest(hosts, request) ?? crossSite);
+        return;
+      }
+      if (auth !== null && early === null && acts(req)) {
+        const acting = act(req, res, auth, hosts, control).catch((e: unknown) => {
+          log(`board: internal error on a POST or login: ${e instanceof Error ? e.stack : e}`);
+          res.destroy();
+        });
+        void acting;
+        return;
+      }
+      if (live !== null && LIVE_ROUTE.test(target) && early === null) {
+        req.resume();
+        live.serve(req, res, requestOf(req)).catch((e: unknown) => {
+          log(`board: internal error on the live route: ${e instanceof Error ? e.stack : e}`);
+          res.destroy();
+        });
+        return;
+      }
+      respond(req, res, dispatch).catch((e: unknown) => {
+        // Dispatch never rejects and a write to a closed socket does not throw: a bug, so the
+        // socket goes (its client sees a reset) and the board keeps serving.
+        log(`board: internal error answering a request: ${e instanceof Error ? e.stack : e}`);
         res.destroy();
       });
-      void acting;
-      return;
-    }
-    if (live !== null && LIVE_ROUTE.test(target) && refuseAtHttpLevel(req) === null) {
-      req.resume();
-      live.serve(req, res, requestOf(req)).catch((e: unknown) => {
-        log(`board: internal error on the live route: ${e instanceof Error ? e.stack : e}`);
-        res.destroy();
-      });
-      return;
-    }
-    respond(req, res, dispatch).catch((e: unknown) => {
-      // Dispatch never rejects and a write to a closed socket does not throw: a bug, so the
-      // socket goes (its client sees a reset) and the board keeps serving.
-      log(`board: internal error answering a request: ${e instanceof Error ? e.stack : e}`);
-      res.destroy();
-    });
-  });
+    },
+  );
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) => {
     rejectMalformed(error, socket);
   });
@@ -189,7 +222,15 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
   const bound = server.address();
   if (bound === null || typeof bound === "string") throw new Error("The board has no TCP port.");
   for (const h of allowedHosts(urlHost, bound.port)) hosts.add(h);
-  auth = new BoardAuth(bound.port);
+  const linkOf = (token: string) => `http://${urlHost}:${bound.port}/login?token=${token}`;
+  const signedOut: ((login: string) => void)[] = [];
+  const madeAuth = new BoardAuth({
+    onSignedOut: (login) => {
+      for (const forget of signedOut) forget(login);
+    },
+    onTokenUsed: () => options.onLoginLinkUsed?.(linkOf(madeAuth.token)),
+  });
+  auth = madeAuth;
   server.on("error", (e) => log(`board: server error: ${e.stack ?? e}`));
 
   try {
@@ -225,10 +266,12 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
         });
         control = made.route;
         stopControl = made.close;
+        // A login signed out to make room closes its controller connections with it.
+        signedOut.push(made.forget);
       }
       live = new LiveHub({
         ...(registryDir === undefined ? {} : { registryDir }),
-        ...(options.grant === undefined ? {} : { grant: options.grant }),
+        ...(options.observeGrant === undefined ? {} : { grant: options.observeGrant }),
         roots: () => rootsFromSpecs(specs, registrations),
         read: dispatch,
         hosts,
@@ -244,7 +287,9 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
   let closing: Promise<void> | undefined;
   return {
     url: `http://${urlHost}:${bound.port}/`,
-    loginUrl: `http://${urlHost}:${bound.port}/login?token=${auth.token}`,
+    get loginUrl() {
+      return linkOf(madeAuth.token);
+    },
     port: bound.port,
     close: () => {
       // Once: a second call gets the first one's outcome rather than "not running".
@@ -256,7 +301,7 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
       return closing;
     },
     readers: () => readers(),
-    live: () => live?.stats() ?? { followers: 0, watching: 0, reads: 0 },
+    live: () => live?.stats() ?? { followers: 0, watching: 0, reads: 0, observers: 0 },
   };
 }
 
@@ -315,7 +360,10 @@ async function answerConnect(req: IncomingMessage, socket: Socket, dispatch: Dis
 async function respond(req: IncomingMessage, res: ServerResponse, dispatch: Dispatch) {
   // The board never reads a request body; one that is sent is drained and discarded.
   req.resume();
-  const out = refuseAtHttpLevel(req) ?? (await dispatch(requestOf(req)));
+  await writeReply(req, res, refuseAtHttpLevel(req) ?? (await dispatch(requestOf(req))));
+}
+
+async function writeReply(req: IncomingMessage, res: ServerResponse, out: Reply): Promise<void> {
   // The client may have gone while a worker read; there is no one left to answer.
   if (res.destroyed || res.writableEnded) {
     out.release?.();
@@ -355,18 +403,20 @@ function rejectMalformed(error: NodeJS.ErrnoException, socket: Socket): void {
 }
 
 /**
- * The requests answered on the loop by auth.ts: `/login`, and any request to the control route
- * (the only one that acts). Other routes have no POST: the handler refuses it 405, as before.
+ * The requests answered on the loop by auth.ts: a POST to `/login` (the login page's trade of
+ * its token for a key), and any request to the control route (the only one that acts). The
+ * login page itself, `GET /login`, is one of the Console's files; other routes have no POST:
+ * the handler refuses it 405, as before.
  */
-function actsOrLogsIn(req: IncomingMessage): boolean {
-  const target = req.url ?? "";
-  if (CONTROL_ROUTE.test(target.split("?", 1)[0] ?? "")) return true;
-  return target === "/login" || target.startsWith("/login?");
+function acts(req: IncomingMessage): boolean {
+  const path = (req.url ?? "").split("?", 1)[0] ?? "";
+  return CONTROL_ROUTE.test(path) || (path === "/login" && req.method === "POST");
 }
 
 /**
- * A login, or a POST: Host first (as every route), then the login, Origin and content-type
- * checks; the body is read only after they pass, and only then is a controller asked.
+ * A login or a steering call: Host first (as every route), then who opened the connection,
+ * then Origin and content type, then (steering) the login key; the body is read only after
+ * they pass, and only then is a controller asked.
  */
 async function act(
   req: IncomingMessage,
@@ -381,27 +431,36 @@ async function act(
     if (req.method === "POST") req.resume();
     // A refused POST's body is not read; the connection closes rather than drain it.
     if (out.status >= 400 && req.method === "POST") res.shouldKeepAlive = false;
-    res.writeHead(out.status, out.headers);
-    res.end(req.method === "HEAD" ? undefined : out.body);
+    return writeReply(req, res, out);
   };
   if (refused !== null) return finish(refused);
-  const target = request.target;
-  const q = target.indexOf("?");
-  const path = q < 0 ? target : target.slice(0, q);
-  if (CONTROL_ROUTE.test(path) && req.method !== "POST") {
+  const path = request.target.split("?", 1)[0] ?? "";
+  if (req.method !== "POST") {
     return finish(
       boardRefusal("method-not-allowed", "The control route takes POST only.", { Allow: "POST" }),
     );
   }
-  if (req.method !== "POST") {
-    if (req.method !== "GET") {
-      return finish(
-        boardRefusal("method-not-allowed", "Log in with GET /login?token=…", { Allow: "GET" }),
-      );
-    }
-    return finish(auth.login(q < 0 ? "" : target.slice(q + 1)));
+  // Another user of this machine never logs in or acts, whatever it holds (a token seen over
+  // a shoulder, a key): the socket's owner is checked before anything else is.
+  const owner = await peerOwner(req.socket);
+  if (!isTrustedPeer(owner)) {
+    return finish(
+      boardRefusal(
+        "peer-refused",
+        owner.found
+          ? `This connection was opened by another user of this machine (uid ${owner.uid}); only the user who runs the board may log in or act.`
+          : "The board cannot tell which user opened this connection, so it may not log in or act.",
+      ),
+    );
   }
-  const check = auth.checkPost(req.headers, request.host ?? "");
+  const sender = auth.checkSender(req.headers, request.host ?? "");
+  if (sender !== null) return finish(sender);
+  if (path === "/login") {
+    const body = await readJsonObject(req);
+    if (!body.ok) return finish(body.reply);
+    return finish(auth.exchange(body.value));
+  }
+  const check = auth.checkLogin(req.headers);
   if (!check.ok) return finish(check.reply);
   const match = CONTROL_ROUTE.exec(path);
   if (match?.[1] === undefined || control === undefined) {
@@ -415,31 +474,35 @@ async function act(
       boardRefusal("bad-request", "The conversation id is not valid percent-encoding."),
     );
   }
+  const body = await readJsonObject(req);
+  if (!body.ok) return finish(body.reply);
+  if (res.destroyed) return;
+  return finish(await control({ session: check.login, conversation, body: body.value }));
+}
+
+/** A POST's body as a JSON object, or the refusal: too large, not JSON, not an object. */
+async function readJsonObject(
+  req: IncomingMessage,
+): Promise<{ ok: true; value: Record<string, unknown> } | { ok: false; reply: Reply }> {
   const body = await readBody(req);
   if (body === "too-large") {
-    return finish(
-      boardRefusal("payload-too-large", `A POST body is limited to ${MAX_POST_BYTES} bytes.`),
+    const reply = boardRefusal(
+      "payload-too-large",
+      `A POST body is limited to ${MAX_POST_BYTES} bytes.`,
     );
+    return { ok: false, reply };
   }
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
   } catch {
-    return finish(boardRefusal("bad-request", "The body is not JSON."));
+    return { ok: false, reply: boardRefusal("bad-request", "The body is not JSON.") };
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    return finish(
-      boardRefusal("bad-request", 'The body must be a JSON object: { "op", ...fields }.'),
-    );
+    const reply = boardRefusal("bad-request", "The body must be a JSON object.");
+    return { ok: false, reply };
   }
-  if (res.destroyed) return;
-  finish(
-    await control({
-      session: check.session,
-      conversation,
-      body: parsed as Record<string, unknown>,
-    }),
-  );
+  return { ok: true, value: parsed as Record<string, unknown> };
 }
 
 function readBody(req: IncomingMessage): Promise<string | "too-large"> {

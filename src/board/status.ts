@@ -56,12 +56,16 @@ export const REFUSAL_STATUS: Record<ReaderRefusalCode, number> = {
  *   requests (read-pool.ts); answered at once, nothing queued. Try again in a moment.
  * - `http-version-not-supported` 505: a request line that is not HTTP/1.0 or HTTP/1.1. A 5xx
  *   because HTTP says so (RFC 9110 §15.6.6), not because anything failed.
- * - Acting (issue 15, auth.ts), all 403 and all answered before a body is read:
- *   `login-refused` (a login link whose token is not this start's), `origin-refused` (a POST
- *   without an Origin, or from another origin — another port of 127.0.0.1 included),
- *   `content-type-refused` (a POST that is not `application/json`: every HTML form),
- *   `not-logged-in` (no session cookie of this board). `payload-too-large` 413: a POST body
- *   over 64 KiB.
+ * - Acting (issue 15, issue 22; auth.ts), all 403 and all answered before a body is read:
+ *   `login-refused` (a token that is not the current login link's, or one already used),
+ *   `peer-refused` (the connection belongs to another user of this machine),
+ *   `origin-refused` (a POST without an Origin, or from another origin — another port of
+ *   127.0.0.1 included; and any request another site's page made to the API, the streams or
+ *   the exports, by its `Sec-Fetch-Site`: fetch-site.ts), `content-type-refused` (a POST that
+ *   is not `application/json`: every HTML form), `not-logged-in` (no login key of this board,
+ *   or one signed out to make room). `payload-too-large` 413: a POST body over 64 KiB.
+ * - `too-many-streams` 503: the board holds MAX_STREAMS live streams already (live.ts); the
+ *   Console reads every second instead.
  * - Steering (control-route.ts): `no-controller` 404 (the registry names no running controller
  *   for this conversation now), `outcome-unknown` 502 (the request reached the controller and
  *   its reply was lost: never resent; look at the transcript).
@@ -78,6 +82,8 @@ export const BOARD_REFUSAL_STATUS = {
   "origin-refused": 403,
   "content-type-refused": 403,
   "not-logged-in": 403,
+  "peer-refused": 403,
+  "too-many-streams": 503,
   "payload-too-large": 413,
   "no-controller": 404,
   "outcome-unknown": 502,

@@ -3,7 +3,7 @@
 // returned as a value with the help text to point at. Nothing here reads a file.
 import { resolve } from "node:path";
 import { EXPORT_FORMATS, isExportFormat } from "../export/index.ts";
-import { QUERY_MAX_CHARS } from "../search/query.ts";
+import { QUERY_MAX_CHARS, QUERY_MAX_PREFIXES, QUERY_MAX_TOKENS } from "../search/query.ts";
 import { ATTACH_HELP, type AttachCommand, parseAttach } from "./attach-args.ts";
 import type { SourceFlags } from "./config.ts";
 import { CONTROL_HELP, type ControlCommand, parseControl } from "./control-args.ts";
@@ -163,8 +163,9 @@ and start time, left out, and removed.
 
 Searches the text of every branch of every conversation in the sources
 (messages, thinking, tool calls and results, summaries). Every word of the
-query must match, as a prefix; "quoted words" match as a phrase; at most
-${QUERY_MAX_CHARS} characters. Newest first. Each hit names its conversation, branch and
+query must match, as a prefix (a one-letter word matches only itself);
+"quoted words" match as a phrase; at most ${QUERY_MAX_CHARS} characters, ${QUERY_MAX_TOKENS} different
+words and ${QUERY_MAX_PREFIXES} prefixes (words in quotes are not prefixes). Newest first. Each hit names its conversation, branch and
 entry, and ends with the line that reads it, with the search's own sources:
   conversation search parser crash --project ~/code/app
 prints under each hit a line like

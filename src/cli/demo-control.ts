@@ -18,13 +18,15 @@ import { registerStarted } from "./registration.ts";
 export const DEMO_CONTROL_FILE = "control.jsonl";
 /** The grant that steers: the attach line's, and the Console's once logged in. */
 export const DEMO_OPERATOR_GRANT = "demo-op";
+/** The grant that only watches: the Console's live streams (they need no login). */
+export const DEMO_WATCH_GRANT = "demo-watch";
 export const DEMO_GRANTS: Grant[] = [
   {
     id: DEMO_OPERATOR_GRANT,
     actor: "demo-newcomer",
     capabilities: ["observe", "takeover", "release", "prompt", "interrupt"],
   },
-  { id: "demo-watch", actor: "demo-watcher", capabilities: ["observe"] },
+  { id: DEMO_WATCH_GRANT, actor: "demo-watcher", capabilities: ["observe"] },
 ];
 
 export type DemoControl = {

@@ -10,11 +10,16 @@ import { conversationId } from "../index.ts";
 import { makeVisible } from "../present/visible.ts";
 import { DEFAULT_HOST, DEFAULT_PORT, parsePort, sourcesOf } from "./args.ts";
 import { type Sources, sourcesFromFlags } from "./config.ts";
-import { DEMO_OPERATOR_GRANT, type DemoControl, tryDemoControl } from "./demo-control.ts";
+import {
+  DEMO_OPERATOR_GRANT,
+  DEMO_WATCH_GRANT,
+  type DemoControl,
+  tryDemoControl,
+} from "./demo-control.ts";
 import { MAX_APPENDS, restoreLive, saveLive, startGrowing } from "./demo-grow.ts";
 import { DEMO_SEATS, demoProject, writeDemoProject } from "./demo-sessions.ts";
 import { commandPrefix, shellWord } from "./invocation.ts";
-import { checkHost, startServing, whenAborted } from "./serve.ts";
+import { checkHost, nextLoginLine, startServing, whenAborted } from "./serve.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 const DEMO_DIR = join(REPO, "demo");
@@ -106,8 +111,11 @@ async function start(argv: string[], signal: AbortSignal): Promise<number> {
     host,
     port,
     portGiven: values.port !== undefined,
-    // The Console steers with the demo's own operator grant (DEMO_GRANTS).
-    ...(controlled ? { grant: DEMO_OPERATOR_GRANT } : {}),
+    // The Console steers with the demo's own operator grant and watches with its observe-only
+    // one (DEMO_GRANTS).
+    ...(controlled ? { grant: DEMO_OPERATOR_GRANT, observeGrant: DEMO_WATCH_GRANT } : {}),
+    // Each link logs in once: the next one is printed as the first was.
+    onLoginLinkUsed: (next) => process.stdout.write(nextLoginLine(next)),
   });
   if (!started.ok) {
     stopWriter();

@@ -27,7 +27,7 @@ import { listRunning } from "./controllers.ts";
 import { DEFAULT_GRANTS, readGrantsFile } from "./grants-file.ts";
 import { asInvoked, commandLine, commandPrefix } from "./invocation.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
-import { checkHost, startServing, whenAborted } from "./serve.ts";
+import { checkHost, nextLoginLine, startServing, whenAborted } from "./serve.ts";
 import { refuseOpen, reportRefusedRoots, seatsOf } from "./source-hints.ts";
 
 export const EXIT = { ok: 0, refused: 1, usage: 2 } as const;
@@ -265,6 +265,8 @@ async function serve(
       },
     },
     ...cmd,
+    // Each link logs in once: the next one is printed as the first was (docs/board.md).
+    onLoginLinkUsed: (next) => io.out(nextLoginLine(next)),
   });
   if (!started.ok) {
     io.err(`conversation: cannot serve: ${started.error}\n`);

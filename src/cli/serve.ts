@@ -3,17 +3,34 @@
 // The board module is loaded only here, so the other commands never load it.
 import type { BoardReading } from "../board/index.ts";
 
-/** `loginUrl`: the operator link (a fresh token per start); printed for the operator only. */
-export type Serving = { url: string; loginUrl: string; port: number; close(): Promise<void> };
+/**
+ * `loginUrl`: the current operator link, printed for the operator only. It logs in once; a
+ * fresh one is drawn at every start and after every login (`onLoginLinkUsed`).
+ */
+export type Serving = {
+  url: string;
+  readonly loginUrl: string;
+  port: number;
+  close(): Promise<void>;
+};
 /** `reading`: the sources, so the board reads in worker threads off its request loop. */
 export type ServeRequest = {
   reading: BoardReading;
   host: string;
   port: number;
   portGiven: boolean;
-  /** The grant the board's controller connections use (`npm start`: the demo's own). */
+  /** The grant a logged-in action's controller connection uses (`npm start`: the demo's own). */
   grant?: string;
+  /** The observe-only grant the live streams watch with (`npm start`: the demo's own). */
+  observeGrant?: string;
+  /** Where the next login link goes once one is used: printed as `nextLoginLine` says. */
+  onLoginLinkUsed?: (loginUrl: string) => void;
 };
+
+/** What `serve` and `npm start` print when a login link was used: the link for the next one. */
+export function nextLoginLine(loginUrl: string): string {
+  return `A login link was used (each logs in once). For another login, open: ${loginUrl}\n`;
+}
 
 /** Why `host` cannot be served on, or null when it is a loopback name the board accepts. */
 export async function checkHost(host: string): Promise<string | null> {
@@ -31,9 +48,13 @@ export async function startServing(
   req: ServeRequest,
 ): Promise<{ ok: true; board: Serving } | { ok: false; error: string }> {
   const { startBoard } = await import("../board/index.ts");
-  const grant = req.grant === undefined ? {} : { grant: req.grant };
+  const extra = {
+    ...(req.grant === undefined ? {} : { grant: req.grant }),
+    ...(req.observeGrant === undefined ? {} : { observeGrant: req.observeGrant }),
+    ...(req.onLoginLinkUsed === undefined ? {} : { onLoginLinkUsed: req.onLoginLinkUsed }),
+  };
   const attempt = async (port: number) =>
-    startBoard({ ...req.reading, ...grant, host: req.host, port });
+    startBoard({ ...req.reading, ...extra, host: req.host, port });
   try {
     return { ok: true, board: await attempt(req.port) };
   } catch (e) {

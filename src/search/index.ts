@@ -18,10 +18,9 @@ import {
   holdsPhrases,
   matchExpression,
   needsCheck,
-  QUERY_MAX_CHARS,
+  parseQuery,
   snippetOf,
   type Term,
-  termsOf,
 } from "./query.ts";
 import {
   catchUpShards,
@@ -178,14 +177,11 @@ export function createSearch(
   }
 
   function search(query: string, limit: number): SearchResult {
-    if (query.length > QUERY_MAX_CHARS) {
-      return refusal("bad-query", `A query is at most ${QUERY_MAX_CHARS} characters.`);
-    }
-    const terms = termsOf(query);
-    if (terms === null) return refusal("bad-query", "The query has no word to search for.");
+    const parsed = parseQuery(query);
+    if (!parsed.ok) return refusal("bad-query", parsed.message);
     const n = Math.max(1, Math.min(SEARCH_LIMIT_MAX, Math.trunc(limit)));
     try {
-      return searchNow(query, terms, n);
+      return searchNow(query, parsed.terms, n);
     } catch (e) {
       if (!(e instanceof IndexBusy) && !isBusy(e)) throw e;
       return refusal(
@@ -251,7 +247,8 @@ export function createSearch(
     const hits: SearchHit[] = [];
     const batch = check ? Math.max(50, n * 4) : n;
     let below = Number.MAX_SAFE_INTEGER;
-    for (let read = 0; hits.length < n && read < CANDIDATES_MAX; ) {
+    // The candidates budget is the query's, shared by the shards: a phrase re-reads each one.
+    for (let read = 0; hits.length < n && read < CANDIDATES_MAX / SHARDS; ) {
       const found = store.query.all(matchExpression(terms), below, batch) as HitRow[];
       read += found.length;
       for (const h of found) {

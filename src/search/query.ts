@@ -3,8 +3,20 @@
 // every word, and a "quoted phrase" (or a word that is several tokens, like foo.bar) is then
 // checked against the entry's text, re-read from the file. Nothing the person types is FTS5
 // syntax: every token is quoted, so no query can be malformed or reach another column.
+//
+// What one query may cost is bounded here (issue 22 item 3): FTS5 merges the posting lists
+// of every word a prefix matches before it returns a row, so a one-letter prefix reads a good
+// part of the index, and 250 of them took seconds. A word shorter than PREFIX_MIN_CHARS
+// matches only itself; a repeated token is looked up once; a query holds at most
+// QUERY_MAX_TOKENS tokens, of which at most QUERY_MAX_PREFIXES are prefixes.
 
 export const QUERY_MAX_CHARS = 500;
+/** Distinct tokens one query may hold: each is one posting list FTS5 reads. */
+export const QUERY_MAX_TOKENS = 32;
+/** Distinct prefixes one query may hold: each merges the lists of every word it starts. */
+export const QUERY_MAX_PREFIXES = 8;
+/** A typed word shorter than this (in characters) matches as a whole word, not as a prefix. */
+export const PREFIX_MIN_CHARS = 2;
 const SNIPPET_CHARS = 180;
 
 /** One thing to find: its tokens, whether they must be adjacent, whether the last is a prefix. */
@@ -43,7 +55,10 @@ export function tokensOf(text: string): string[] {
   return Array.from(spansOf(text), (s) => s.token);
 }
 
-/** The terms of `query`, or null when it holds no word. */
+/**
+ * The terms of `query`, or null when it holds no word. A typed (unquoted) word is a prefix
+ * when its last token has at least PREFIX_MIN_CHARS characters.
+ */
 export function termsOf(query: string): Term[] | null {
   const terms: Term[] = [];
   for (const m of query.matchAll(/"([^"]*)"|(\S+)/g)) {
@@ -52,21 +67,56 @@ export function termsOf(query: string): Term[] | null {
     const tokens = tokensOf(text);
     if (tokens.length === 0) continue;
     const isPhrase = quoted !== undefined || tokens.length > 1;
-    terms.push({ text, tokens, phrase: isPhrase, prefix: quoted === undefined });
+    const long = [...(tokens.at(-1) ?? "")].length >= PREFIX_MIN_CHARS;
+    terms.push({ text, tokens, phrase: isPhrase, prefix: quoted === undefined && long });
   }
   return terms.length ? terms : null;
 }
 
+export type ParsedQuery = { ok: true; terms: Term[] } | { ok: false; message: string };
+
+/**
+ * A query's terms, or why it is refused (the message a person reads, in the Console and the
+ * terminal alike): too long, no word, too many words or prefixes for one query.
+ */
+export function parseQuery(query: string): ParsedQuery {
+  if (query.length > QUERY_MAX_CHARS) {
+    return { ok: false, message: `A query is at most ${QUERY_MAX_CHARS} characters.` };
+  }
+  const terms = termsOf(query);
+  if (terms === null) return { ok: false, message: "The query has no word to search for." };
+  const parts = matchParts(terms);
+  if (parts.size > QUERY_MAX_TOKENS) {
+    return {
+      ok: false,
+      message: `A query holds at most ${QUERY_MAX_TOKENS} different words; this one has ${parts.size}. Leave some out.`,
+    };
+  }
+  const prefixes = [...parts].filter((p) => p.endsWith("*")).length;
+  if (prefixes > QUERY_MAX_PREFIXES) {
+    return {
+      ok: false,
+      message: `A query matches at most ${QUERY_MAX_PREFIXES} words as beginnings of words; this one has ${prefixes}. Put the others in "quotes" to match them whole, or leave some out.`,
+    };
+  }
+  return { ok: true, terms };
+}
+
 /** The FTS5 MATCH expression: every token of every term, ANDed; a typed word is a prefix. */
 export function matchExpression(terms: readonly Term[]): string {
-  const parts: string[] = [];
+  return [...matchParts(terms)].join(" ");
+}
+
+/** Each distinct token to look up, as FTS5 syntax: a repeated one costs nothing more. */
+function matchParts(terms: readonly Term[]): Set<string> {
+  const parts = new Set<string>();
   for (const t of terms) {
     t.tokens.forEach((tok, i) => {
       const last = i === t.tokens.length - 1;
-      parts.push(`"${tok.replaceAll('"', '""')}"${t.prefix && last ? "*" : ""}`);
+      parts.add(`"${tok.replaceAll('"', '""')}"${t.prefix && last ? "*" : ""}`);
     });
   }
-  return parts.join(" ");
+  return parts;
 }
 
 /** Whether a query needs the text checked: a phrase's tokens must be adjacent, in order. */

@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:f
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { TestContext } from "node:test";
+import { after, before, type TestContext } from "node:test";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { startBoard } from "../../src/board/index.ts";
 import type { BoardSearch } from "../../src/board/search-route.ts";
@@ -51,6 +51,22 @@ export async function launchBrowser(
       await context.close();
       rmSync(profile, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * One browser for the describe block it is called in: launched before its tests, closed after
+ * them. The returned function gives its context (inside a test).
+ */
+export function suiteBrowser(): () => BrowserContext {
+  let browser: Browser | undefined;
+  before(async () => {
+    browser = await launchBrowser();
+  });
+  after(() => browser?.close());
+  return () => {
+    assert.ok(browser, "the suite's browser was launched");
+    return browser.context;
   };
 }
 

@@ -1,11 +1,15 @@
 // Steering from the board (issue 15 item 2): `POST /api/conversations/:id/control` against the
 // real Controller over fake-pi. Each logged-in session is its own connection: one takes
 // control and prompts, another is refused `controller`; force-stop takes the confirm step;
-// every controller refusal code has its status in one table.
+// every controller refusal code has its status in one table; a login signed out to make room
+// closes the controller connection it held.
 import assert from "node:assert/strict";
 import { describe, it, type TestContext } from "node:test";
+import { MAX_LOGINS } from "../../src/board/auth.ts";
 import { type Board, CONTROL_REFUSAL_STATUS, statusOf } from "../../src/board/index.ts";
 import { CONTROL_REFUSAL_CODES } from "../../src/control/refusal.ts";
+import { until } from "../helpers/deadline.ts";
+import { logIn } from "../helpers/login.ts";
 import { startControlledBoard } from "./controlled-board.ts";
 import { type Answer, send } from "./http-client.ts";
 
@@ -23,20 +27,20 @@ async function controlled(t: TestContext) {
   return { board, conversation, ctl };
 }
 
-async function login(board: Board): Promise<string> {
-  const r = await send(board.port, board.loginUrl.slice(board.url.length - 1));
-  assert.equal(r.status, 303);
-  return (r.headers["set-cookie"]?.[0] ?? "").split(";", 1)[0] ?? "";
+/** A login's action headers, as the Console sends them. */
+async function login(board: Board): Promise<Record<string, string>> {
+  return (await logIn(board.loginUrl)).headers;
 }
 
-function steer(board: Board, cookie: string, id: string, body: object): Promise<Answer> {
+function steer(
+  board: Board,
+  headers: Record<string, string>,
+  id: string,
+  body: object,
+): Promise<Answer> {
   return send(board.port, `/api/conversations/${id}/control`, {
     method: "POST",
-    headers: {
-      cookie,
-      origin: `http://127.0.0.1:${board.port}`,
-      "content-type": "application/json",
-    },
+    headers,
     body: JSON.stringify(body),
     timeoutMs: 20_000,
   });
@@ -110,5 +114,24 @@ describe("board control route", () => {
     const reused = await steer(board, a, conversation, { op: "force-stop", confirmation });
     assert.notEqual(reused.status, 200, "a confirmation is used once");
     assert.equal(statusOf(bodyOf(reused).refusal?.code ?? "internal-error"), reused.status);
+  });
+
+  it("closes the controller connection of a login signed out to make room", async (t) => {
+    const { board, conversation, ctl } = await controlled(t);
+    const first = await login(board);
+    const took = await steer(board, first, conversation, { op: "takeover" });
+    assert.equal(took.status, 200, JSON.stringify(took.json));
+    const mine = (took.json as { connection: string }).connection;
+    assert.equal(ctl.state().controllerConnection, mine);
+    for (let i = 0; i < MAX_LOGINS; i++) await login(board);
+    // The first login is the least recently used: signed out, its connection closed, and the
+    // controller sees its controller go.
+    await until(
+      () => ctl.state().controllerConnection === null,
+      "the signed-out login's connection to close",
+    );
+    const out = await steer(board, first, conversation, { op: "prompt", text: "still here?" });
+    assert.equal(out.status, 403);
+    assert.equal(bodyOf(out).refusal?.code, "not-logged-in");
   });
 });

@@ -4,7 +4,7 @@
 // controller a test made itself, as the real-Pi one does).
 import { join } from "node:path";
 import type { TestContext } from "node:test";
-import { type Board, startBoard } from "../../src/board/index.ts";
+import { type Board, type BoardOptions, startBoard } from "../../src/board/index.ts";
 import type { Controller } from "../../src/control/controller/controller.ts";
 import { register } from "../../src/control/registry/registry.ts";
 import { conversationId } from "../../src/reader/sources.ts";
@@ -13,9 +13,10 @@ import { startController } from "../control/controller-fixture.ts";
 /** A controller over fake-pi, registered, and a board over its project; all stopped at the end. */
 export async function startControlledBoard(
   t: TestContext,
+  options: Pick<BoardOptions, "observeGrant"> = {},
 ): Promise<{ board: Board; conversation: string; ctl: Controller }> {
   const { ctl, f } = await startController(t);
-  const { board, conversation, unregister } = await boardOverController(f, ctl.socketPath);
+  const { board, conversation, unregister } = await boardOverController(f, ctl.socketPath, options);
   t.after(unregister);
   t.after(() => board.close());
   return { board, conversation, ctl };
@@ -28,6 +29,7 @@ export async function startControlledBoard(
 export async function boardOverController(
   f: { root: string; projectRoot: string; sessionFile: string },
   socket: string,
+  options: Pick<BoardOptions, "observeGrant"> = {},
 ): Promise<{ board: Board; conversation: string; unregister: () => void }> {
   const conversation = conversationId(f.projectRoot, "main", "s.jsonl");
   const registryDir = join(f.root, "state", "controllers");
@@ -38,7 +40,7 @@ export async function boardOverController(
     sessionFile: f.sessionFile,
     socket,
     execution: "ex-test",
-    grants: ["g-op"],
+    grants: ["g-op", "g-ro"],
     startedAt: new Date().toISOString(),
   });
   try {
@@ -50,6 +52,9 @@ export async function boardOverController(
       },
       lanes: 1,
       grant: "g-op",
+      // The streams watch with the fixture's observe-only grant (controller-fixture.ts).
+      observeGrant: "g-ro",
+      ...options,
     });
     return { board, conversation, unregister: () => reg.remove() };
   } catch (e) {

@@ -1,13 +1,68 @@
 // Watching a controlled run (issue 15 item 1): with `--state-dir`'s registry naming a running
 // controller (the real Controller over fake-pi), the live route relays the controller's
-// `state`, `event` and `dialog` messages beside the follow, the board one observer connection
-// per stream, each event's SSE id the event's own id.
+// `state`, `event` and `dialog` messages beside the follow, each event's SSE id the event's own
+// id; every stream of a conversation shares one connection, with the observe-only grant.
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { connect, createServer, type Socket } from "node:net";
+import { join } from "node:path";
+import { describe, it, type TestContext } from "node:test";
 import { ConversationClient } from "../../src/control/client/client.ts";
-import { startControlledBoard } from "./controlled-board.ts";
+import { startController } from "../control/controller-fixture.ts";
+import { boardOverController, startControlledBoard } from "./controlled-board.ts";
 import { send } from "./http-client.ts";
-import { openStream, type SseEvent } from "./sse-client.ts";
+import { openStream, type SseEvent, type Stream } from "./sse-client.ts";
+
+/**
+ * A Unix socket at `path` that forwards every connection to `target` and keeps the first line
+ * each one sends (a client's hello), parsed; `open()` counts the connections open now.
+ */
+async function helloProxy(t: TestContext, path: string, target: string) {
+  const hellos: { grant?: string }[] = [];
+  const open = new Set<Socket>();
+  const server = createServer((client) => {
+    open.add(client);
+    const upstream = connect(target);
+    let head = "";
+    const keep = (chunk: Buffer) => {
+      head += chunk.toString("utf8");
+      const nl = head.indexOf("\n");
+      if (nl < 0) return;
+      hellos.push(JSON.parse(head.slice(0, nl)) as { grant?: string });
+      client.off("data", keep);
+    };
+    client.on("data", keep);
+    client.pipe(upstream).pipe(client);
+    const end = () => {
+      open.delete(client);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on("close", end).on("error", end);
+    upstream.on("close", end).on("error", end);
+  });
+  await new Promise<void>((resolve) => server.listen(path, resolve));
+  t.after(() => {
+    for (const c of open) c.destroy();
+    server.close();
+  });
+  return { path, hellos, open: () => open.size };
+}
+
+async function until(stream: Stream, what: string, ok: (e: SseEvent) => boolean) {
+  for (;;) {
+    const e = await stream.next(15_000).catch(() => {
+      throw new Error(`no ${what}`);
+    });
+    if (ok(e)) return e;
+  }
+}
+
+async function openLive(port: number, conversation: string): Promise<Stream> {
+  const page = await send(port, `/api/conversations/${conversation}/page`);
+  const r = page.json as { follow: { id: string }; page: { branch: string } };
+  const q = new URLSearchParams({ branch: r.page.branch, cursor: r.follow.id });
+  return openStream(port, `/api/conversations/${conversation}/live?${q}`);
+}
 
 describe("board live route relays a running controller", () => {
   it("streams state, events and dialogs of a controlled run to an observing stream", async (t) => {
@@ -74,5 +129,66 @@ describe("board live route relays a running controller", () => {
     const dialog = await until("a dialog", (e) => e.event === "dialog");
     assert.match(dialog.data, /"disabled":true/);
     stream.close();
+  });
+
+  it("shares one observe-only connection among every stream of a conversation", async (t) => {
+    const { ctl, f } = await startController(t);
+    // The registry points at a proxy of the controller's socket that keeps each connection's
+    // hello: what the board opened, and with which grant.
+    const proxy = await helloProxy(t, join(f.root, "p.sock"), ctl.socketPath);
+    const { board, conversation, unregister } = await boardOverController(f, proxy.path);
+    t.after(unregister);
+    t.after(() => board.close());
+    const streams: Stream[] = [];
+    t.after(() => {
+      for (const s of streams) s.close();
+    });
+    for (let i = 0; i < 6; i++) streams.push(await openLive(board.port, conversation));
+    const hellos = [];
+    for (const s of streams) {
+      hellos.push(await until(s, "controller", (e) => e.event === "controller"));
+    }
+    const connections = new Set(
+      hellos.map((e) => (JSON.parse(e.data) as { connection: string }).connection),
+    );
+    assert.equal(connections.size, 1, "one connection for all six streams");
+    assert.equal(board.live().observers, 1);
+    assert.deepEqual(
+      proxy.hellos.map((h) => h.grant),
+      ["g-ro"],
+      "one hello, with the observe-only grant (the operator grant is a login's only)",
+    );
+    for (const s of streams) s.close();
+    await new Promise<void>((resolve, reject) => {
+      const deadline = Date.now() + 10_000;
+      const check = () => {
+        if (board.live().followers === 0 && proxy.open() === 0) resolve();
+        else if (Date.now() > deadline) reject(new Error("the board's connections stayed"));
+        else setTimeout(check, 20);
+      };
+      check();
+    });
+    assert.equal(board.live().observers, 0, "the last stream's close closes the connection");
+  });
+
+  it("says so on the stream when the controller has no grant the board watches with", async (t) => {
+    const { ctl, f } = await startController(t);
+    const proxy = await helloProxy(t, join(f.root, "p.sock"), ctl.socketPath);
+    const { board, conversation, unregister } = await boardOverController(f, proxy.path, {
+      observeGrant: "g-none",
+    });
+    t.after(unregister);
+    t.after(() => board.close());
+    const stream = await openLive(board.port, conversation);
+    t.after(() => stream.close());
+    const said = await until(stream, "controller", (e) => e.event === "controller");
+    const body = JSON.parse(said.data) as { running: boolean; message: string };
+    assert.equal(body.running, false);
+    assert.match(
+      body.message,
+      /no grant "g-none", which the board watches with \(its grants: g-op, g-ro\)/,
+    );
+    await until(stream, "the follow's first page", (e) => e.event === "page");
+    assert.deepEqual(proxy.hellos, [], "no connection was opened with another grant instead");
   });
 });

@@ -126,4 +126,24 @@ describe("board live route resumes from Last-Event-ID", () => {
     assert.equal((await terminal.prompt("hello again")).outcome, "admitted");
     await until(back, seen, "run-settled", (e) => kind(e) === "run-settled");
   });
+
+  it("a stream joining an open connection with an id it cannot replay gets a seam, then live", async (t) => {
+    const { open, readPage, terminal } = await setUp(t);
+    // The first stream opens the board's one connection to the controller; the second joins it.
+    const first = await open(await readPage());
+    const firstSeen: SseEvent[] = [];
+    await until(first, firstSeen, "the state", (e) => e.event === "state");
+    const joined = await open(await readPage(), { "Last-Event-ID": "se-gone.41" });
+    const seen: SseEvent[] = [];
+    const seam = await until(joined, seen, "a seam", (e) => e.event === "seam");
+    const body = JSON.parse(seam.data) as { replay: string; reason: string; message: string };
+    assert.deepEqual([body.replay, body.reason], ["unavailable", "another-epoch"]);
+    const order = seen.map((e) => e.event);
+    assert.ok(order.indexOf("controller") < order.indexOf("seam"), "the seam follows who");
+    assert.equal((await terminal.takeover()).outcome, "admitted");
+    assert.equal((await terminal.prompt("hello to both")).outcome, "admitted");
+    await until(joined, seen, "run-settled", (e) => kind(e) === "run-settled");
+    await until(first, firstSeen, "run-settled", (e) => kind(e) === "run-settled");
+    assert.deepEqual(events(seen), events(firstSeen), "both streams go on with the same events");
+  });
 });

@@ -4,11 +4,11 @@
 // Chromium an append shows in an open Console page within 300 ms.
 import assert from "node:assert/strict";
 import { appendFileSync } from "node:fs";
-import { after, before, describe, it, type TestContext } from "node:test";
-import type { BrowserContext } from "playwright-core";
+import { describe, it, type TestContext } from "node:test";
 import { type Board, startBoard } from "../../src/board/index.ts";
+import { MAX_STREAMS } from "../../src/board/live.ts";
 import { idOf, user } from "../helpers/reader.ts";
-import { type Browser, browserSkip, launchBrowser } from "./browser.ts";
+import { browserSkip, suiteBrowser } from "./browser.ts";
 import { type BoardFixture, writeBoardFixture } from "./fixture.ts";
 import { send } from "./http-client.ts";
 import { openStream, type Stream } from "./sse-client.ts";
@@ -146,19 +146,42 @@ describe("board live route (SSE)", () => {
   });
 });
 
+describe("board live route bounds", () => {
+  it(`refuses a stream past ${MAX_STREAMS} with too-many-streams, and opens one once one closes`, async (t) => {
+    const { fx, board } = await startLiveBoard(t);
+    const id = idOf(fx.reader(), "grow.jsonl");
+    const streams: Stream[] = [];
+    t.after(() => {
+      for (const s of streams) s.close();
+    });
+    for (let i = 0; i < MAX_STREAMS; i++) {
+      streams.push(await openStream(board.port, livePath(id, await openPage(board, id))));
+    }
+    assert.ok(streams.every((s) => s.status === 200));
+    assert.equal(board.live().followers, MAX_STREAMS);
+    const path = livePath(id, await openPage(board, id));
+    const refused = await send(board.port, path);
+    assert.equal(refused.status, 503);
+    const body = refused.json as { refusal: { code: string; message: string } };
+    assert.equal(body.refusal.code, "too-many-streams");
+    assert.match(body.refusal.message, /close other Console tabs/);
+    assert.equal(board.live().followers, MAX_STREAMS, "the refusal held nothing open");
+    streams.pop()?.close();
+    await waitFor("a stream to close", () => board.live().followers === MAX_STREAMS - 1);
+    const again = await openStream(board.port, path);
+    streams.push(again);
+    assert.equal(again.status, 200);
+  });
+});
+
 /** The issue's bound: an append shows in an open page within this. */
 const PUSH_DEADLINE_MS = 300;
 
 describe("board live route in Chromium", { skip: browserSkip }, () => {
-  let browser: Browser;
-  let context: BrowserContext;
-  before(async () => {
-    browser = await launchBrowser();
-    context = browser.context;
-  });
-  after(() => browser?.close());
+  const browserContext = suiteBrowser();
 
   it("shows an append in an open Console page within 300 ms", async (t) => {
+    const context = browserContext();
     const { fx, board } = await startLiveBoard(t);
     const page = await context.newPage();
     t.after(() => page.close());

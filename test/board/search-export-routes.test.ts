@@ -55,6 +55,8 @@ describe("board search and export routes", () => {
       ["/api/search", "bad-query", 400],
       ["/api/search?q=%20%20", "bad-query", 400],
       ["/api/search?q=x&limit=0", "bad-query", 400],
+      // What one query may cost is bounded (src/search/query.ts): nine prefixes are one too many.
+      [`/api/search?q=${encodeURIComponent("aa bb cc dd ee ff gg hh ii")}`, "bad-query", 400],
       ["/api/search?q=x&limit=abc", "bad-query", 400],
       ["/api/search?q=x&q=y", "bad-request", 400],
       ["/api/search?query=x", "bad-request", 400],

@@ -42,7 +42,10 @@ describe("steering from the Console in Chromium", { skip }, () => {
       const page = await context.newPage();
       page.setDefaultTimeout(15_000);
       page.on("pageerror", (e) => errors.push(e.message));
-      if (loggedIn) await page.goto(board.loginUrl);
+      if (loggedIn) {
+        await page.goto(board.loginUrl);
+        await page.waitForURL(board.url);
+      }
       await page.goto(`${board.url}#c=${conversation}`);
       await page.locator("#live-run").waitFor();
       return page;

@@ -9,6 +9,7 @@ import { PgroupLauncher } from "../../src/control/cohort/launcher.ts";
 import { Controller } from "../../src/control/controller/controller.ts";
 import { controllerOptions, makeFixture } from "../control/controller-fixture.ts";
 import { type FakeModel, startFakeModel } from "../helpers/fake-model.ts";
+import { logIn } from "../helpers/login.ts";
 import { MODEL, settledSession, writeAgentFiles } from "../helpers/real-pi.ts";
 import { boardOverController } from "./controlled-board.ts";
 import { send } from "./http-client.ts";
@@ -55,16 +56,11 @@ describe("board steering with the real pinned Pi", () => {
     const stream = await openStream(board.port, `/api/conversations/${conversation}/live?${q}`);
     t.after(() => stream.close());
 
-    const login = await send(board.port, board.loginUrl.slice(board.url.length - 1));
-    const cookie = (login.headers["set-cookie"]?.[0] ?? "").split(";", 1)[0] ?? "";
+    const { headers } = await logIn(board.loginUrl);
     const steer = (body: object) =>
       send(board.port, `/api/conversations/${conversation}/control`, {
         method: "POST",
-        headers: {
-          cookie,
-          origin: `http://127.0.0.1:${board.port}`,
-          "content-type": "application/json",
-        },
+        headers,
         body: JSON.stringify(body),
         timeoutMs: 20_000,
       });

@@ -3,6 +3,7 @@ import { appendFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { conversationId, type Part, sessionsDirOf } from "../../src/index.ts";
+import { logIn, postLogin } from "../helpers/login.ts";
 import { assistant, header, project, tempDir, user, writeSession } from "../helpers/reader.ts";
 import { assertValid } from "../helpers/schema.ts";
 import { firstForbidden } from "./hostile.ts";
@@ -384,9 +385,15 @@ describe("conversation cli", { concurrency: 4 }, () => {
       /\nReading needs no login\. No controller runs now \(see "npm run conversation -- control --help"\);\nonce one does, log in to steer it from the Console: http:\/\/127\.0\.0\.1:\d+\/login\?token=[A-Za-z0-9_-]{43}\n$/,
     );
     assert.doesNotMatch(child.stdout(), /To act/);
-    const logged = await fetch(link?.[1] ?? "", { redirect: "manual" });
-    assert.equal(logged.status, 303);
-    assert.match(logged.headers.get("set-cookie") ?? "", /HttpOnly; SameSite=Strict/);
+    // The link logs in once, as the login page does it; serve then prints the next one.
+    await logIn(link?.[1] ?? "");
+    const next =
+      /\nA login link was used \(each logs in once\)\. For another login, open: (http:\/\/127\.0\.0\.1:\d+\/login\?token=[A-Za-z0-9_-]{43})\n/;
+    await child.waitFor("the next login link", (c) => next.test(c.stdout()));
+    const second = next.exec(child.stdout())?.[1] ?? "";
+    assert.notEqual(second, link?.[1]);
+    assert.equal((await postLogin(link?.[1] ?? "")).status, 403, "the used link is refused");
+    await logIn(second);
     assert.ok(!child.stderr().includes("token"), "the token is not logged");
     const res = await fetch(`${url}api/conversations`);
     assert.equal(res.status, 200);

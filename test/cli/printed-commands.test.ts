@@ -11,6 +11,7 @@ import { after, before, describe, it, type TestContext } from "node:test";
 import { conversationId } from "../../src/index.ts";
 import { encodeCwd } from "../../src/reader/pi-store.ts";
 import { startFakeModel } from "../helpers/fake-model.ts";
+import { logIn } from "../helpers/login.ts";
 import {
   checkoutEnv,
   interrupt,
@@ -412,9 +413,12 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
       );
     assert.ok(link, start.stdout());
     const [, origin = "", login = ""] = link;
-    const logged = await fetch(`${origin}${login}`, { redirect: "manual" });
-    assert.equal(logged.status, 303);
-    assert.match(logged.headers.get("set-cookie") ?? "", /HttpOnly; SameSite=Strict/);
+    await logIn(`${origin}${login}`);
+    // Each link logs in once: npm start prints the next one, and that one works as printed.
+    const next =
+      /\nA login link was used \(each logs in once\)\. For another login, open: (http:\S+)\n/;
+    await start.waitFor("the next login link", (c) => next.test(c.stdout()));
+    await logIn(next.exec(start.stdout())?.[1] ?? "");
     const rows = (await (await fetch(`${origin}/api/conversations`)).json()) as {
       conversations: { title?: string; live: boolean }[];
     };

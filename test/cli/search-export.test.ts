@@ -145,6 +145,14 @@ describe("conversation search and export", () => {
     const empty = await runCli(t, ["search", "***", "--project", project]);
     assert.equal(empty.code, 1);
     assert.match(empty.stderr, /^refused: bad-query: /);
+    // The bound on what one query may cost says the same here as on the board.
+    const many = Array.from({ length: 9 }, (_, i) => `word${i}`);
+    const costly = await runCli(t, ["search", ...many, "--project", project]);
+    assert.equal(costly.code, 1);
+    assert.match(
+      costly.stderr,
+      /^refused: bad-query: A query matches at most 8 words as beginnings of words; this one has 9\. Put the others in "quotes" to match them whole, or leave some out\.\n$/,
+    );
     const unknown = await runCli(t, ["export", "pi-0", "--project", project, "--format", "md"]);
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /^refused: unknown-conversation: /);

@@ -9,7 +9,7 @@ import { spawn } from "node:child_process";
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
-import { relayController } from "../../src/board/live-control.ts";
+import { ControllerWatches } from "../../src/board/live-control.ts";
 import { ConnectError, ConversationClient } from "../../src/control/client/client.ts";
 import { ControlServer } from "../../src/control/controller/socket.ts";
 import type { ControllerState } from "../../src/control/protocol.ts";
@@ -105,13 +105,20 @@ describe("registry/peer: an attacker's socket where the registry points", () => 
     const attacker = startAsOtherUser(t, ATTACKER, [join(state, "sockets"), socket]);
     await attacker.waitFor("ready");
 
-    // The board's live stream: the registry read refuses, so no connection is made.
+    // The board's live streams: the registry read refuses, so no connection is made.
     const sent: string[] = [];
-    const relay = await relayController(registry, CONVERSATION, "operator", {
-      send: (event, _id, data) => sent.push(`${event} ${data}`),
+    const watches = new ControllerWatches({
+      registryDir: registry,
+      grant: "observer",
       log: (line) => sent.push(`log ${line}`),
     });
-    assert.equal(relay, null);
+    const detach = watches.watch(
+      CONVERSATION,
+      { send: (event, _id, data) => sent.push(`${event} ${data}`) },
+      null,
+    );
+    assert.equal(watches.connections, 0);
+    detach();
     assert.match(sent.join("\n"), /writable by others \(mode 777\)/);
     assert.throws(
       () => findController(registry, CONVERSATION),

@@ -3,6 +3,7 @@
 // modes prove nothing about what root may do; what another uid can do is what they prove.
 // Each child has a deadline and is killed when the test ends.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { join } from "node:path";
 import type { TestContext } from "node:test";
 
 export const OTHER_UID = 65534;
@@ -106,4 +107,30 @@ export function startAsOtherUser(t: TestContext, script: string, args: string[])
         });
       }),
   };
+}
+
+/** A request the other user sends (test/board/attacker-request.ts sends it). */
+export type Sent = {
+  path: string;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+};
+export type Received = { uid: number; status: number; body: string };
+
+const REQUEST_SCRIPT = join(import.meta.dirname, "..", "board", "attacker-request.ts");
+
+/** Sends `spec` to 127.0.0.1:`port` as OTHER_UID; what came back. Rejects at a deadline. */
+export async function requestAsOtherUser(
+  t: TestContext,
+  port: number,
+  spec: Sent,
+): Promise<Received> {
+  const other = startAsOtherUser(t, REQUEST_SCRIPT, [
+    String(port),
+    JSON.stringify({ method: "GET", ...spec }),
+  ]);
+  const code = await other.exited();
+  if (code !== 0) throw new Error(`the other user's request failed (${code})`);
+  return JSON.parse(other.output()) as Received;
 }

@@ -16,6 +16,12 @@ import { describe, it, type TestContext } from "node:test";
 import { createReader, rootsFromSpecs } from "../../src/index.ts";
 import { encodeCwd } from "../../src/reader/pi-store.ts";
 import { createSearch, type Search } from "../../src/search/index.ts";
+import {
+  matchExpression,
+  QUERY_MAX_PREFIXES,
+  QUERY_MAX_TOKENS,
+  termsOf,
+} from "../../src/search/query.ts";
 import { swapFile } from "../board/fixture.ts";
 import { writeReadingFixture } from "../board/reading-fixture.ts";
 import { fingerprintTree } from "../helpers/fingerprint.ts";
@@ -215,6 +221,44 @@ describe("search", () => {
     }
     assert.equal(hitsOf(search, "text:zanzibarite").length, 0, "no column filter from a query");
     assert.equal(hitsOf(search, "PARSER tidy").length, 1, "case-insensitive, all words");
+  });
+
+  it("bounds what one query may cost: repeated words once, short words whole, at most so many", (t) => {
+    const fx = writeReadingFixture(t);
+    const search = open(t, fx);
+    // The issue's probe: 250 one-letter prefixes. A repeated token is one lookup, and a
+    // one-letter word is a whole word, not the start of every word with that letter.
+    const terms = termsOf(Array.from({ length: 250 }, (_, i) => "abcdefghij"[i % 10]).join(" "));
+    assert.ok(terms);
+    assert.equal(matchExpression(terms), '"a" "b" "c" "d" "e" "f" "g" "h" "i" "j"');
+    assert.equal(matchExpression(termsOf("za zanzib za") ?? []), '"za"* "zanzib"*');
+    assert.equal(hitsOf(search, "z").length, 0, "one letter matches only that word");
+    assert.equal(hitsOf(search, "za").length, 1, "two letters are a prefix");
+    const words = (n: number, quoted: boolean) =>
+      Array.from({ length: n }, (_, i) => (quoted ? `"w${i}x"` : `w${i}x`)).join(" ");
+    const refusalOf = (q: string) => {
+      const r = search.search(q, 10);
+      return r.ok ? "" : `${r.refusal.code}: ${r.refusal.message}`;
+    };
+    assert.equal(refusalOf(words(QUERY_MAX_PREFIXES, false)), "");
+    assert.match(
+      refusalOf(words(QUERY_MAX_PREFIXES + 1, false)),
+      new RegExp(
+        `^bad-query: A query matches at most ${QUERY_MAX_PREFIXES} words as beginnings of words; this one has ${QUERY_MAX_PREFIXES + 1}\\. Put the others in "quotes"`,
+      ),
+    );
+    assert.equal(refusalOf(words(QUERY_MAX_TOKENS, true)), "", "quoted words are whole words");
+    assert.match(
+      refusalOf(words(QUERY_MAX_TOKENS + 1, true)),
+      new RegExp(
+        `^bad-query: A query holds at most ${QUERY_MAX_TOKENS} different words; this one has ${QUERY_MAX_TOKENS + 1}\\. Leave some out\\.$`,
+      ),
+    );
+    assert.equal(
+      refusalOf(`${words(QUERY_MAX_TOKENS, true)} ${words(4, true)}`),
+      "",
+      "repeats count once",
+    );
   });
 
   it("indexes a second project and drops files that left the roots", (t) => {

@@ -5,6 +5,7 @@
 // the control route, answered by the session's own controller connection. Every refusal is
 // shown in words with its code. Text from the wire is inserted as text only, with controls
 // made visible by the history's own rule (text.js).
+import { postControl as steer } from "./api.js";
 import { appendText, el, textEl } from "./text.js";
 import { TranscriptState } from "./transcript.js";
 
@@ -53,31 +54,6 @@ const WHAT_TO_DO = {
   controller: "Press Take control first, then try again.",
   capability: "This login's grant does not allow it; ask whoever runs the controller.",
 };
-
-/** Sends one steering call; the answer is the board's JSON, or a local refusal. */
-async function steer(conversation, body) {
-  let res;
-  try {
-    res = await fetch(`/api/conversations/${encodeURIComponent(conversation)}/control`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json", Accept: "application/json" },
-      body: JSON.stringify(body),
-      cache: "no-store",
-    });
-  } catch (e) {
-    return { ok: false, refusal: { code: "board-unreachable", message: String(e.message) } };
-  }
-  try {
-    const json = await res.json();
-    if (typeof json === "object" && json !== null && typeof json.ok === "boolean") return json;
-  } catch {
-    // Not JSON: said below.
-  }
-  return {
-    ok: false,
-    refusal: { code: "bad-response", message: `The board answered ${res.status}.` },
-  };
-}
 
 export function createLiveRun() {
   const ui = {
