@@ -58,7 +58,12 @@ export type AdmissionView = {
  */
 const ACTING: ReadonlySet<Operation> = new Set(OPERATIONS.filter((op) => op !== "observe"));
 /** Only the controller may do these. */
-const CONTROLLER_ONLY: ReadonlySet<Operation> = new Set(["release", "prompt", "interrupt"]);
+const CONTROLLER_ONLY: ReadonlySet<Operation> = new Set([
+  "release",
+  "prompt",
+  "interrupt",
+  "answer",
+]);
 /** The controller, or anyone when no controller is connected (an orphan, H20). */
 const CONTROLLER_OR_ORPHAN: ReadonlySet<Operation> = new Set(["confirm", "force-stop"]);
 /** Recovery: refused `controller-present` while another connection controls. */
@@ -137,6 +142,19 @@ export function admit(view: AdmissionView, r: Request): Admission {
     }
     if (view.admission === "fenced")
       return no("fenced", `admission is closed: ${view.fenceReason}`);
+  }
+  if (op === "answer") {
+    // Before K8 passed the engine was never let act; while fenced, only a deny may go through:
+    // it lets nothing run, and leaving the engine waiting helps no one.
+    if (view.admission === "never") {
+      return no("preflight", "the load check failed at start, so nothing is answered (K8)");
+    }
+    if (view.admission === "fenced" && r.decision === "allow") {
+      return no(
+        "fenced",
+        `admission is closed: ${view.fenceReason}; an approval can only be denied`,
+      );
+    }
   }
   if (op === "force-stop" && view.escalationRunning) {
     return no("fenced", "a force stop is already running");

@@ -17,7 +17,15 @@ import { type Harness, harnessFor } from "../engine/harnesses.ts";
 import type { ControllerState, Grant, Hello } from "../protocol.ts";
 import { ControlRefusal } from "../refusal.ts";
 import type { ControllerOptions } from "./controller-options.ts";
-import { disabledDialog } from "./dialogs.ts";
+import {
+  Approvals,
+  answerApproval,
+  type DialogOutlet,
+  disabledDialog,
+  endApproval,
+  endApprovals,
+  openApproval,
+} from "./dialogs.ts";
 import { EventStream, REPLAY_MAX_BYTES } from "./events.ts";
 import { checkExtraEnv, type Execution, engineEnv } from "./execution.ts";
 import { answerHello, checkGrants } from "./hello.ts";
@@ -74,6 +82,11 @@ export class Controller {
   #controllerConnection: string | null = null;
   #auditOk = true;
   readonly #ops: Operations;
+  /** Where the approvals' records and messages go. */
+  readonly #dialogOutlet: DialogOutlet = {
+    record: (r) => this.record(r),
+    broadcast: (m) => this.#server?.broadcast(m),
+  };
 
   /** Refuses `configuration`, `live-session-refused`, `unsealed-engine`, `engine-pin-mismatch`. */
   constructor(options: ControllerOptions) {
@@ -150,6 +163,8 @@ export class Controller {
       generation: () => this.#generation,
       controllerConnection: () => this.#controllerConnection,
       setController: (id) => {
+        const was = this.#controllerConnection;
+        if (was !== null && was !== id) this.#exec?.approvals.lostControl(was);
         this.#controllerConnection = id;
         this.#generation++;
         if (id !== null) this.#exec?.closers.delete("revocation");
@@ -160,6 +175,13 @@ export class Controller {
       record: (r) => this.record(r),
       broadcast: (m) => this.#server?.broadcast(m),
       broadcastLine: (line) => this.#server?.broadcastLine(line),
+      answer: (conn, grant, r) =>
+        answerApproval(
+          this.#exec,
+          this.#dialogOutlet,
+          { connection: conn.id, actor: grant.actor },
+          r,
+        ),
       relaunch: async (execution, incarnation, leaf) => {
         const old = this.#exec;
         this.#generation++;
@@ -295,9 +317,21 @@ export class Controller {
         dialog: (d) => {
           if (!current()) return;
           if (d.kind === "ui") this.#dialog(exec, d.native, d.method, d.title);
+          else openApproval(exec, this.#dialogOutlet, d.native, d.tool);
         },
-        withdrawn: () => {},
-        unbound: () => {},
+        withdrawn: (native) => {
+          if (!current()) return;
+          const id = exec.approvals.idOf(native);
+          if (id === null) return;
+          endApproval(exec, this.#dialogOutlet, id, "closed", { reason: "the engine withdrew it" });
+        },
+        unbound: (why) => {
+          if (!current()) return;
+          exec.closers.add("uncertain");
+          exec.binding = { ...exec.binding, state: "uncertain", reason: `unbound: ${why}` };
+          this.record(exec.binding);
+          this.broadcastState();
+        },
       },
       basis,
     );
@@ -315,6 +349,7 @@ export class Controller {
       binding: null as unknown as BindingRecord,
       closers,
       dialogs: [],
+      approvals: new Approvals(execution),
       home,
       leafAtStart: leaf,
       load: null,
@@ -331,6 +366,7 @@ export class Controller {
     void link.exited.then(() => {
       if (this.#exec !== exec) return;
       exec.tracker.engineGone();
+      endApprovals(exec, this.#dialogOutlet, "closed", "closed: the engine exited");
       if (!exec.stops.escalationRunning && !exec.closers.has("stopped")) {
         exec.closers.add("uncertain");
       }
@@ -432,6 +468,7 @@ export class Controller {
       controllerConnection: this.#controllerConnection,
       state: this.state(),
       stream: this.#exec?.stream,
+      openDialogs: this.#exec?.approvals.openMessages() ?? [],
     });
   }
 
@@ -517,6 +554,8 @@ export class Controller {
         this.broadcastState();
       },
       dialogSeen: () => exec.dialogs.length > 0,
+      endApprovals: (state: "denied" | "closed", why: string) =>
+        endApprovals(exec, this.#dialogOutlet, state, why),
       claimStopping: async () => {
         if (this.#claim) this.#claim = await this.#claims.markStopping(this.#claim);
       },

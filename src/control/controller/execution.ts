@@ -9,6 +9,7 @@ import type { AnyEngineLink } from "../engine/engine.ts";
 import type { EngineHarness, EngineSession, LoadCheck } from "../engine/harness.ts";
 import { ControlRefusal } from "../refusal.ts";
 import { controlPlace, ensurePrivateDir } from "../registry/private-dirs.ts";
+import type { Approvals } from "./dialogs.ts";
 import type { EventStream } from "./events.ts";
 import type { BindingRecord, DialogRecord } from "./records.ts";
 import type { Closer, StopChain } from "./stops.ts";
@@ -73,6 +74,8 @@ export type Execution = {
   binding: BindingRecord;
   closers: Set<Closer>;
   dialogs: DialogRecord[];
+  /** The approvals the engine asked in this execution (Claude Code's permission prompts). */
+  approvals: Approvals;
   home: string;
   leafAtStart: string | null;
   /** The K8 load check's verdict, in words (null until it ran). */

@@ -15,6 +15,7 @@ import {
   type ControllerMessage,
   type ControllerState,
   canonicalRequest,
+  type Dialog,
   type Grant,
   type Receipt,
   type ReceiptReason,
@@ -61,6 +62,12 @@ export type OperationsHost = {
   broadcast(message: ControllerMessage): void;
   /** Sends an encoded stream event line to every welcomed connection. */
   broadcastLine(line: string): void;
+  /** Answers an open approval for `conn` (its checks passed admission); a refusal or the dialog. */
+  answer(
+    conn: Connection,
+    grant: Grant,
+    r: Extract<Request, { op: "answer" }>,
+  ): { ok: true; dialog: Dialog } | { ok: false; code: ControlRefusalCode; message: string };
   /** A new execution and incarnation (generation + 1), the claim already acquired for it. */
   relaunch(execution: string, incarnation: string, leaf: string | null): Promise<void>;
 };
@@ -244,6 +251,12 @@ export class Operations {
         return this.#recover(r.id, conn, exec, r.confirmation);
       case "launch":
         return this.#launch(r.id, exec, r.eligibility);
+      case "answer": {
+        const answered = h.answer(conn, grant, r);
+        return answered.ok
+          ? ok({ dialog: answered.dialog })
+          : refused(r.id, answered.code, answered.message);
+      }
       default: {
         const never: never = r;
         return refused((never as Request).id, "malformed", "unknown operation");

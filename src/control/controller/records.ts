@@ -14,7 +14,7 @@ import {
 } from "../../reader/sources.ts";
 import type { LauncherKind, StopOutcome, StopProof } from "../cohort/launcher.ts";
 import type { LoadedSession, StartupAppend } from "../engine/harness.ts";
-import type { ConfirmedOperation, Receipt } from "../protocol.ts";
+import type { ConfirmedOperation, DialogMethod, Receipt } from "../protocol.ts";
 import { ControlRefusal } from "../refusal.ts";
 
 /** The K8 load check's verdict on one execution. */
@@ -104,17 +104,35 @@ export type EligibilityRecord = {
   issuedAt: string;
 };
 
+/** A dialog the engine asked: Pi's, never answered; or an approval, open until it ends. */
 export type DialogRecord = {
   version: 2;
   kind: "dialog";
   id: string;
-  /** Pi's request id, which is never answered. */
+  /** The engine's request id: Pi's (never answered), Claude Code's `request_id`. */
   native: string;
   execution: string;
-  method: "select" | "confirm" | "input" | "editor";
+  method: DialogMethod;
   title: string;
-  disabled: true;
+  disabled: boolean;
+  /** Why a disabled dialog is not answered. */
+  reason?: string;
+  /** An approval's tool, as the engine asked it. */
+  tool?: { name: string; input: unknown; toolUseId?: string };
+  at: string;
+};
+
+/** How an approval ended: allowed or denied by the connection named, or closed unanswered. */
+export type DialogEndRecord = {
+  version: 2;
+  kind: "dialog-end";
+  dialog: string;
+  native: string;
+  execution: string;
+  state: "allowed" | "denied" | "closed";
   reason: string;
+  answeredBy?: { connection: string; actor: string };
+  message?: string;
   at: string;
 };
 
@@ -124,7 +142,8 @@ export type ControlRecord =
   | StopRecord
   | ConfirmationRecord
   | EligibilityRecord
-  | DialogRecord;
+  | DialogRecord
+  | DialogEndRecord;
 
 /** SHA-256 (hex) of canonical JSON: keys sorted at every level. */
 export function digestOf(value: unknown): string {

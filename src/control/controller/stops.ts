@@ -31,6 +31,8 @@ export type StopHost = {
   close(closer: Closer): void;
   lift(closer: Closer): void;
   dialogSeen(): boolean;
+  /** Ends the open approvals: `denied` (an interrupt's first step) or `closed` (a stop). */
+  endApprovals(state: "denied" | "closed", why: string): void;
   /** Claim transitions; each may refuse (a ControlRefusal), which the chain records. */
   claimStopping(): Promise<void>;
   claimUncertain(why: string): Promise<void>;
@@ -84,6 +86,8 @@ export class StopChain {
     const run = this.#begin("interrupt", null);
     this.#interrupt = run;
     h.close("interrupt");
+    // An approval the engine waits on is denied first: the interrupt must not race an answer.
+    h.endApprovals("denied", "denied by an interrupt");
     const overlapsBefore = h.tracker.overlaps.length;
     let why = "the abort completed";
     let result: StopResult = "interrupted";
@@ -128,6 +132,7 @@ export class StopChain {
     run.abortWritten = interrupted?.abortWritten ?? false;
     this.#escalation = run;
     h.close("force-stop");
+    h.endApprovals("closed", "closed by a force stop");
     let claimNote = "";
     try {
       await h.claimStopping();
