@@ -3,6 +3,7 @@
 // the controller launches and drives any of them without knowing its record types.
 import type { AnyLaunched, Launcher } from "../cohort/launcher.ts";
 import { ControlRefusal } from "../refusal.ts";
+import { CLAUDE_ENGINE } from "./claude-code/claude-engine.ts";
 import type { EngineSpec } from "./engine.ts";
 import type { EngineHarness, EngineHooks, EngineSession, HarnessName } from "./harness.ts";
 import { HARNESS_NAMES, isHarnessName } from "./harness.ts";
@@ -36,6 +37,7 @@ function closed<E, C, O extends object>(h: EngineHarness<E, C, O>): Harness {
 
 const HARNESSES: Readonly<Partial<Record<HarnessName, Harness>>> = {
   pi: closed(PI_ENGINE),
+  "claude-code": closed(CLAUDE_ENGINE),
 };
 
 /** The harness called `name`; refuses `configuration` for any other name. */
