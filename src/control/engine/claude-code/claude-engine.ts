@@ -150,6 +150,8 @@ class ClaudeSession implements EngineSession {
   readonly #unechoed: string[] = [];
   #inRun = false;
   #interrupted = false;
+  /** Interrupts waiting for the turn's end. */
+  readonly #runEnded: (() => void)[] = [];
   /** What each open permission prompt asked to run, by Claude Code's request id. */
   readonly #inputs = new Map<string, unknown>();
 
@@ -216,6 +218,7 @@ class ClaudeSession implements EngineSession {
       this.#inRun = false;
       this.#interrupted = false;
       h.signal({ type: "run-settled" });
+      for (const resolve of this.#runEnded.splice(0)) resolve();
     }
   }
 
@@ -274,10 +277,19 @@ class ClaudeSession implements EngineSession {
     return { steering: 0, followUp: 0 };
   }
 
+  /**
+   * Claude Code answers the interrupt at once and ends the turn just after, with its `result`:
+   * the abort is done when that result has been read (or the engine is gone), so the stop chain
+   * is still running when the turn's end arrives and links it (no O6).
+   */
   async abort(): Promise<void> {
     this.#interrupted = true;
+    const ended = this.#inRun
+      ? new Promise<void>((resolve) => this.#runEnded.push(resolve))
+      : Promise.resolve();
     const r = await this.#link.request({ subtype: "interrupt" });
     if (!r.success) throw new Error(`Claude Code refused the interrupt: ${r.error}`);
+    await Promise.race([ended, this.#link.exited.then(() => {})]);
   }
 
   answer(native: string, decision: "allow" | "deny", message?: string): boolean {
