@@ -13,6 +13,7 @@ import {
   type UnsupportedRoot,
 } from "../../reader/sources.ts";
 import type { LauncherKind, StopOutcome, StopProof } from "../cohort/launcher.ts";
+import { CLAUDE_SESSION_PLACE } from "../engine/claude-code/claude-files.ts";
 import type { LoadedSession, StartupAppend } from "../engine/harness.ts";
 import type { ConfirmedOperation, DialogMethod, Receipt } from "../protocol.ts";
 import { ControlRefusal } from "../refusal.ts";
@@ -261,6 +262,19 @@ export class RepositoryVerifier implements Verifier {
 
   checkSession(sessionFile: string): void {
     const file = resolve(sessionFile);
+    // A Claude Code seat's session (docs/claude-control.md): its place names the project and
+    // seat, which a repository spec must approve.
+    const claudeProject = CLAUDE_SESSION_PLACE.projectOf(file, undefined);
+    if (claudeProject !== null) {
+      const seat = basename(dirname(dirname(dirname(dirname(file)))));
+      const approved = this.specs.some(
+        (s) =>
+          s.kind === "repository" &&
+          resolve(String(s.projectRoot)) === claudeProject &&
+          s.seat === seat,
+      );
+      if (approved) return;
+    }
     // Repository roots only: Pi's own store (`pi-agent` specs) is a live root the controller
     // never runs Pi on, and fleet or connector specs are never roots.
     const repositorySpecs = this.specs.filter((spec) => spec.kind === "repository");
