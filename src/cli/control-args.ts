@@ -79,7 +79,8 @@ exits 0.
                       neither, Pi has no model or credentials
   --grants FILE       JSON: [{ "id": ..., "actor": ..., "capabilities":
                       [...] }]; capabilities: observe, takeover, release,
-                      prompt, interrupt, confirm, force-stop, recover, launch.
+                      prompt, interrupt, confirm, force-stop, recover, launch,
+                      answer.
                       Default: "operator" (every capability) and "observer"
   --state-dir DIR     keep claims, sockets and the registry of running
                       controllers under DIR (default: claims in

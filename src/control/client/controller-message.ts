@@ -195,6 +195,10 @@ export function readReceipt(value: unknown): Receipt {
 /** A dialog: Pi's disabled ones as before; an approval with its tool, state and answerer. */
 function readDialog(o: Obj): Dialog {
   if (typeof o.disabled !== "boolean") fail("dialog.disabled is not a boolean");
+  // Only an approval is answerable: Pi's dialogs are disabled, always (seed P3).
+  if (o.disabled !== (o.method !== "approval")) {
+    fail("dialog.disabled is true exactly when the method is not approval");
+  }
   const d: Dialog = {
     type: "dialog",
     id: id(o, "id", "dialog"),
