@@ -82,6 +82,10 @@ describe("the Controller with the real pinned Claude Code", () => {
     assert.ok(existsSync(run.sessionFile), "the session landed in the seat's claude folder");
     const lines = readFileSync(run.sessionFile, "utf8");
     assert.ok(lines.includes("say hello") && lines.includes("Hello from Claude."));
+    // The reader's Claude adapter reads the session under the controller's conversation id.
+    const page = await client.observe();
+    assert.ok(page.outcome === "admitted", JSON.stringify(page));
+    assert.ok(JSON.stringify(page.result.page).includes("Hello from Claude."));
     // Sealed: nothing of the user's settings; the first request went to the stand-in only.
     assert.ok(run.fake.messages().length >= 1);
   });

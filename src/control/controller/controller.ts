@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { rm } from "node:fs/promises";
 import { createReader, type Reader } from "../../reader/reader.ts";
-import { rootsFromSpecs } from "../../reader/sources.ts";
+import { claudeProjectsDirOf, rootsFromSpecs } from "../../reader/sources.ts";
 import { type Claim, ClaimStore, type SeatKey } from "../claim/claim.ts";
 import { removeLaunchRecord, writeLaunchRecord } from "../claim/launch-record.ts";
 import { type Recovered, recoverDeadHolder } from "../claim/recovery.ts";
@@ -142,7 +142,22 @@ export class Controller {
     this.#claims = new ClaimStore({ root: options.claimRoot });
     this.#launcher = options.launcher ?? new PgroupLauncher();
     const specs = [{ kind: "repository" as const, projectRoot: this.projectRoot, seat: this.seat }];
-    this.#reader = createReader({ roots: () => rootsFromSpecs(specs, []) });
+    // A Claude Code seat is read by the reader's Claude adapter: a registration on claude-code
+    // makes the seat's root its own Claude folder (reader/sources.ts).
+    const registrations =
+      this.#harness.name === "claude-code"
+        ? [
+            {
+              seat: this.seat,
+              layout: "repo",
+              project: this.projectRoot,
+              sessionsDir: claudeProjectsDirOf(this.projectRoot, this.seat),
+              harness: "claude-code",
+              startedAt: new Date().toISOString(),
+            },
+          ]
+        : [];
+    this.#reader = createReader({ roots: () => rootsFromSpecs(specs, registrations) });
     this.#ops = new Operations({
       conversation: this.conversation,
       sessionKey: this.sessionKey,
