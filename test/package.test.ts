@@ -17,7 +17,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { PI_PACKAGE } from "../src/control/engine/pi-pin.ts";
+import { PI_PACKAGE } from "../src/control/engine/pi/pi-pin.ts";
 import { startFakeModel } from "./helpers/fake-model.ts";
 import {
   installGlobally,
@@ -339,7 +339,7 @@ export { Controller, ConversationClient, n, wrong };
       [
         "--input-type=module",
         "-e",
-        `const { readPin } = await import(${JSON.stringify(join(globalPkg, "dist/control/engine/pi-pin.js"))});
+        `const { readPin } = await import(${JSON.stringify(join(globalPkg, "dist/control/engine/pi/pi-pin.js"))});
          const p = readPin(); console.log(JSON.stringify([p.layout, p.location, p.version]));`,
       ],
       { cwd: base },

@@ -184,6 +184,19 @@ async function perform(
       const e = text("eligibility");
       return e === null ? '"launch" needs "eligibility" from "recover".' : client.launch(e);
     }
+    case "answer": {
+      const dialog = text("dialog");
+      const decision = body.decision;
+      if (dialog === null) return '"answer" needs "dialog", the id of the approval it answers.';
+      if (decision !== "allow" && decision !== "deny") {
+        return '"answer" needs "decision": "allow" or "deny".';
+      }
+      const message = body.message;
+      if (message !== undefined && typeof message !== "string") {
+        return '"answer"\'s "message" is a string.';
+      }
+      return client.answer(dialog, decision, message);
+    }
     default:
       return unreachable(op);
   }

@@ -135,6 +135,7 @@ export const CONTROL_REFUSAL_STATUS: Record<ControlRefusalCode, number> = {
   "text-policy": 400,
   draft: 409,
   "no-turn": 409,
+  dialog: 409,
   "already-controller": 409,
   "controller-present": 409,
   confirmation: 409,

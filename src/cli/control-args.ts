@@ -1,7 +1,8 @@
 // The flags of `conversation control` and its help: parsed with node:util parseArgs (strict),
 // checked before anything runs (a usage error names the flag); paths are resolved here.
 import { resolve } from "node:path";
-import { isPiVersion, PI_VERSIONS } from "../control/engine/pi-pin.ts";
+import { HARNESS_NAMES, type HarnessName, isHarnessName } from "../control/engine/harness.ts";
+import { isPiVersion, PI_VERSIONS } from "../control/engine/pi/pi-pin.ts";
 import { parseFlags } from "./flags.ts";
 
 export type ControlTarget = { kind: "session"; file: string } | { kind: "new"; title?: string };
@@ -28,6 +29,8 @@ export type ControlCommand = {
   agentFrom?: string;
   /** Which pinned Pi runs (`--pi-version`); absent: the default, 0.85.1. */
   piVersion?: string;
+  /** Which engine runs the session (`--harness`): Pi, the default, or Claude Code. */
+  harness: HarnessName;
 };
 
 export type ControlParsed =
@@ -35,6 +38,7 @@ export type ControlParsed =
   | { ok: false; error: string; usage: string };
 
 export const CONTROL_HELP = `Usage: conversation control --project DIR --seat NAME
+                            [--harness pi|claude-code]
                             (--session FILE | --new [--title TEXT])
                             [--model M] [--provider P] [--thinking LEVEL]
                             [--agent-from DIR | --agent-dir DIR]
@@ -48,7 +52,18 @@ observe and, with a grant, steer it (docs/control-cli.md). It prints the
 conversation id and how to attach. SIGINT or SIGTERM (Ctrl-C) stops Pi and
 exits 0.
 
-  --project DIR       the project root (Pi works in it)
+  --project DIR       the project root (the engine works in it)
+  --harness H         pi (the default) or claude-code: the pinned Claude Code
+                      2.1.328, sealed (stream-json, no user or project
+                      settings, hooks, plugins, MCP servers, CLAUDE.md or
+                      slash commands; its config folder is
+                      DIR/.pi/state/NAME/claude); it asks before a tool runs,
+                      and the controlling client answers (docs/claude-control.md).
+                      With claude-code: --session is a file in
+                      DIR/.pi/state/NAME/claude/projects/<project>/, --new
+                      names a new session Claude Code writes at its first
+                      turn, --model is its model, --agent-from DIR copies
+                      DIR/settings.json (e.g. its env with ANTHROPIC_API_KEY)
   --seat NAME         the seat: sessions live in DIR/.pi/state/NAME/sessions
   --session FILE      an existing session (a .jsonl file in that directory)
   --new               start a new conversation there (written by Pi's own
@@ -64,7 +79,8 @@ exits 0.
                       neither, Pi has no model or credentials
   --grants FILE       JSON: [{ "id": ..., "actor": ..., "capabilities":
                       [...] }]; capabilities: observe, takeover, release,
-                      prompt, interrupt, confirm, force-stop, recover, launch.
+                      prompt, interrupt, confirm, force-stop, recover, launch,
+                      answer.
                       Default: "operator" (every capability) and "observer"
   --state-dir DIR     keep claims, sockets and the registry of running
                       controllers under DIR (default: claims in
@@ -119,13 +135,14 @@ export function parseControl(args: string[]): ControlParsed {
     "agent-dir": { type: "string" },
     "agent-from": { type: "string" },
     "pi-version": { type: "string" },
+    harness: { type: "string" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) return { ok: true, command: { name: "help", text: CONTROL_HELP } };
   if (positionals.length > 0) return bad(`unexpected argument ${JSON.stringify(positionals[0])}`);
   const valued = [
     ...PATH_FLAGS,
-    ...(["seat", "title", "model", "provider", "thinking", "pi-version"] as const),
+    ...(["seat", "title", "model", "provider", "thinking", "pi-version", "harness"] as const),
   ];
   for (const flag of valued) {
     if (values[flag] === "") return bad(`--${flag} needs a value`);
@@ -166,6 +183,16 @@ export function parseControl(args: string[]): ControlParsed {
       `--pi-version is one of ${PI_VERSIONS.join(", ")}, not ${JSON.stringify(piVersion)}`,
     );
   }
+  const harness = values.harness ?? "pi";
+  if (!isHarnessName(harness)) {
+    return bad(`--harness is one of ${HARNESS_NAMES.join(", ")}, not ${JSON.stringify(harness)}`);
+  }
+  if (harness === "claude-code") {
+    for (const flag of ["provider", "thinking", "pi-version", "title"] as const) {
+      if (values[flag] !== undefined)
+        return bad(`--${flag} goes with Pi, not --harness claude-code`);
+    }
+  }
   const target: ControlTarget =
     values.session === undefined
       ? { kind: "new", ...(values.title === undefined ? {} : { title: values.title }) }
@@ -187,6 +214,7 @@ export function parseControl(args: string[]): ControlParsed {
       ...path("agent-from"),
       ...(values.grants === undefined ? {} : { grants: values.grants }),
       ...(piVersion === undefined ? {} : { piVersion }),
+      harness,
     },
   };
 }

@@ -40,7 +40,9 @@ export function describeStarted(
   const lines = [
     `Controlling ${ctl.conversation}`,
     `  session ${visible(ctl.sessionFile)}`,
-    ...(binding?.engine ? [`Engine: Pi ${binding.engine.version}`] : []),
+    ...(binding?.engine
+      ? [`Engine: ${engineLabel(binding.engine.name)} ${binding.engine.version}`]
+      : []),
     ...(binding ? describeLauncher(binding.launcher, binding.launcherReason) : []),
     `Socket: ${visible(socket)}`,
     "Grants:",
@@ -206,4 +208,9 @@ export function refused(
 /** Text from a file, the engine or a person, made visible on one line. */
 export function visible(text: string): string {
   return makeVisible(text, { showNewlines: true });
+}
+
+/** How people call the engine a binding names by its package. */
+function engineLabel(pkg: string): string {
+  return pkg === "@anthropic-ai/claude-code" ? "Claude Code" : "Pi";
 }

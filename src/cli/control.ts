@@ -8,8 +8,9 @@
 // are checked before it runs (usage errors); what it prints is control-report.ts's, refusals
 // as `refused: <code>: <message>` and a line saying what to do. The control modules are loaded
 // only when the command runs.
+import { randomUUID } from "node:crypto";
 import { chmodSync, copyFileSync, rmSync, statSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import type { Controller } from "../control/controller/controller.ts";
 import type { Grant } from "../control/protocol.ts";
 import { placesFor } from "../control/registry/places.ts";
@@ -79,7 +80,20 @@ async function controlUntilStopped(
       return refused(io, "live-session-refused", `--agent-dir is inside the live root ${live}`);
     }
     const sessions = sessionsDirOf(project, cmd.seat);
-    if (cmd.target.kind === "session" && cmd.fixtureRoot === undefined) {
+    const claude = cmd.harness === "claude-code";
+    const { CLAUDE_SESSION_PLACE, claudeSessionFile } = await import(
+      "../control/engine/claude-code/claude-files.ts"
+    );
+    if (claude && cmd.target.kind === "session" && cmd.fixtureRoot === undefined) {
+      if (CLAUDE_SESSION_PLACE.projectOf(cmd.target.file, cmd.seat) !== resolve(project)) {
+        return refused(
+          io,
+          "configuration",
+          `${cmd.target.file} is not a Claude Code session of seat ${cmd.seat} of this project ` +
+            `(${CLAUDE_SESSION_PLACE.describe(cmd.seat)}); a controller runs only that seat's sessions`,
+        );
+      }
+    } else if (cmd.target.kind === "session" && cmd.fixtureRoot === undefined) {
       if (dirname(cmd.target.file) !== sessions) {
         return refused(
           io,
@@ -114,9 +128,15 @@ async function controlUntilStopped(
       if (!copied.ok) return refused(io, "configuration", copied.error);
       agentDir = made;
     }
-    if (cmd.target.kind === "new") {
+    if (claude && cmd.target.kind === "new") {
+      // Claude Code writes the file at the first turn, under the id the controller gives it.
+      sessionFile = claudeSessionFile(project, cmd.seat, randomUUID());
+      const { CLAUDE_ENGINE } = await import("../control/engine/claude-code/claude-engine.ts");
+      CLAUDE_ENGINE.command({ sessionFile, projectRoot: project, extraArgs: cmd.engineArgs });
+      io.out(`New conversation: Claude Code writes ${visible(sessionFile)} at its first turn\n`);
+    } else if (cmd.target.kind === "new") {
       // The seal and the pin first: a refused flag must not leave a new conversation behind.
-      const { engineCommand, sealedArgv } = await import("../control/engine/pi-pin.ts");
+      const { engineCommand, sealedArgv } = await import("../control/engine/pi/pi-pin.ts");
       engineCommand({
         argv: sealedArgv({
           sessionFile: join(sessions, "new.jsonl"),
@@ -167,6 +187,7 @@ async function controlUntilStopped(
       launcher: choice.launcher,
       launcherReason: choice.reason,
       engine: { extraArgs: cmd.engineArgs },
+      harness: cmd.harness,
       ...(agentDir === undefined ? {} : { agentDir }),
       ...(cmd.piVersion === undefined ? {} : { piVersion: cmd.piVersion }),
       // A binding record marks each execution (a recovery mints a new one): keep the entry true.

@@ -69,7 +69,6 @@ export {
   type EvidenceEntry,
   FixtureVerifier,
   isVerifier,
-  type LoadedSession,
   type ReceiptRecord,
   RepositoryVerifier,
   type StopRecord,
@@ -78,6 +77,7 @@ export {
   type StopVerdict,
   type Verifier,
 } from "./controller/records.ts";
+export type { HarnessName, LoadedSession } from "./engine/harness.ts";
 export {
   type ClientMessage,
   CONFIRMED_OPERATIONS,

@@ -20,6 +20,7 @@ export const OPERATIONS = [
   "force-stop",
   "recover",
   "launch",
+  "answer",
 ] as const;
 export type Operation = (typeof OPERATIONS)[number];
 
@@ -60,7 +61,22 @@ export type Request =
   | (RequestBase & { op: "confirm"; operation: ConfirmedOperation })
   | (RequestBase & { op: "force-stop"; confirmation: string })
   | (RequestBase & { op: "recover"; confirmation: string })
-  | (RequestBase & { op: "launch"; eligibility: string });
+  | (RequestBase & { op: "launch"; eligibility: string })
+  | (RequestBase & {
+      op: "answer";
+      /** The dialog's id, as pushed. */
+      dialog: string;
+      decision: Decision;
+      /** Said to the engine with a deny (Claude Code passes it to the model). */
+      message?: string;
+    });
+
+/** An approval's answer. */
+export const DECISIONS = ["allow", "deny"] as const;
+export type Decision = (typeof DECISIONS)[number];
+
+/** The longest message an answer may carry (characters). */
+export const MAX_ANSWER_MESSAGE_CHARS = 4000;
 
 /** Where a client's view of the stream stopped: the last event it applied. */
 export type ResumePoint = { streamEpoch: string; afterSequence: number };
@@ -161,13 +177,36 @@ export type StreamEvent = {
   event: { kind: string; [k: string]: unknown };
 };
 
+/** Pi's blocking extension methods, and Claude Code's permission prompt. */
+export const DIALOG_METHODS = ["select", "confirm", "input", "editor", "approval"] as const;
+export type DialogMethod = (typeof DIALOG_METHODS)[number];
+
+/** Where a dialog stands: open, or how it ended (docs/control-protocol.md, Approvals). */
+export const DIALOG_STATES = ["open", "allowed", "denied", "closed"] as const;
+export type DialogState = (typeof DIALOG_STATES)[number];
+
+/**
+ * Something the engine asks and waits on, pushed to every client when it opens and again, with
+ * the same id, when it ends. Pi's extension dialogs are `disabled` (never answered, seed P3);
+ * an `approval` (Claude Code's permission prompt) is answered by the controlling connection
+ * with `answer`.
+ */
 export type Dialog = {
   type: "dialog";
   id: string;
-  method: "select" | "confirm" | "input" | "editor";
+  method: DialogMethod;
   title: string;
-  disabled: true;
-  reason: string;
+  disabled: boolean;
+  /** Why it can't be answered (a disabled dialog), or why it closed. */
+  reason?: string;
+  /** What an approval asks to run: the tool's name and input, as the engine sent them. */
+  tool?: { name: string; input: unknown; toolUseId?: string };
+  /** Absent on a disabled dialog (it stays as pushed). */
+  state?: DialogState;
+  /** Who answered, once it is allowed or denied by a person. */
+  answeredBy?: { connection: string; actor: string };
+  /** A deny's message, as given with the answer. */
+  message?: string;
 };
 
 export type StateChange = { type: "state"; state: ControllerState };
@@ -192,6 +231,7 @@ const OP_KEYS: Record<Operation, string[]> = {
   "force-stop": ["confirmation"],
   recover: ["confirmation"],
   launch: ["eligibility"],
+  answer: ["dialog", "decision", "message"],
 };
 
 function bad(reason: string): Parsed {
@@ -313,6 +353,22 @@ function parseRequest(v: Obj): Parsed {
     case "launch": {
       if (!isId(v.eligibility)) return bad("launch needs an eligibility id");
       return { ok: true, message: { ...base, op, eligibility: v.eligibility } };
+    }
+    case "answer": {
+      if (!isId(v.dialog)) return bad("answer needs a dialog id");
+      if (!(DECISIONS as readonly unknown[]).includes(v.decision)) {
+        return bad('answer\'s decision is "allow" or "deny"');
+      }
+      const r: Request = { ...base, op, dialog: v.dialog, decision: v.decision as Decision };
+      if (v.message !== undefined) {
+        if (typeof v.message !== "string" || v.message.length > MAX_ANSWER_MESSAGE_CHARS) {
+          return bad(
+            `answer's message is a string of at most ${MAX_ANSWER_MESSAGE_CHARS} characters`,
+          );
+        }
+        r.message = v.message;
+      }
+      return { ok: true, message: r };
     }
     default: {
       const never: never = op;

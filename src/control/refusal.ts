@@ -21,6 +21,7 @@ export const CONTROL_REFUSAL_CODES = [
   "text-policy",
   "draft",
   "no-turn",
+  "dialog",
   "already-controller",
   "controller-present",
   "confirmation",

@@ -16,7 +16,7 @@ import {
   FixtureVerifier,
   type StopRecord,
 } from "../../src/control/controller/records.ts";
-import { PI_VERSION, type PiVersion } from "../../src/control/engine/pi-pin.ts";
+import { PI_VERSION, type PiVersion } from "../../src/control/engine/pi/pi-pin.ts";
 import type { Receipt, StreamEvent } from "../../src/control/protocol.ts";
 import { until, within } from "../helpers/deadline.ts";
 import { type FakeModel, type ModelReply, startFakeModel } from "../helpers/fake-model.ts";

@@ -160,6 +160,7 @@ const DEF = {
   confirmation: "confirmationRecord",
   eligibility: "eligibilityRecord",
   dialog: "dialogRecord",
+  "dialog-end": "dialogEndRecord",
 } as const;
 
 /** Every record the controller produced is a valid CHAT-01 v2 record. */

@@ -11,10 +11,12 @@ import {
   type FakeStopScript,
   type Launched,
   type Launcher,
+  type LaunchOptions,
   PgroupLauncher,
 } from "../../src/control/cohort/launcher.ts";
 import { Controller } from "../../src/control/controller/controller.ts";
 import { FixtureVerifier } from "../../src/control/controller/records.ts";
+import type { EngineSpec } from "../../src/control/engine/engine.ts";
 import type { Grant } from "../../src/control/protocol.ts";
 import { isControlRefusal } from "../../src/control/refusal.ts";
 
@@ -111,10 +113,10 @@ function announcing(inner: Launcher): Launcher {
   return {
     kind: inner.kind,
     ...(inner.scopeFor ? { scopeFor: (id: string) => inner.scopeFor?.(id) ?? null } : {}),
-    async launch(spec, options) {
-      const launched = await inner.launch(spec, options);
-      const scope = (launched as Partial<CohortExecution>).scope;
-      const wrapped: Launched & { scope?: CohortExecution["scope"] } = {
+    async launch<E, C, O extends object>(spec: EngineSpec, options?: LaunchOptions<E, C>) {
+      const launched = await inner.launch<E, C, O>(spec, options);
+      const scope = "scope" in launched ? (launched.scope as CohortExecution["scope"]) : undefined;
+      const wrapped: Launched<E, C, O> & { scope?: CohortExecution["scope"] } = {
         launcher: launched.launcher,
         executionId: launched.executionId,
         link: launched.link,

@@ -10,7 +10,7 @@ import {
   type EngineSpec,
   EngineTimeout,
 } from "../../src/control/engine/engine.ts";
-import type { RpcResponse } from "../../src/control/engine/rpc.ts";
+import type { RpcResponse } from "../../src/control/engine/pi/rpc.ts";
 import { RecordLog } from "./link-watch.ts";
 
 const TINY = join(import.meta.dirname, "tiny-engine.ts");

@@ -8,7 +8,7 @@ import {
   parseSessionState,
   parseTree,
   type RpcResponse,
-} from "../../src/control/engine/rpc.ts";
+} from "../../src/control/engine/pi/rpc.ts";
 import {
   FAKE_SESSION_ID,
   fakeHeader,

@@ -3,7 +3,12 @@ import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
-import { followPath, LIVE_DIRS, LiveSessionGuard } from "../../src/control/engine/guard.ts";
+import {
+  followPath,
+  LIVE_DIRS,
+  LiveSessionGuard,
+  PI_SESSION_PLACE,
+} from "../../src/control/engine/guard.ts";
 import { isControlRefusal } from "../../src/control/refusal.ts";
 import { tempDir } from "../helpers/reader.ts";
 
@@ -214,7 +219,10 @@ describe("guard: the session file's place", () => {
   it("accepts <project>/.pi/state/<seat>/sessions/<name>.jsonl inside fixtureRoot", (t) => {
     const s = scene(t);
     const guard = new LiveSessionGuard({ fixtureRoot: s.fixture });
-    assert.deepEqual(guard.checkSessionFile(s.session, "main").session, { seat: "main" });
+    assert.deepEqual(guard.checkSessionFile(s.session, "main").session, {
+      seat: "main",
+      place: PI_SESSION_PLACE,
+    });
     assert.equal(guard.checkSessionFile(s.session).real, s.session);
   });
 

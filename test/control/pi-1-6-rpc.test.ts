@@ -4,9 +4,10 @@
 // suites (REAL_PI_VERSIONS).
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { mapEvent } from "../../src/control/controller/events.ts";
 import { type OverlapSignal, Tracker } from "../../src/control/controller/turns.ts";
-import { promptDisposition, type RpcEvent } from "../../src/control/engine/rpc.ts";
+import { piSignals } from "../../src/control/engine/pi/pi-engine.ts";
+import { mapEvent } from "../../src/control/engine/pi/pi-events.ts";
+import { promptDisposition, type RpcEvent } from "../../src/control/engine/pi/rpc.ts";
 import type { ReceiptReason } from "../../src/control/protocol.ts";
 
 function tracker() {
@@ -70,7 +71,7 @@ describe("Pi 1.6.0's RPC differences", () => {
       message("user", "hi"),
       { type: "agent_settled" },
     ];
-    for (const e of run) t.onEvent(e);
+    for (const e of run) for (const s of piSignals(e)) t.onSignal(s);
     assert.deepEqual(overlaps, []);
     assert.deepEqual(settled, [["rc1", "completed"]]);
   });

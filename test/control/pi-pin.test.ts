@@ -13,13 +13,12 @@ import {
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, it, type TestContext } from "node:test";
-import { digestPackageFiles } from "../../src/control/engine/pi-files.ts";
+import { digestPackageFiles, PACKAGE_ROOT } from "../../src/control/engine/package-files.ts";
 import {
   bindEngine,
   checkSeal,
   EXTRA_FLAGS,
   engineCommand,
-  PACKAGE_ROOT,
   PI_FILES_DIGEST,
   PI_INTEGRITY,
   PI_PACKAGE,
@@ -29,7 +28,7 @@ import {
   readPin,
   SEALED_ARGS,
   sealedArgv,
-} from "../../src/control/engine/pi-pin.ts";
+} from "../../src/control/engine/pi/pi-pin.ts";
 import { isControlRefusal } from "../../src/control/refusal.ts";
 import { tempDir } from "../helpers/reader.ts";
 

@@ -6,12 +6,11 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { digestPackageFiles } from "../../src/control/engine/pi-files.ts";
+import { digestPackageFiles, PACKAGE_ROOT } from "../../src/control/engine/package-files.ts";
 import {
   checkSeal,
   EXTRA_FLAGS,
   engineCommand,
-  PACKAGE_ROOT,
   PI_PACKAGE,
   PI_PINS,
   PI_VERSION,
@@ -20,7 +19,7 @@ import {
   readPin,
   SEALED_ARGS,
   sealedArgv,
-} from "../../src/control/engine/pi-pin.ts";
+} from "../../src/control/engine/pi/pi-pin.ts";
 import { isControlRefusal } from "../../src/control/refusal.ts";
 
 const SESSION = "/fixtures/demo/.pi/state/main/sessions/s.jsonl";

@@ -8,7 +8,7 @@ import type { TestContext } from "node:test";
 import { ConversationClient } from "../../src/control/client/client.ts";
 import { PgroupLauncher } from "../../src/control/cohort/launcher.ts";
 import { Controller } from "../../src/control/controller/controller.ts";
-import type { PiVersion } from "../../src/control/engine/pi-pin.ts";
+import type { PiVersion } from "../../src/control/engine/pi/pi-pin.ts";
 import type { StreamEvent } from "../../src/control/protocol.ts";
 import { type FakeModel, type ModelReply, startFakeModel } from "../helpers/fake-model.ts";
 import { MODEL, settledSession, writeAgentFiles } from "../helpers/real-pi.ts";

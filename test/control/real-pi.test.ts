@@ -5,13 +5,13 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { EngineLink, type LinkRecord } from "../../src/control/engine/engine.ts";
-import type { PiVersion } from "../../src/control/engine/pi-pin.ts";
+import type { PiVersion } from "../../src/control/engine/pi/pi-pin.ts";
 import {
   parseCommandList,
   parseSessionState,
   parseTree,
   type RpcResponse,
-} from "../../src/control/engine/rpc.ts";
+} from "../../src/control/engine/pi/rpc.ts";
 import {
   assistantEntry,
   headerLine,

@@ -20,8 +20,8 @@ import {
   FixtureVerifier,
   type StopRecord,
 } from "../../src/control/controller/records.ts";
-import { PI_VERSION, type PiVersion } from "../../src/control/engine/pi-pin.ts";
-import { readSessionHead } from "../../src/control/engine/session-head.ts";
+import { PI_VERSION, type PiVersion } from "../../src/control/engine/pi/pi-pin.ts";
+import { readSessionHead } from "../../src/control/engine/pi/session-head.ts";
 import type {
   ControllerState,
   Receipt,

@@ -10,7 +10,7 @@ import {
   parseTree,
   type RpcEvent,
   textDelta,
-} from "../../src/control/engine/rpc.ts";
+} from "../../src/control/engine/pi/rpc.ts";
 
 function event(value: unknown): RpcEvent {
   const r = parseIncoming(value);

@@ -1,4 +1,4 @@
-// The K8 load check's one allowance (execution.ts checkLoad): Pi's known startup append past
+// The K8 load check's one allowance (engine/pi/pi-load.ts checkLoad): Pi's known startup append past
 // the expected leaf is accepted exactly, anything else fails with a reason a person can act on.
 // The engine is a stub answering get_state and get_tree as pinned Pi does; the session file is
 // written by the test to play what Pi (or another writer) appended. The real pinned Pi's own
@@ -8,12 +8,12 @@ import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
+import type { EngineLink } from "../../src/control/engine/engine.ts";
 import {
   checkLoad,
   readStartupBasis,
   type StartupBasis,
-} from "../../src/control/controller/execution.ts";
-import type { EngineLink } from "../../src/control/engine/engine.ts";
+} from "../../src/control/engine/pi/pi-load.ts";
 import {
   assistantEntry,
   headerLine,

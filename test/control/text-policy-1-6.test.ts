@@ -7,14 +7,15 @@ import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { PACKAGE_ROOT, PI_PINS } from "../../src/control/engine/pi-pin.ts";
+import { PACKAGE_ROOT } from "../../src/control/engine/package-files.ts";
+import { PI_PINS } from "../../src/control/engine/pi/pi-pin.ts";
 import {
   LATER_LINE_SOURCES,
   PREFIXES,
   RPC_PROMPT_PATH,
   type SourceLine,
   WHITESPACE_SOURCES,
-} from "../../src/control/engine/text-policy.ts";
+} from "../../src/control/engine/pi/text-policy.ts";
 
 const PI = "@earendil-works/pi-coding-agent/";
 const DIR = join(PACKAGE_ROOT, "node_modules", PI_PINS["1.6.0"].dir);

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { PACKAGE_ROOT } from "../../src/control/engine/pi-pin.ts";
+import { PACKAGE_ROOT } from "../../src/control/engine/package-files.ts";
 import {
   BUNDLE_CHUNK,
   checkPromptText,
@@ -13,7 +13,7 @@ import {
   RPC_PROMPT_PATH,
   type SourceLine,
   WHITESPACE_SOURCES,
-} from "../../src/control/engine/text-policy.ts";
+} from "../../src/control/engine/pi/text-policy.ts";
 
 const files = new Map<string, string>();
 function pinned(file: string): string {

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { type OverlapSignal, Tracker } from "../../src/control/controller/turns.ts";
-import type { RpcEvent } from "../../src/control/engine/rpc.ts";
+import { piSignals } from "../../src/control/engine/pi/pi-engine.ts";
+import type { RpcEvent } from "../../src/control/engine/pi/rpc.ts";
 import type { ReceiptReason } from "../../src/control/protocol.ts";
 
 function tracker() {
@@ -11,7 +12,11 @@ function tracker() {
     settle: (r, why) => settled.push([r, why]),
     overlap: (s) => overlaps.push(s),
   });
-  return { t, settled, overlaps, codes: () => overlaps.map((o) => o.code) };
+  // The tracker reads turn signals; Pi's events become them through Pi's own mapping.
+  const feed = (e: RpcEvent) => {
+    for (const signal of piSignals(e)) t.onSignal(signal);
+  };
+  return { t, feed, settled, overlaps, codes: () => overlaps.map((o) => o.code) };
 }
 const user = (text: string): RpcEvent => ({
   type: "message_start",
@@ -26,10 +31,10 @@ const aborted: RpcEvent = {
 
 describe("turns", () => {
   it("attributes the run whose first user message follows the ack, and settles completed", () => {
-    const { t, settled, overlaps } = tracker();
+    const { t, feed, settled, overlaps } = tracker();
     t.dispatch("rc1", "hi");
     t.ack("rc1", true);
-    for (const e of [start, user("hi"), settledEv]) t.onEvent(e);
+    for (const e of [start, user("hi"), settledEv]) feed(e);
     assert.deepEqual(settled, [["rc1", "completed"]]);
     assert.deepEqual(overlaps, []);
     assert.equal(t.isQuiet(), true);
@@ -43,65 +48,65 @@ describe("turns", () => {
   });
 
   it("signals O1 for a run with no prompt in the slot", () => {
-    const { t, codes } = tracker();
-    t.onEvent(start);
+    const { feed, codes } = tracker();
+    feed(start);
     assert.deepEqual(codes(), ["O1"]);
   });
 
   it("signals O2 for a second user message in one run (a queued message ran)", () => {
-    const { t, codes, settled } = tracker();
+    const { t, feed, codes, settled } = tracker();
     t.dispatch("rc1", "hi");
     t.ack("rc1", true);
-    for (const e of [start, user("hi"), user("sneaky")]) t.onEvent(e);
+    for (const e of [start, user("hi"), user("sneaky")]) feed(e);
     assert.deepEqual(codes(), ["O2"]);
     assert.deepEqual(settled, [["rc1", "run-overlap"]]);
   });
 
   it("signals O3 when the run after the ack carries another input (N8, the losing settle)", () => {
-    const { t, codes, settled } = tracker();
+    const { t, feed, codes, settled } = tracker();
     t.dispatch("rc1", "mine");
     t.ack("rc1", true);
-    for (const e of [start, user("theirs")]) t.onEvent(e);
+    for (const e of [start, user("theirs")]) feed(e);
     assert.deepEqual(codes(), ["O3"]);
     assert.deepEqual(settled, [["rc1", "run-overlap"]]);
   });
 
   it("signals O4 for a run that starts before the prompt's response", () => {
-    const { t, codes } = tracker();
+    const { t, feed, codes } = tracker();
     t.dispatch("rc1", "hi");
-    t.onEvent(start);
+    feed(start);
     assert.deepEqual(codes(), ["O4"]);
   });
 
   it("signals O5 for a queue the controller never filled", () => {
-    const { t, codes } = tracker();
-    t.onEvent({ type: "queue_update", steering: ["x"], followUp: [] });
+    const { t, feed, codes } = tracker();
+    feed({ type: "queue_update", steering: ["x"], followUp: [] });
     t.queueCleared(0, 1);
     assert.deepEqual(codes(), ["O5", "O5"]);
   });
 
   it("signals O6 for an aborted with no abort written, even after a fence (N9)", () => {
-    const { t, codes, settled } = tracker();
+    const { t, feed, codes, settled } = tracker();
     t.dispatch("rc1", "hi");
     t.ack("rc1", true);
-    t.onEvent(start);
-    t.onEvent(user("hi"));
+    feed(start);
+    feed(user("hi"));
     t.stopBegan("st1");
-    t.onEvent(aborted);
+    feed(aborted);
     assert.deepEqual(codes(), ["O6"]);
     assert.deepEqual(settled, [["rc1", "run-overlap"]]);
   });
 
   it("links an aborted to the stop once its chain wrote an abort, and settles interrupted", () => {
-    const { t, codes, settled } = tracker();
+    const { t, feed, codes, settled } = tracker();
     t.dispatch("rc1", "hi");
     t.ack("rc1", true);
-    for (const e of [start, user("hi")]) t.onEvent(e);
+    for (const e of [start, user("hi")]) feed(e);
     t.stopBegan("st1");
     t.abortWritten();
     t.stopBegan("st2"); // a force stop takes the chain over and keeps the abort
-    t.onEvent(aborted);
-    t.onEvent(settledEv);
+    feed(aborted);
+    feed(settledEv);
     assert.deepEqual(codes(), []);
     assert.deepEqual(settled, [["rc1", "interrupted"]]);
   });

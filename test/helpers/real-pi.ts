@@ -12,7 +12,7 @@ import {
   PI_VERSIONS,
   type PiVersion,
   piCliPath,
-} from "../../src/control/engine/pi-pin.ts";
+} from "../../src/control/engine/pi/pi-pin.ts";
 import { RecordLog } from "../control/link-watch.ts";
 import { type FakeModel, type ModelReply, startFakeModel } from "./fake-model.ts";
 

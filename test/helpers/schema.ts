@@ -12,6 +12,7 @@ import type { StopProof } from "../../src/control/cohort/launcher.ts";
 import type {
   BindingRecord,
   ConfirmationRecord,
+  DialogEndRecord,
   DialogRecord,
   EligibilityRecord,
   ReceiptRecord,
@@ -81,6 +82,7 @@ export type SchemaRecords = {
   confirmationRecord: ConfirmationRecord;
   eligibilityRecord: EligibilityRecord;
   dialogRecord: DialogRecord;
+  dialogEndRecord: DialogEndRecord;
   bootProof: BootProof;
   cohortProof: CohortProof;
   launchRecord: LaunchRecord;

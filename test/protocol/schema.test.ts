@@ -557,6 +557,12 @@ describe("chat-01 wire messages", () => {
       false,
     ],
     ["a request with a numeric id", '{"type":"request","id":1,"op":"release"}', false],
+    ["an answer", req("answer", { dialog: "dl-1", decision: "deny", message: "no" }), true],
+    [
+      "an answer with another decision",
+      req("answer", { dialog: "dl-1", decision: "maybe" }),
+      false,
+    ],
     ["a request with an unknown field", req("release", { extra: true }), false],
     ["a message of another type", '{"type":"reply","id":null,"outcome":"admitted"}', false],
     ["a message without a type", '{"id":"r-1","op":"release"}', false],
@@ -736,7 +742,7 @@ describe("chat-01 wire messages", () => {
       /generation/,
     ],
     [
-      "a dialog that is enabled",
+      "a Pi dialog that is enabled",
       { type: "dialog", id: "dl-1", method: "confirm", title: "t", disabled: false, reason: "r" },
       /disabled/,
     ],

@@ -13,6 +13,8 @@ import {
   type ConfirmedOperation,
   type ControllerMessage,
   type ControllerState,
+  DECISIONS,
+  type Decision,
   type Dialog,
   type Hello,
   PROTOCOL_VERSION,
@@ -362,6 +364,22 @@ export class ConversationClient {
         ? await this.recover(issued.confirmation)
         : await this.forceStop(issued.confirmation);
     return { ...used, step: "use" };
+  }
+
+  /**
+   * Answers an approval the engine asked (`dialog.method === "approval"`): allow or deny, with a
+   * message for a deny. Only the controlling connection's answer is admitted, and only the first.
+   */
+  async answer(dialog: string, decision: Decision, message?: string): Promise<ControlOutcome> {
+    if (!isId(dialog)) return localRefusal("malformed", "a dialog is an id");
+    if (!(DECISIONS as readonly unknown[]).includes(decision)) {
+      return localRefusal("malformed", 'a decision is "allow" or "deny"');
+    }
+    const body: RequestBody =
+      message === undefined
+        ? { op: "answer", dialog, decision }
+        : { op: "answer", dialog, decision, message };
+    return this.#plain(await this.#send(body, true));
   }
 
   /** Launches a recovered execution with a single-use eligibility id (K17, K18). */

@@ -2,6 +2,9 @@ import { ID_PATTERN } from "../../protocol/chat-01.ts";
 import {
   type ControllerMessage,
   type ControllerState,
+  DIALOG_METHODS,
+  DIALOG_STATES,
+  type Dialog,
   RECEIPT_REASONS,
   REPLAY_REASONS,
   type Receipt,
@@ -94,15 +97,7 @@ export function readMessage(value: unknown): ControllerMessage {
       };
     }
     case "dialog":
-      if (o.disabled !== true) fail("dialog.disabled is not true");
-      return {
-        type: "dialog",
-        id: id(o, "id", "dialog"),
-        method: oneOf(o, "method", "dialog", ["select", "confirm", "input", "editor"] as const),
-        title: str(o, "title", "dialog"),
-        disabled: true,
-        reason: str(o, "reason", "dialog"),
-      };
+      return readDialog(o);
     case "state":
       return { type: "state", state: readState(o.state) };
     default:
@@ -195,4 +190,37 @@ export function readReceipt(value: unknown): Receipt {
     receipt.detail = o.detail;
   }
   return receipt;
+}
+
+/** A dialog: Pi's disabled ones as before; an approval with its tool, state and answerer. */
+function readDialog(o: Obj): Dialog {
+  if (typeof o.disabled !== "boolean") fail("dialog.disabled is not a boolean");
+  // Only an approval is answerable: Pi's dialogs are disabled, always (seed P3).
+  if (o.disabled !== (o.method !== "approval")) {
+    fail("dialog.disabled is true exactly when the method is not approval");
+  }
+  const d: Dialog = {
+    type: "dialog",
+    id: id(o, "id", "dialog"),
+    method: oneOf(o, "method", "dialog", DIALOG_METHODS),
+    title: str(o, "title", "dialog"),
+    disabled: o.disabled,
+  };
+  if (o.reason !== undefined) d.reason = str(o, "reason", "dialog");
+  else if (o.disabled) fail("a disabled dialog has no reason");
+  if (o.state !== undefined) d.state = oneOf(o, "state", "dialog", DIALOG_STATES);
+  if (o.tool !== undefined) {
+    const t = obj(o.tool, "dialog.tool");
+    d.tool = { name: str(t, "name", "dialog.tool"), input: t.input };
+    if (t.toolUseId !== undefined) d.tool.toolUseId = str(t, "toolUseId", "dialog.tool");
+  }
+  if (o.answeredBy !== undefined) {
+    const a = obj(o.answeredBy, "dialog.answeredBy");
+    d.answeredBy = {
+      connection: str(a, "connection", "dialog.answeredBy"),
+      actor: str(a, "actor", "dialog.answeredBy"),
+    };
+  }
+  if (o.message !== undefined) d.message = str(o, "message", "dialog");
+  return d;
 }

@@ -5,6 +5,7 @@
 // releases the shim and removes the scope, and a proven stop stays proven.
 
 import type { EngineLink } from "../engine/engine.ts";
+import type { RpcCommand, RpcEvent, RpcUiResponse } from "../engine/pi/rpc.ts";
 import type { RemoveResult } from "./cgroup.ts";
 import { errnoOf, findSurvivors, removeTree } from "./cgroup.ts";
 import type {
@@ -99,11 +100,13 @@ type OpBody<K extends OpType> = Omit<Extract<Op, { type: K }>, "id"> & { type: K
 type OpResult<K extends OpType> = ShimReplyFor[K] & { via: "shim" | "direct" };
 
 /** A launched engine in its cgroup scope. Built by CgroupLauncher.launch and ScopeLauncher.launch. */
-export class CohortExecution implements Launched {
+export class CohortExecution<E = RpcEvent, C = RpcCommand, O extends object = RpcUiResponse>
+  implements Launched<E, C, O>
+{
   /** `scope` when systemd made the scope (ScopeLauncher), `cgroup` when the launcher did. */
   readonly launcher: "cgroup" | "scope";
   readonly executionId: string;
-  readonly link: EngineLink;
+  readonly link: EngineLink<E, C, O>;
   readonly scope: CgroupScope;
   /** Whether the engine runs in its own cgroup namespace (`unshare --cgroup`). */
   readonly cgroupNamespace: boolean;
@@ -114,7 +117,7 @@ export class CohortExecution implements Launched {
 
   constructor(
     executionId: string,
-    link: EngineLink,
+    link: EngineLink<E, C, O>,
     scope: CgroupScope,
     cgroupNamespace: boolean,
     shim: StartedShim,

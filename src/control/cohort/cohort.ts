@@ -9,6 +9,7 @@ import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { EngineLink, type EngineSpec } from "../engine/engine.ts";
+import type { RpcCommand, RpcEvent, RpcUiResponse } from "../engine/pi/rpc.ts";
 import {
   type Cgroup2Hierarchy,
   errnoOf,
@@ -144,7 +145,10 @@ export class CgroupLauncher implements Launcher {
     return join(this.hierarchy.dir, `mosaic-${executionIdOf({ executionId })}`);
   }
 
-  async launch(spec: EngineSpec, options: LaunchOptions = {}): Promise<CgroupLaunched> {
+  async launch<E = RpcEvent, C = RpcCommand, O extends object = RpcUiResponse>(
+    spec: EngineSpec,
+    options: LaunchOptions<E, C> = {},
+  ): Promise<CohortExecution<E, C, O>> {
     const executionId = executionIdOf(options);
     const o = this.#options;
     const dir = this.scopeFor(executionId);
@@ -280,7 +284,10 @@ export class ScopeLauncher implements Launcher {
    * the engine starts exactly as under CgroupLauncher. Rejects with CohortError, having killed
    * what it started (systemd collects the emptied scope), TypeError for a bad execution id.
    */
-  async launch(spec: EngineSpec, options: LaunchOptions = {}): Promise<CohortExecution> {
+  async launch<E = RpcEvent, C = RpcCommand, O extends object = RpcUiResponse>(
+    spec: EngineSpec,
+    options: LaunchOptions<E, C> = {},
+  ): Promise<CohortExecution<E, C, O>> {
     const executionId = executionIdOf(options);
     const o = this.#options;
     const h = this.hierarchy;
@@ -403,19 +410,19 @@ async function shimHello(
  * Starts the engine through EngineLink via the wrapper that joins `scope.engine` before it
  * execs, and waits until the cgroup shows it (or the engine exits). Undoes on failure.
  */
-async function startEngine(
+async function startEngine<E, C, O extends object>(
   kind: "cgroup" | "scope",
   executionId: string,
   scope: CgroupScope,
   shim: StartedShim,
   spec: EngineSpec,
-  options: LaunchOptions,
+  options: LaunchOptions<E, C>,
   o: ScopeTimings,
   undo: Undo,
-): Promise<CohortExecution> {
+): Promise<CohortExecution<E, C, O>> {
   const engine = scope.engine;
   const prefix = o.unshare ? [o.unshare, "--cgroup", "--"] : [];
-  const link = EngineLink.start(
+  const link = EngineLink.start<E, C, O>(
     {
       command: "/bin/sh",
       args: [

@@ -7,7 +7,13 @@ import { randomUUID } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import { setTimeout as delay } from "node:timers/promises";
 import { ID_PATTERN } from "../../protocol/chat-01.ts";
-import { EngineLink, type EngineLinkOptions, type EngineSpec } from "../engine/engine.ts";
+import {
+  type AnyEngineLink,
+  EngineLink,
+  type EngineLinkOptions,
+  type EngineSpec,
+} from "../engine/engine.ts";
+import type { RpcCommand, RpcEvent, RpcUiResponse } from "../engine/pi/rpc.ts";
 
 export type LauncherKind = "pgroup" | "fake" | "cgroup" | "scope";
 export type StopPhase = "term" | "kill";
@@ -69,10 +75,11 @@ export type StopOutcome =
   | { result: "stopped"; proof: StopProof; observations: Observation[]; members: number[] }
   | { result: "uncertain"; proof: null; observations: Observation[]; members: number[] };
 
-export type Launched = {
+/** A launched engine; its link speaks the wire it was launched with (Pi's by default). */
+export type Launched<E = RpcEvent, C = RpcCommand, O extends object = RpcUiResponse> = {
   readonly launcher: LauncherKind;
   readonly executionId: string;
-  readonly link: EngineLink;
+  readonly link: EngineLink<E, C, O>;
   /**
    * Ends the engine and everything it started, as far as this launcher can. Concurrent calls
    * share one stop; a call after a stop settled runs a new one (a retry after `uncertain`).
@@ -81,15 +88,22 @@ export type Launched = {
   forceStop(): Promise<StopOutcome>;
 };
 
-export type LaunchOptions = {
+/** A launched engine of any wire, for code that needs only its process and its stop. */
+// biome-ignore lint/suspicious/noExplicitAny: as AnyEngineLink: nothing is read through its events.
+export type AnyLaunched = Launched<any, never, never>;
+
+export type LaunchOptions<E = RpcEvent, C = RpcCommand> = {
   /** A CHAT-01 id; default a fresh UUID. */
   executionId?: string;
-  link?: EngineLinkOptions;
+  link?: EngineLinkOptions<E, C>;
 };
 
 export type Launcher = {
   readonly kind: LauncherKind;
-  launch(spec: EngineSpec, options?: LaunchOptions): Promise<Launched>;
+  launch<E = RpcEvent, C = RpcCommand, O extends object = RpcUiResponse>(
+    spec: EngineSpec,
+    options?: LaunchOptions<E, C>,
+  ): Promise<Launched<E, C, O>>;
   /**
    * The cgroup scope directory an execution will run under, known before it launches; the
    * controller writes it to its launch record so a recovery can find it after a crash.
@@ -127,9 +141,12 @@ export class PgroupLauncher implements Launcher {
     };
   }
 
-  async launch(spec: EngineSpec, options: LaunchOptions = {}): Promise<Launched> {
+  async launch<E = RpcEvent, C = RpcCommand, O extends object = RpcUiResponse>(
+    spec: EngineSpec,
+    options: LaunchOptions<E, C> = {},
+  ): Promise<Launched<E, C, O>> {
     const executionId = executionIdOf(options);
-    const link = EngineLink.start(spec, options.link ?? {});
+    const link = EngineLink.start<E, C, O>(spec, options.link ?? {});
     return new LaunchedEngine("pgroup", executionId, link, async () => {
       const { observations, members } = await stopProcessGroup(link, this.#options);
       return { result: "uncertain", proof: null, observations, members };
@@ -184,9 +201,12 @@ export class FakeLauncher implements Launcher {
     return this.#stopCalls;
   }
 
-  async launch(spec: EngineSpec, options: LaunchOptions = {}): Promise<Launched> {
+  async launch<E = RpcEvent, C = RpcCommand, O extends object = RpcUiResponse>(
+    spec: EngineSpec,
+    options: LaunchOptions<E, C> = {},
+  ): Promise<Launched<E, C, O>> {
     const executionId = executionIdOf(options);
-    const link = EngineLink.start(spec, options.link ?? {});
+    const link = EngineLink.start<E, C, O>(spec, options.link ?? {});
     return new LaunchedEngine("fake", executionId, link, async () => {
       this.#stopCalls++;
       const script = this.#stops.shift() ?? this.#defaultStop;
@@ -226,17 +246,17 @@ export class FakeLauncher implements Launcher {
   }
 }
 
-class LaunchedEngine implements Launched {
+class LaunchedEngine<E, C, O extends object> implements Launched<E, C, O> {
   readonly launcher: LauncherKind;
   readonly executionId: string;
-  readonly link: EngineLink;
+  readonly link: EngineLink<E, C, O>;
   readonly #stop: () => Promise<StopOutcome>;
   #running: Promise<StopOutcome> | null = null;
 
   constructor(
     launcher: LauncherKind,
     executionId: string,
-    link: EngineLink,
+    link: EngineLink<E, C, O>,
     stop: () => Promise<StopOutcome>,
   ) {
     this.launcher = launcher;
@@ -256,7 +276,7 @@ class LaunchedEngine implements Launched {
 }
 
 /** The launch's execution id, given or new; checked before anything spawns (TypeError). */
-export function executionIdOf(options: LaunchOptions): string {
+export function executionIdOf(options: { executionId?: string }): string {
   const id = options.executionId ?? randomUUID();
   if (!ID_PATTERN.test(id)) throw new TypeError(`execution id ${JSON.stringify(id)} is not an id`);
   return id;
@@ -268,7 +288,7 @@ function lastAt(observations: readonly Observation[]): number {
 
 /** TERM then KILL to the engine's process group, recording what was seen. Never rejects. */
 async function stopProcessGroup(
-  link: EngineLink,
+  link: AnyEngineLink,
   options: Required<PgroupLauncherOptions>,
 ): Promise<{ observations: Observation[]; members: number[] }> {
   const t0 = performance.now();
@@ -307,7 +327,7 @@ async function stopProcessGroup(
 // A group with a live member keeps its id reserved, so signalling it is safe while the engine
 // runs or a scan saw a member; an absent scan can't say the group is empty, so it signals too.
 function signalGroup(
-  link: EngineLink,
+  link: AnyEngineLink,
   pgid: number,
   scan: Extract<Observation, { kind: "members" }>,
   signal: "SIGTERM" | "SIGKILL",
@@ -328,7 +348,7 @@ function signalGroup(
 }
 
 async function awaitExit(
-  link: EngineLink,
+  link: AnyEngineLink,
   graceMs: number,
   phase: StopPhase,
   at: (phase: StopPhase) => Stamp,

@@ -4,7 +4,7 @@
 // and the leaf checks of recover and launch) run after these in the operation itself.
 // docs/controller.md lists the order and what triggers each code in this build.
 
-import { checkPromptText } from "../engine/text-policy.ts";
+import type { TextCheck } from "../engine/harness.ts";
 import {
   canonicalRequest,
   type Grant,
@@ -45,6 +45,8 @@ export type AdmissionView = {
   auditOk: boolean;
   /** The session file's header id now; throws ControlRefusal `mapping` when it's gone. */
   readHeaderId(): string;
+  /** The engine's text policy: `draft` and `text-policy` (the harness's). */
+  checkText(text: unknown): TextCheck;
   sessionKey: string;
   hasTurn: boolean;
   escalationRunning: boolean;
@@ -56,7 +58,12 @@ export type AdmissionView = {
  */
 const ACTING: ReadonlySet<Operation> = new Set(OPERATIONS.filter((op) => op !== "observe"));
 /** Only the controller may do these. */
-const CONTROLLER_ONLY: ReadonlySet<Operation> = new Set(["release", "prompt", "interrupt"]);
+const CONTROLLER_ONLY: ReadonlySet<Operation> = new Set([
+  "release",
+  "prompt",
+  "interrupt",
+  "answer",
+]);
 /** The controller, or anyone when no controller is connected (an orphan, H20). */
 const CONTROLLER_OR_ORPHAN: ReadonlySet<Operation> = new Set(["confirm", "force-stop"]);
 /** Recovery: refused `controller-present` while another connection controls. */
@@ -136,6 +143,19 @@ export function admit(view: AdmissionView, r: Request): Admission {
     if (view.admission === "fenced")
       return no("fenced", `admission is closed: ${view.fenceReason}`);
   }
+  if (op === "answer") {
+    // Before K8 passed the engine was never let act; while fenced, only a deny may go through:
+    // it lets nothing run, and leaving the engine waiting helps no one.
+    if (view.admission === "never") {
+      return no("preflight", "the load check failed at start, so nothing is answered (K8)");
+    }
+    if (view.admission === "fenced" && r.decision === "allow") {
+      return no(
+        "fenced",
+        `admission is closed: ${view.fenceReason}; an approval can only be denied`,
+      );
+    }
+  }
   if (op === "force-stop" && view.escalationRunning) {
     return no("fenced", "a force stop is already running");
   }
@@ -143,7 +163,7 @@ export function admit(view: AdmissionView, r: Request): Admission {
     return no("busy", "a prompt holds the dispatch slot; there is no queue");
   }
   if (op === "prompt") {
-    const text = checkPromptText(r.text);
+    const text = view.checkText(r.text);
     if (!text.ok) return no(text.code, text.message);
     return { ok: true, text: text.text };
   }

@@ -1,6 +1,7 @@
 // What a Controller is given: where its fixture, claims and socket live, the session and seat,
 // the verifier and grants, the launcher and engine, and the limits tests lower.
 import type { Launcher } from "../cohort/launcher.ts";
+import type { HarnessName } from "../engine/harness.ts";
 import type { Grant } from "../protocol.ts";
 import type { ControlRecord, Verifier } from "./records.ts";
 
@@ -10,6 +11,8 @@ export type ControllerOptions = {
   socketDir: string;
   sessionFile: string;
   seat: string;
+  /** Which engine runs the session (engine/harnesses.ts): "pi", the default, or "claude-code". */
+  harness?: HarnessName;
   verifier: Verifier;
   grants: Grant[];
   launcher?: Launcher;

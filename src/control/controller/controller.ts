@@ -5,29 +5,29 @@
 // passing K8 check; the claim ends only with a proven stop.
 import { randomUUID } from "node:crypto";
 import { rm } from "node:fs/promises";
-import { basename, dirname } from "node:path";
 import { createReader, type Reader } from "../../reader/reader.ts";
-import { conversationId, rootsFromSpecs } from "../../reader/sources.ts";
+import { claudeProjectsDirOf, rootsFromSpecs } from "../../reader/sources.ts";
 import { type Claim, ClaimStore, type SeatKey } from "../claim/claim.ts";
 import { removeLaunchRecord, writeLaunchRecord } from "../claim/launch-record.ts";
 import { type Recovered, recoverDeadHolder } from "../claim/recovery.ts";
-import { type Launched, type Launcher, PgroupLauncher } from "../cohort/launcher.ts";
+import { type AnyLaunched, type Launcher, PgroupLauncher } from "../cohort/launcher.ts";
 import { LiveSessionGuard, type PathStamp } from "../engine/guard.ts";
-import { bindEngine, type EngineCommand, engineCommand, sealedArgv } from "../engine/pi-pin.ts";
-import { promptDisposition } from "../engine/rpc.ts";
-import { readSessionHead } from "../engine/session-head.ts";
+import type { CommandOptions, EngineCommandBase, SessionHead } from "../engine/harness.ts";
+import { type Harness, harnessFor } from "../engine/harnesses.ts";
 import type { ControllerState, Grant, Hello } from "../protocol.ts";
 import { ControlRefusal } from "../refusal.ts";
 import type { ControllerOptions } from "./controller-options.ts";
-import { disabledDialog } from "./dialogs.ts";
-import { EventStream, mapEvent, REPLAY_MAX_BYTES } from "./events.ts";
 import {
-  checkExtraEnv,
-  checkLoad,
-  type Execution,
-  engineEnv,
-  readStartupBasis,
-} from "./execution.ts";
+  Approvals,
+  answerApproval,
+  type DialogOutlet,
+  disabledDialog,
+  endApproval,
+  endApprovals,
+  openApproval,
+} from "./dialogs.ts";
+import { EventStream, REPLAY_MAX_BYTES } from "./events.ts";
+import { checkExtraEnv, type Execution, engineEnv } from "./execution.ts";
 import { answerHello, checkGrants } from "./hello.ts";
 import { Operations } from "./operations.ts";
 import {
@@ -62,7 +62,8 @@ export class Controller {
   readonly #stamp: PathStamp;
   /** The agent dir's stamp at construction (outside every live root), or null when none. */
   readonly #agentStamp: PathStamp | null;
-  readonly #engine: EngineCommand;
+  readonly #harness: Harness;
+  readonly #engine: EngineCommandBase;
   readonly #claims: ClaimStore;
   readonly #launcher: Launcher;
   readonly #verifier: Verifier;
@@ -81,6 +82,11 @@ export class Controller {
   #controllerConnection: string | null = null;
   #auditOk = true;
   readonly #ops: Operations;
+  /** Where the approvals' records and messages go. */
+  readonly #dialogOutlet: DialogOutlet = {
+    record: (r) => this.record(r),
+    broadcast: (m) => this.#server?.broadcast(m),
+  };
 
   /** Refuses `configuration`, `live-session-refused`, `unsealed-engine`, `engine-pin-mismatch`. */
   constructor(options: ControllerOptions) {
@@ -94,14 +100,19 @@ export class Controller {
       throw new ControlRefusal("configuration", "a verifier is required");
     }
     this.#grants = checkGrants(options.grants);
-    checkExtraEnv(options.engine?.env);
+    this.#harness = harnessFor(options.harness ?? "pi");
+    checkExtraEnv(this.#harness, options.engine?.env);
     this.#options = options;
     this.#verifier = options.verifier;
     this.#guard = new LiveSessionGuard({
       fixtureRoot: options.fixtureRoot,
       ...(options.homes ? { homes: options.homes } : {}),
     });
-    this.#stamp = this.#guard.checkSessionFile(options.sessionFile, options.seat);
+    this.#stamp = this.#guard.checkSessionFile(
+      options.sessionFile,
+      options.seat,
+      this.#harness.place,
+    );
     // SPEC §6: the agent dir (PI_CODING_AGENT_DIR) must be outside the live roots, as written
     // and by real path; the same guard and stamp as the session file, checked again at bind.
     if (options.agentDir !== undefined && typeof options.agentDir !== "string") {
@@ -109,30 +120,51 @@ export class Controller {
     }
     this.#agentStamp = options.agentDir === undefined ? null : this.#guard.check(options.agentDir);
     this.#verifier.checkSession(options.sessionFile);
-    let head: ReturnType<typeof readSessionHead>;
+    let head: SessionHead;
     try {
-      head = readSessionHead(options.sessionFile);
+      head = this.#harness.readHead(options.sessionFile);
     } catch (e) {
       if (e instanceof ControlRefusal && e.code === "mapping") {
         throw new ControlRefusal("configuration", `the session file is unreadable: ${e.message}`);
       }
       throw e;
     }
-    this.sessionKey = head.headerId;
+    this.sessionKey = head.sessionKey;
     this.#leafAtConstruction = head.leafId;
     this.sessionFile = options.sessionFile;
     this.seat = options.seat;
-    this.projectRoot = dirname(dirname(dirname(dirname(dirname(options.sessionFile)))));
-    this.conversation = conversationId(this.projectRoot, this.seat, basename(this.sessionFile));
-    this.#engine = engineCommand(this.#engineOptions());
+    const project = this.#harness.place.projectOf(options.sessionFile, options.seat);
+    // checkSessionFile refused a file whose place names no project.
+    if (project === null) throw new Error("the session file's place names no project");
+    this.projectRoot = project;
+    this.conversation = this.#harness.conversationOf(this.projectRoot, this.seat, this.sessionFile);
+    this.#engine = this.#harness.command(this.#commandOptions());
     this.#claims = new ClaimStore({ root: options.claimRoot });
     this.#launcher = options.launcher ?? new PgroupLauncher();
     const specs = [{ kind: "repository" as const, projectRoot: this.projectRoot, seat: this.seat }];
-    this.#reader = createReader({ roots: () => rootsFromSpecs(specs, []) });
+    // A Claude Code seat is read by the reader's Claude adapter: a registration on claude-code
+    // makes the seat's root its own Claude folder (reader/sources.ts).
+    const registrations =
+      this.#harness.name === "claude-code"
+        ? [
+            {
+              seat: this.seat,
+              layout: "repo",
+              project: this.projectRoot,
+              sessionsDir: claudeProjectsDirOf(this.projectRoot, this.seat),
+              harness: "claude-code",
+              startedAt: new Date().toISOString(),
+            },
+          ]
+        : [];
+    this.#reader = createReader({ roots: () => rootsFromSpecs(specs, registrations) });
     this.#ops = new Operations({
       conversation: this.conversation,
       sessionKey: this.sessionKey,
       sessionFile: this.sessionFile,
+      readHead: () => this.#harness.readHead(this.sessionFile),
+      readKey: () => this.#harness.readKey(this.sessionFile, this.sessionKey),
+      checkText: (text) => this.#harness.checkText(text),
       seatKey: { projectRoot: this.projectRoot, seat: this.seat },
       reader: this.#reader,
       claims: this.#claims,
@@ -146,6 +178,8 @@ export class Controller {
       generation: () => this.#generation,
       controllerConnection: () => this.#controllerConnection,
       setController: (id) => {
+        const was = this.#controllerConnection;
+        if (was !== null && was !== id) this.#exec?.approvals.lostControl(was);
         this.#controllerConnection = id;
         this.#generation++;
         if (id !== null) this.#exec?.closers.delete("revocation");
@@ -156,6 +190,13 @@ export class Controller {
       record: (r) => this.record(r),
       broadcast: (m) => this.#server?.broadcast(m),
       broadcastLine: (line) => this.#server?.broadcastLine(line),
+      answer: (conn, grant, r) =>
+        answerApproval(
+          this.#exec,
+          this.#dialogOutlet,
+          { connection: conn.id, actor: grant.actor },
+          r,
+        ),
       relaunch: async (execution, incarnation, leaf) => {
         const old = this.#exec;
         this.#generation++;
@@ -252,35 +293,78 @@ export class Controller {
     if (!this.#launchRecords.has(execution)) await this.#writeLaunchRecord(execution, incarnation);
     this.#guard.bindCheck(this.sessionFile, this.#stamp);
     if (this.#agentStamp) this.#guard.bindCheck(this.#agentStamp.path, this.#agentStamp);
-    const bound = bindEngine(this.#engineOptions(), this.#engine);
-    const { env, home } = await engineEnv({
+    const bound = this.#harness.bind(this.#commandOptions(), this.#engine);
+    const { env, home } = await engineEnv(this.#harness, {
       agentDir: this.#options.agentDir,
       extra: this.#options.engine?.env,
+      projectRoot: this.projectRoot,
+      seat: this.seat,
     });
-    // Read before the spawn: the load check accepts only Pi's known startup append past it.
-    const basis = readStartupBasis(this.sessionFile);
-    const launched = await this.#launcher.launch(
+    // Read before the spawn: what the harness's load check compares with.
+    const basis = this.#harness.beforeSpawn(this.sessionFile);
+    const closers = new Set<Closer>();
+    // Filled in once the engine runs; its hooks see only this execution (`this.#exec === exec`).
+    let exec: Execution = null as unknown as Execution;
+    const current = () => this.#exec === exec && exec !== null;
+    const started = await this.#harness.launch(
+      this.#launcher,
       {
         command: bound.command,
         args: [...bound.preArgs, ...bound.argv],
         env,
         cwd: this.projectRoot,
       },
-      { executionId: execution },
+      execution,
+      {
+        prompted: (ack) => {
+          if (!current()) return;
+          this.#ops.promptAcked(
+            ack.success,
+            ack.success ? { disposition: ack.disposition ?? null } : { error: ack.error },
+          );
+        },
+        signal: (signal) => {
+          if (current()) exec.tracker.onSignal(signal);
+        },
+        event: (event) => {
+          if (current()) this.#server?.broadcastLine(exec.stream.next(event).line);
+        },
+        dialog: (d) => {
+          if (!current()) return;
+          if (d.kind === "ui") this.#dialog(exec, d.native, d.method, d.title);
+          else openApproval(exec, this.#dialogOutlet, d.native, d.tool);
+        },
+        withdrawn: (native) => {
+          if (!current()) return;
+          const id = exec.approvals.idOf(native);
+          if (id === null) return;
+          endApproval(exec, this.#dialogOutlet, id, "closed", { reason: "the engine withdrew it" });
+        },
+        unbound: (why) => {
+          if (!current()) return;
+          exec.closers.add("uncertain");
+          exec.binding = { ...exec.binding, state: "uncertain", reason: `unbound: ${why}` };
+          this.record(exec.binding);
+          this.broadcastState();
+        },
+      },
+      basis,
     );
+    const { launched, engine } = started;
     const link = launched.link;
-    const closers = new Set<Closer>();
-    const exec: Execution = {
+    exec = {
       execution,
       incarnation,
       launched,
       link,
+      engine,
       tracker: null as unknown as Tracker,
       stops: null as unknown as StopChain,
       stream: new EventStream(undefined, this.#replayBounds()),
       binding: null as unknown as BindingRecord,
       closers,
       dialogs: [],
+      approvals: new Approvals(execution),
       home,
       leafAtStart: leaf,
       load: null,
@@ -294,39 +378,21 @@ export class Controller {
       },
     });
     exec.stops = new StopChain(this.#stopHost(exec));
-    link.onRecord((r) => {
-      if (this.#exec !== exec) return;
-      if (r.kind === "response" && r.matched && r.response.command === "prompt") {
-        const res = r.response;
-        this.#ops.promptAcked(
-          res.success,
-          res.success ? { disposition: promptDisposition(res.data) } : { error: res.error },
-        );
-        return;
-      }
-      if (r.kind !== "event") return;
-      exec.tracker.onEvent(r.event);
-      const e = r.event;
-      if (e.type === "extension_ui_request" && e.blocking)
-        this.#dialog(exec, e.id, e.method, e.title);
-      const mapped = mapEvent(e);
-      if (mapped) this.#server?.broadcastLine(exec.stream.next(mapped).line);
-    });
     void link.exited.then(() => {
       if (this.#exec !== exec) return;
       exec.tracker.engineGone();
+      endApprovals(exec, this.#dialogOutlet, "closed", "closed: the engine exited");
       if (!exec.stops.escalationRunning && !exec.closers.has("stopped")) {
         exec.closers.add("uncertain");
       }
       this.broadcastState();
     });
     this.#exec = exec;
-    const check = await checkLoad(
-      link,
-      { sessionFile: this.sessionFile, sessionId: this.sessionKey, leafId: leaf },
-      undefined,
-      basis,
-    );
+    const check = await engine.loadCheck({
+      sessionFile: this.sessionFile,
+      sessionId: this.sessionKey,
+      leafId: leaf,
+    });
     exec.load = check;
     exec.binding = {
       version: 2,
@@ -417,6 +483,7 @@ export class Controller {
       controllerConnection: this.#controllerConnection,
       state: this.state(),
       stream: this.#exec?.stream,
+      openDialogs: this.#exec?.approvals.openMessages() ?? [],
     });
   }
 
@@ -470,18 +537,17 @@ export class Controller {
     return events === undefined ? { maxBytes: bytes } : { maxEvents: events, maxBytes: bytes };
   }
 
-  #engineOptions() {
+  #commandOptions(): CommandOptions {
     const e = this.#options.engine ?? {};
     return {
-      argv: sealedArgv({
-        sessionFile: this.#options.sessionFile,
-        extraArgs: e.extraArgs,
-        piVersion: this.#options.piVersion,
-      }),
+      sessionFile: this.#options.sessionFile,
+      projectRoot: this.projectRoot,
+      extraArgs: e.extraArgs,
       pinRoot: this.#options.pinRoot,
-      piVersion: this.#options.piVersion,
+      version: this.#options.piVersion,
       command: e.command,
       preArgs: e.preArgs,
+      agentDir: this.#options.agentDir,
     };
   }
 
@@ -490,6 +556,7 @@ export class Controller {
       execution: exec.execution,
       incarnation: exec.incarnation,
       link: exec.link,
+      engine: exec.engine,
       launched: exec.launched,
       tracker: exec.tracker,
       verifier: this.#verifier,
@@ -502,6 +569,8 @@ export class Controller {
         this.broadcastState();
       },
       dialogSeen: () => exec.dialogs.length > 0,
+      endApprovals: (state: "denied" | "closed", why: string) =>
+        endApprovals(exec, this.#dialogOutlet, state, why),
       claimStopping: async () => {
         if (this.#claim) this.#claim = await this.#claims.markStopping(this.#claim);
       },
@@ -520,7 +589,7 @@ export class Controller {
 }
 
 /** The cgroup scope of a launched execution (CohortExecution's), or null. */
-function scopeOf(launched: Launched): string | null {
+function scopeOf(launched: AnyLaunched): string | null {
   const scope: unknown = (launched as { scope?: { dir?: unknown } }).scope?.dir;
   return typeof scope === "string" ? scope : null;
 }

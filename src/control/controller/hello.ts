@@ -2,8 +2,10 @@
 // construction), and the answer to a hello: refused `grant`, or the welcome with the state, the
 // stream's position and, for a resumed stream, the replayed lines that follow it at once.
 import { ID_PATTERN } from "../../protocol/chat-01.ts";
+import { encodeLine } from "../engine/framing.ts";
 import {
   type ControllerState,
+  type Dialog,
   type Grant,
   type Hello,
   OPERATIONS,
@@ -22,6 +24,8 @@ export type HelloContext = {
   state: ControllerState;
   /** The running execution's stream, if one runs. */
   stream: EventStream | undefined;
+  /** The approvals open now: a client welcomed now is sent them after the welcome. */
+  openDialogs: readonly Dialog[];
 };
 
 /**
@@ -42,7 +46,10 @@ export function answerHello(conn: Connection, hello: Hello, at: HelloContext): H
   };
   const stream = at.stream;
   if (stream) welcome.stream = { streamEpoch: stream.epoch, nextSequence: stream.nextSequence };
-  if (hello.resume === undefined) return welcome;
+  const dialogs = at.openDialogs.map((d) => encodeLine(d));
+  if (hello.resume === undefined) {
+    return dialogs.length === 0 ? welcome : { message: welcome, lines: dialogs };
+  }
   // The replayed lines go right after the welcome, in the same tick as the grant is set:
   // the next broadcast is the first live event, so nothing is missed or sent twice.
   const { streamEpoch, afterSequence } = hello.resume;
@@ -50,19 +57,20 @@ export function answerHello(conn: Connection, hello: Hello, at: HelloContext): H
     ? stream.plan(streamEpoch, afterSequence)
     : ({ ok: false, reason: "another-epoch", message: "no execution is running" } as const);
   if (!plan.ok) {
-    return {
+    const unavailable: Welcome = {
       ...welcome,
       replay: "unavailable",
       replayReason: plan.reason,
       replayMessage: plan.message,
     };
+    return dialogs.length === 0 ? unavailable : { message: unavailable, lines: dialogs };
   }
   welcome.replay = {
     streamEpoch: plan.streamEpoch,
     fromSequence: plan.fromSequence,
     toSequence: plan.toSequence,
   };
-  return { message: welcome, lines: plan.lines };
+  return { message: welcome, lines: [...plan.lines, ...dialogs] };
 }
 
 function refusedGrant() {

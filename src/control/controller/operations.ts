@@ -10,11 +10,12 @@ import { randomUUID } from "node:crypto";
 import { CURSOR_CAP } from "../../reader/cursors.ts";
 import type { Reader } from "../../reader/reader.ts";
 import type { Claim, ClaimStore, SeatKey } from "../claim/claim.ts";
-import { readSessionHead } from "../engine/session-head.ts";
+import type { SessionHead, TextCheck } from "../engine/harness.ts";
 import {
   type ControllerMessage,
   type ControllerState,
   canonicalRequest,
+  type Dialog,
   type Grant,
   type Receipt,
   type ReceiptReason,
@@ -37,6 +38,12 @@ export type OperationsHost = {
   conversation: string;
   sessionKey: string;
   sessionFile: string;
+  /** The session's key and leaf now (the harness reads the file); throws `mapping`. */
+  readHead(): SessionHead;
+  /** The session key now, for admission's W4 check; throws `mapping` when the file is gone. */
+  readKey(): string;
+  /** The harness's text policy (draft, text-policy). */
+  checkText(text: unknown): TextCheck;
   seatKey: SeatKey;
   reader: Reader;
   claims: ClaimStore;
@@ -55,6 +62,12 @@ export type OperationsHost = {
   broadcast(message: ControllerMessage): void;
   /** Sends an encoded stream event line to every welcomed connection. */
   broadcastLine(line: string): void;
+  /** Answers an open approval for `conn` (its checks passed admission); a refusal or the dialog. */
+  answer(
+    conn: Connection,
+    grant: Grant,
+    r: Extract<Request, { op: "answer" }>,
+  ): { ok: true; dialog: Dialog } | { ok: false; code: ControlRefusalCode; message: string };
   /** A new execution and incarnation (generation + 1), the claim already acquired for it. */
   relaunch(execution: string, incarnation: string, leaf: string | null): Promise<void>;
 };
@@ -178,7 +191,8 @@ export class Operations {
         fenceReason: [...exec.closers].join(", ") || "closed",
         provesStops: h.provesStops,
         auditOk: h.auditOk(),
-        readHeaderId: () => readSessionHead(h.sessionFile).headerId,
+        readHeaderId: () => h.readKey(),
+        checkText: (text) => h.checkText(text),
         sessionKey: h.sessionKey,
         hasTurn: exec.tracker.hasTurn(),
         escalationRunning: exec.stops.escalationRunning,
@@ -229,7 +243,7 @@ export class Operations {
         });
         if (!used.ok) return refused(r.id, "confirmation", used.message);
         const stop = await exec.stops.forceStop();
-        if (stop.result === "stopped") this.#leafAtProof = readSessionHead(h.sessionFile).leafId;
+        if (stop.result === "stopped") this.#leafAtProof = h.readHead().leafId;
         h.broadcast({ type: "state", state: h.state() });
         return ok({ stop });
       }
@@ -237,6 +251,12 @@ export class Operations {
         return this.#recover(r.id, conn, exec, r.confirmation);
       case "launch":
         return this.#launch(r.id, exec, r.eligibility);
+      case "answer": {
+        const answered = h.answer(conn, grant, r);
+        return answered.ok
+          ? ok({ dialog: answered.dialog })
+          : refused(r.id, answered.code, answered.message);
+      }
       default: {
         const never: never = r;
         return refused((never as Request).id, "malformed", "unknown operation");
@@ -328,7 +348,7 @@ export class Operations {
         },
       };
     });
-    exec.link.request({ type: "prompt", message: text }).catch(() => {
+    exec.engine.prompt(text).catch(() => {
       // The engine went away before answering: the outcome is unknown (transport-unknown).
       if (this.#pending?.receipt.id === receipt.id) exec.tracker.engineGone();
     });
@@ -349,7 +369,7 @@ export class Operations {
     if (!proven || exec.stops.latest?.id !== proven.id || proven.proofDigest === null || !claim) {
       return refused(id, "stop-proof", "no verified stop of this execution");
     }
-    const leaf = readSessionHead(h.sessionFile).leafId;
+    const leaf = h.readHead().leafId;
     if (leaf !== this.#leafAtProof) return refused(id, "target", "the leaf moved since the proof");
     const record: EligibilityRecord = {
       version: 2,
@@ -377,7 +397,7 @@ export class Operations {
     if (el.record.incarnation !== exec.incarnation) {
       return refused(id, "eligibility", "the eligibility record is from another incarnation");
     }
-    const leaf = readSessionHead(h.sessionFile).leafId;
+    const leaf = h.readHead().leafId;
     if (leaf !== el.record.leafId) return refused(id, "target", "the leaf moved since eligibility");
     el.used = true;
     const execution = `ex-${randomUUID()}`;

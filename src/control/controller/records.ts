@@ -15,22 +15,10 @@ import {
   type UnsupportedRoot,
 } from "../../reader/sources.ts";
 import type { LauncherKind, StopOutcome, StopProof } from "../cohort/launcher.ts";
-import type { ConfirmedOperation, Receipt } from "../protocol.ts";
+import { CLAUDE_SESSION_PLACE } from "../engine/claude-code/claude-files.ts";
+import type { LoadedSession, StartupAppend } from "../engine/harness.ts";
+import type { ConfirmedOperation, DialogMethod, Receipt } from "../protocol.ts";
 import { ControlRefusal } from "../refusal.ts";
-
-export type LoadedSession = {
-  sessionFile: string | null;
-  sessionId: string | null;
-  leafId: string | null;
-  via: "get_tree" | "get_entries";
-};
-
-/** What Pi appended at startup and the load check accepted (docs/control-cli.md, New). */
-export type StartupAppend = {
-  /** The appended entries, oldest first: `[model_change,] thinking_level_change`. */
-  entries: { id: string; type: "model_change" | "thinking_level_change" }[];
-  bytes: number;
-};
 
 /** The K8 load check's verdict on one execution. */
 export type BindingRecord = {
@@ -119,17 +107,35 @@ export type EligibilityRecord = {
   issuedAt: string;
 };
 
+/** A dialog the engine asked: Pi's, never answered; or an approval, open until it ends. */
 export type DialogRecord = {
   version: 2;
   kind: "dialog";
   id: string;
-  /** Pi's request id, which is never answered. */
+  /** The engine's request id: Pi's (never answered), Claude Code's `request_id`. */
   native: string;
   execution: string;
-  method: "select" | "confirm" | "input" | "editor";
+  method: DialogMethod;
   title: string;
-  disabled: true;
+  disabled: boolean;
+  /** Why a disabled dialog is not answered. */
+  reason?: string;
+  /** An approval's tool, as the engine asked it. */
+  tool?: { name: string; input: unknown; toolUseId?: string };
+  at: string;
+};
+
+/** How an approval ended: allowed or denied by the connection named, or closed unanswered. */
+export type DialogEndRecord = {
+  version: 2;
+  kind: "dialog-end";
+  dialog: string;
+  native: string;
+  execution: string;
+  state: "allowed" | "denied" | "closed";
   reason: string;
+  answeredBy?: { connection: string; actor: string };
+  message?: string;
   at: string;
 };
 
@@ -139,7 +145,8 @@ export type ControlRecord =
   | StopRecord
   | ConfirmationRecord
   | EligibilityRecord
-  | DialogRecord;
+  | DialogRecord
+  | DialogEndRecord;
 
 /** SHA-256 (hex) of canonical JSON: keys sorted at every level. */
 export function digestOf(value: unknown): string {
@@ -257,6 +264,19 @@ export class RepositoryVerifier implements Verifier {
 
   checkSession(sessionFile: string): void {
     const file = resolve(sessionFile);
+    // A Claude Code seat's session (docs/claude-control.md): its place names the project and
+    // seat, which a repository spec must approve.
+    const claudeProject = CLAUDE_SESSION_PLACE.projectOf(file, undefined);
+    if (claudeProject !== null) {
+      const seat = basename(dirname(dirname(dirname(dirname(file)))));
+      const approved = this.specs.some(
+        (s) =>
+          s.kind === "repository" &&
+          resolve(String(s.projectRoot)) === claudeProject &&
+          s.seat === seat,
+      );
+      if (approved) return;
+    }
     // Repository roots only: Pi's own store (`pi-agent` specs) is a live root the controller
     // never runs Pi on, and fleet or connector specs are never roots.
     const repositorySpecs = this.specs.filter((spec) => spec.kind === "repository");

@@ -4,8 +4,8 @@
 // Only a stop the verifier accepts ends the claim; anything else leaves it `uncertain`.
 import { randomUUID } from "node:crypto";
 import type { Launched, StopOutcome } from "../cohort/launcher.ts";
-import type { EngineLink } from "../engine/engine.ts";
-import { parseQueue } from "../engine/rpc.ts";
+import type { AnyEngineLink } from "../engine/engine.ts";
+import type { EngineSession } from "../engine/harness.ts";
 import type { StopRecord, StopResult, StopTrigger, Verifier } from "./records.ts";
 import type { Tracker } from "./turns.ts";
 
@@ -21,13 +21,18 @@ export type Closer =
 export type StopHost = {
   readonly execution: string;
   readonly incarnation: string;
-  readonly link: EngineLink;
-  readonly launched: Launched;
+  /** The engine's process (its pid for the verifier). */
+  readonly link: AnyEngineLink;
+  /** Its protocol: the interrupt's clear and abort. */
+  readonly engine: EngineSession;
+  readonly launched: Pick<Launched, "forceStop">;
   readonly tracker: Tracker;
   readonly verifier: Verifier;
   close(closer: Closer): void;
   lift(closer: Closer): void;
   dialogSeen(): boolean;
+  /** Ends the open approvals: `denied` (an interrupt's first step) or `closed` (a stop). */
+  endApprovals(state: "denied" | "closed", why: string): void;
   /** Claim transitions; each may refuse (a ControlRefusal), which the chain records. */
   claimStopping(): Promise<void>;
   claimUncertain(why: string): Promise<void>;
@@ -75,21 +80,22 @@ export class StopChain {
     return this.#escalation?.id ?? this.#interrupt?.id ?? this.#latest?.id ?? null;
   }
 
-  /** Interrupt: fence, clear_queue, re-check overlap, abort, lift its own fence. */
+  /** Interrupt: fence, clear the engine's queue, re-check overlap, abort, lift its own fence. */
   async interrupt(): Promise<StopRecord> {
     const h = this.#host;
     const run = this.#begin("interrupt", null);
     this.#interrupt = run;
     h.close("interrupt");
+    // An approval the engine waits on is denied first: the interrupt must not race an answer.
+    h.endApprovals("denied", "denied by an interrupt");
     const overlapsBefore = h.tracker.overlaps.length;
     let why = "the abort completed";
     let result: StopResult = "interrupted";
     try {
       run.nativeQueue = "unknown";
-      const cleared = await h.link.request({ type: "clear_queue" });
-      const q = cleared.success ? parseQueue(cleared.data) : null;
-      if (q?.ok) h.tracker.queueCleared(q.value.steering.length, q.value.followUp.length);
-      run.nativeQueue = q?.ok ? "cleared" : "not-cleared";
+      const q = await h.engine.clearQueue();
+      if (q) h.tracker.queueCleared(q.steering, q.followUp);
+      run.nativeQueue = q ? "cleared" : "not-cleared";
       // H10: an overlap read during the pause means no abort, which would run what was queued.
       if (run.superseded) {
         result = "superseded";
@@ -100,7 +106,7 @@ export class StopChain {
       } else {
         run.abortWritten = true;
         h.tracker.abortWritten();
-        await h.link.request({ type: "abort" });
+        await h.engine.abort();
         if (run.superseded) {
           result = "superseded";
           why = "a force stop took over";
@@ -126,6 +132,7 @@ export class StopChain {
     run.abortWritten = interrupted?.abortWritten ?? false;
     this.#escalation = run;
     h.close("force-stop");
+    h.endApprovals("closed", "closed by a force stop");
     let claimNote = "";
     try {
       await h.claimStopping();

@@ -1,10 +1,11 @@
 // The turn tracker (seed: Pieces, turns; Choices, Seal and attribution, Overlap, Run order):
-// runs, the one dispatch slot, and the overlap signals O1-O6. It reads the engine's record
-// stream in order and never sends anything; the controller acts on what it reports.
+// runs, the one dispatch slot, and the overlap signals O1-O6. It reads the engine's turn signals
+// (engine/harness.ts; each engine derives them from its own stream) in order and never sends
+// anything; the controller acts on what it reports.
 // docs/controller.md defines each signal. An `aborted` with no stop that wrote an abort in its
 // chain is an overlap (O6), never a stop link.
 
-import type { PromptDisposition, RpcEvent, RpcMessage } from "../engine/rpc.ts";
+import type { PromptDisposition, TurnSignal } from "../engine/harness.ts";
 import type { ReceiptReason } from "../protocol.ts";
 
 export type OverlapCode = "O1" | "O2" | "O3" | "O4" | "O5" | "O6";
@@ -108,15 +109,30 @@ export class Tracker {
     }
   }
 
-  onEvent(e: RpcEvent): void {
-    if (e.type === "agent_start") this.#runStarted();
-    else if (e.type === "message_start" && e.message.role === "user") this.#userMessage(e.message);
-    else if (e.type === "message_end" && e.message.role === "assistant") {
-      if (e.message.stopReason === "aborted") this.#aborted();
-    } else if (e.type === "queue_update" && e.steering.length + e.followUp.length > 0) {
-      const n = `${e.steering.length}+${e.followUp.length}`;
-      this.#signal("O5", `a queue the controller never filled: ${n}`);
-    } else if (e.type === "agent_settled") this.#runSettled();
+  onSignal(s: TurnSignal): void {
+    switch (s.type) {
+      case "run-started":
+        this.#runStarted();
+        return;
+      case "user-message":
+        this.#userMessage(s.text);
+        return;
+      case "aborted":
+        this.#aborted();
+        return;
+      case "queue":
+        if (s.steering + s.followUp > 0) {
+          this.#signal("O5", `a queue the controller never filled: ${s.steering}+${s.followUp}`);
+        }
+        return;
+      case "run-settled":
+        this.#runSettled();
+        return;
+      default: {
+        const never: never = s;
+        throw new Error(`unknown turn signal ${JSON.stringify(never)}`);
+      }
+    }
   }
 
   #runStarted(): void {
@@ -133,7 +149,7 @@ export class Tracker {
     this.#run = { ours: false, userMessages: 0, abortedByStop: false };
   }
 
-  #userMessage(message: RpcMessage): void {
+  #userMessage(text: string | null): void {
     const run = this.#run;
     if (!run) {
       this.#signal("O2", "a user message outside any run");
@@ -146,7 +162,7 @@ export class Tracker {
     }
     const slot = this.#slot;
     if (slot?.phase !== "acked") return;
-    if (textOf(message) !== slot.text) {
+    if (text !== slot.text) {
       this.#signal("O3", "the run after the ack carries another input's message");
       return;
     }
@@ -185,19 +201,4 @@ export class Tracker {
     if (detail === undefined) this.#hooks.settle(slot.receipt, reason);
     else this.#hooks.settle(slot.receipt, reason, detail);
   }
-}
-
-/** The text a user message carries: a string content, or its text blocks joined. */
-function textOf(message: RpcMessage): string | null {
-  const c = message.content;
-  if (typeof c === "string") return c;
-  if (!Array.isArray(c)) return null;
-  let text = "";
-  for (const block of c) {
-    if (typeof block !== "object" || block === null) return null;
-    const b = block as { type?: unknown; text?: unknown };
-    if (b.type !== "text" || typeof b.text !== "string") return null;
-    text += b.text;
-  }
-  return text;
 }

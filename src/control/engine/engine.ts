@@ -1,17 +1,44 @@
-// The engine link: one engine process in Pi's RPC mode, its stdin/stdout as LF-framed JSON
-// (framing.ts) and its stderr kept bounded. It owns request/response correlation and the
-// ordered record stream. Invariants: the engine's environment is exactly the caller's (nothing
-// from process.env); every pending request resolves, times out, or rejects when the engine
-// exits or its stdout closes.
+// The engine link: one engine process, its stdin/stdout as LF-framed JSON (framing.ts) and its
+// stderr kept bounded. It owns request/response correlation and the ordered record stream; what
+// a line means is its wire's (Pi's RPC by default, pi/rpc.ts; Claude Code's stream-json,
+// claude-code/claude-wire.ts). Invariants: the engine's environment is exactly the caller's
+// (nothing from process.env); every pending request resolves, times out, or rejects when the
+// engine exits or its stdout closes.
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { encodeLine, FramingError, LineSplitter } from "./framing.ts";
 import {
+  type Parsed,
   parseIncoming,
   type RpcCommand,
   type RpcEvent,
   type RpcResponse,
   type RpcUiResponse,
-} from "./rpc.ts";
+} from "./pi/rpc.ts";
+
+/**
+ * What the lines on an engine's stdin and stdout mean: how a request is written with the id the
+ * link gives it, and what one parsed stdout value is. A response names the request it answers
+ * by `id` (the link correlates); anything else the engine writes is an event, kept whole.
+ */
+export type Wire<E, C> = {
+  request(command: C, id: string): object;
+  incoming(
+    value: unknown,
+  ): Parsed<{ kind: "event"; event: E } | { kind: "response"; response: RpcResponse }>;
+};
+
+/** Pi's RPC mode (rpc-mode.js): a command is `{ ...command, id }`; a `response` names its id. */
+export const PI_WIRE: Wire<RpcEvent, RpcCommand> = {
+  request: (command, id) => ({ ...command, id }),
+  incoming: (value) => parseIncoming(value),
+};
+
+/**
+ * A link of any wire, for code that needs only the process: its pid, exit, signals and stderr
+ * (launchers, stops). Its requests take nothing, so it can't be asked anything.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: no events are read through this view; any E fits.
+export type AnyEngineLink = EngineLink<any, never, never>;
 
 export type EngineSpec = {
   command: string;
@@ -21,7 +48,9 @@ export type EngineSpec = {
   cwd: string;
 };
 
-export type EngineLinkOptions = {
+export type EngineLinkOptions<E = RpcEvent, C = RpcCommand> = {
+  /** What the lines mean; default Pi's RPC (PI_WIRE). */
+  wire?: Wire<E, C>;
   maxRecordBytes?: number;
   /** Stderr kept: the last this many bytes. Default 64 KiB. */
   stderrLimitBytes?: number;
@@ -47,8 +76,8 @@ export type ProtocolIssue =
   | { reason: "record-too-large"; limit: number };
 
 /** Every stdout record in arrival order; `seq` counts records from 1. */
-export type LinkRecord =
-  | { seq: number; kind: "event"; event: RpcEvent }
+export type LinkRecord<E = RpcEvent> =
+  | { seq: number; kind: "event"; event: E }
   | { seq: number; kind: "response"; response: RpcResponse; matched: boolean }
   | { seq: number; kind: "protocol"; issue: ProtocolIssue };
 
@@ -101,7 +130,7 @@ const LATE_IDS_KEPT = 1000;
  * and `kill(sig, "group")` reaches the tools it spawned. stdin EOF still ends Pi (exit 0,
  * rpc-mode.js:641-644) if the controller dies, since the pipes close with it.
  */
-export class EngineLink {
+export class EngineLink<E = RpcEvent, C = RpcCommand, O extends object = RpcUiResponse> {
   readonly pid: number | undefined;
   /**
    * Resolves once the process has exited (or failed to spawn) and its stdout and stderr have
@@ -116,7 +145,8 @@ export class EngineLink {
   readonly #stderrLimit: number;
   readonly #pending = new Map<string, Pending>();
   readonly #lateIds = new Set<string>();
-  readonly #recordFns = new Set<(r: LinkRecord) => void>();
+  readonly #recordFns = new Set<(r: LinkRecord<E>) => void>();
+  readonly #wire: Wire<E, C>;
   readonly #stderrChunks: Buffer[] = [];
   #stderrHeld = 0;
   #stderrTotal = 0;
@@ -131,7 +161,9 @@ export class EngineLink {
   #settleTimer: NodeJS.Timeout | null = null;
   #resolveExited!: (e: EngineExit) => void;
 
-  private constructor(spec: EngineSpec, options: EngineLinkOptions) {
+  private constructor(spec: EngineSpec, options: EngineLinkOptions<E, C>) {
+    // Pi's wire unless another is given: the type parameters then default to Pi's too.
+    this.#wire = options.wire ?? (PI_WIRE as unknown as Wire<E, C>);
     this.#splitter = new LineSplitter(
       options.maxRecordBytes === undefined ? {} : { maxRecordBytes: options.maxRecordBytes },
     );
@@ -165,12 +197,15 @@ export class EngineLink {
   }
 
   /** Spawns the engine. Spawn failures surface as an `exited` with `spawnError`. */
-  static start(spec: EngineSpec, options: EngineLinkOptions = {}): EngineLink {
-    return new EngineLink(spec, options);
+  static start<E = RpcEvent, C = RpcCommand, O extends object = RpcUiResponse>(
+    spec: EngineSpec,
+    options: EngineLinkOptions<E, C> = {},
+  ): EngineLink<E, C, O> {
+    return new EngineLink<E, C, O>(spec, options);
   }
 
   /** Subscribes to events, in stdout order. Returns the detach function. */
-  onEvent(fn: (event: RpcEvent) => void): () => void {
+  onEvent(fn: (event: E) => void): () => void {
     return this.onRecord((r) => {
       if (r.kind === "event") fn(r.event);
     });
@@ -188,7 +223,7 @@ export class EngineLink {
    * delivered before its request's promise settles, so a subscriber sees exactly where it fell
    * among the events.
    */
-  onRecord(fn: (record: LinkRecord) => void): () => void {
+  onRecord(fn: (record: LinkRecord<E>) => void): () => void {
     this.#recordFns.add(fn);
     return () => this.#recordFns.delete(fn);
   }
@@ -198,7 +233,7 @@ export class EngineLink {
    * included. Rejects with `EngineTimeout` after `timeoutMs` (Infinity: never), and with
    * `EngineExited` when the engine exits, its stdout closes, or the link broke first.
    */
-  request(cmd: RpcCommand, options: { timeoutMs?: number } = {}): Promise<RpcResponse> {
+  request(cmd: C, options: { timeoutMs?: number } = {}): Promise<RpcResponse> {
     const id = `req-${this.#nextId++}`;
     const gone =
       this.#goneError() ??
@@ -208,21 +243,25 @@ export class EngineLink {
     if (gone) return Promise.reject(gone);
     const timeoutMs = options.timeoutMs ?? this.#defaultTimeoutMs;
     return new Promise<RpcResponse>((resolve, reject) => {
-      const pending: Pending = { command: cmd.type, resolve, reject, timer: null };
+      const command = commandName(cmd);
+      const pending: Pending = { command, resolve, reject, timer: null };
       if (Number.isFinite(timeoutMs)) {
         pending.timer = setTimeout(() => {
           this.#pending.delete(id);
           this.#rememberLate(id);
-          reject(new EngineTimeout(cmd.type, id, timeoutMs));
+          reject(new EngineTimeout(command, id, timeoutMs));
         }, timeoutMs);
       }
       this.#pending.set(id, pending);
-      this.#child.stdin.write(encodeLine({ ...cmd, id }));
+      this.#child.stdin.write(encodeLine(this.#wire.request(cmd, id)));
     });
   }
 
-  /** Sends a record that has no response (an `extension_ui_response`). False if it can't. */
-  send(message: RpcUiResponse): boolean {
+  /**
+   * Sends a record that has no response (Pi's `extension_ui_response`; Claude Code's user turn
+   * or answer to its own request). False if it can't.
+   */
+  send(message: O): boolean {
     if (this.#goneError() || this.#inputEnded) return false;
     this.#child.stdin.write(encodeLine(message));
     return true;
@@ -233,7 +272,8 @@ export class EngineLink {
    * `get_state` and resolves with its response; rejects past the deadline or on exit.
    */
   ready(options: { timeoutMs?: number } = {}): Promise<RpcResponse> {
-    return this.request({ type: "get_state" }, { timeoutMs: options.timeoutMs ?? 15_000 });
+    // Pi's readiness; only a link on Pi's wire has get_state.
+    return this.request({ type: "get_state" } as C, { timeoutMs: options.timeoutMs ?? 15_000 });
   }
 
   /**
@@ -328,7 +368,7 @@ export class EngineLink {
       this.#issue({ reason: "malformed-line", detail: (e as Error).message, line: clip(line) });
       return;
     }
-    const parsed = parseIncoming(value);
+    const parsed = this.#wire.incoming(value);
     if (!parsed.ok) {
       this.#issue({ reason: "malformed-line", detail: parsed.reason, line: clip(line) });
       return;
@@ -362,7 +402,7 @@ export class EngineLink {
 
   // A throwing subscriber is a bug; it is rethrown outside the read loop so the other
   // subscribers, and the request the record answers, still see it.
-  #emit(record: LinkRecord): void {
+  #emit(record: LinkRecord<E>): void {
     for (const fn of [...this.#recordFns]) {
       try {
         fn(record);
@@ -469,6 +509,14 @@ export class EngineLink {
       });
     });
   }
+}
+
+/** A command's name for timeouts and the pending map: its `type` or `subtype`, else "request". */
+function commandName(cmd: unknown): string {
+  if (typeof cmd !== "object" || cmd === null) return "request";
+  const o = cmd as { type?: unknown; subtype?: unknown };
+  if (typeof o.type === "string") return o.type;
+  return typeof o.subtype === "string" ? o.subtype : "request";
 }
 
 function describeExit(exit: EngineExit): string {

@@ -6,6 +6,7 @@ import { type BigIntStats, lstatSync, readlinkSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { ControlRefusal } from "../refusal.ts";
+import type { SessionPlace } from "./harness.ts";
 
 /** The live roots under each home: Pi's, Claude's, and the Mosaic dev tree's. */
 export const LIVE_DIRS = [".pi", ".claude", ".mosaic-dev"] as const;
@@ -28,8 +29,8 @@ export type PathStamp = {
   /** Its real path; for a path that doesn't exist yet, the real path of what does, then the rest. */
   real: string;
   steps: readonly Step[];
-  /** Set when the path was checked as the session file. */
-  session?: { seat: string | undefined };
+  /** Set when the path was checked as the session file (with the place it was checked at). */
+  session?: { seat: string | undefined; place: SessionPlace };
 };
 
 export type GuardOptions = {
@@ -45,6 +46,35 @@ function live(message: string): ControlRefusal {
 
 function configuration(message: string): ControlRefusal {
   return new ControlRefusal("configuration", message);
+}
+
+/**
+ * Pi's sessions: `<project>/.pi/state/<seat>/sessions/<name>.jsonl`, the directory the reader
+ * lists for that project and seat (reader/sources.ts).
+ */
+export const PI_SESSION_PLACE: SessionPlace = {
+  projectOf(file, seat) {
+    const sessions = dirname(file);
+    const seatDir = dirname(sessions);
+    const state = dirname(seatDir);
+    const dotPi = dirname(state);
+    const name = basename(file);
+    const placed =
+      name.endsWith(".jsonl") &&
+      name !== ".jsonl" &&
+      basename(sessions) === "sessions" &&
+      basename(state) === "state" &&
+      basename(dotPi) === ".pi" &&
+      SEAT_NAME.test(basename(seatDir)) &&
+      (seat === undefined || basename(seatDir) === seat);
+    return placed ? dirname(dotPi) : null;
+  },
+  describe: (seat) => `<project>/.pi/state/${seat ?? "<seat>"}/sessions/<name>.jsonl`,
+};
+
+/** A seat name, as the reader's sources take it (for the places of other harnesses). */
+export function isSeatName(name: string): boolean {
+  return SEAT_NAME.test(name);
 }
 
 function isInside(path: string, root: string): boolean {
@@ -182,7 +212,11 @@ export class LiveSessionGuard {
    * equal to seat when given; refuses `live-session-refused` when its real path leaves
    * fixtureRoot, which is what protects the real live roots under a scratch HOME.
    */
-  checkSessionFile(sessionFile: string, seat?: string | undefined): PathStamp {
+  checkSessionFile(
+    sessionFile: string,
+    seat?: string | undefined,
+    place: SessionPlace = PI_SESSION_PLACE,
+  ): PathStamp {
     if (typeof sessionFile !== "string" || sessionFile === "") {
       throw configuration("the session file is required");
     }
@@ -190,30 +224,16 @@ export class LiveSessionGuard {
       throw configuration(`the session file must be an absolute normalized path: ${sessionFile}`);
     }
     const stamp = this.check(sessionFile);
-    const sessions = dirname(sessionFile);
-    const seatDir = dirname(sessions);
-    const state = dirname(seatDir);
-    const dotPi = dirname(state);
-    const project = dirname(dotPi);
-    const name = basename(sessionFile);
-    const placed =
-      name.endsWith(".jsonl") &&
-      name !== ".jsonl" &&
-      basename(sessions) === "sessions" &&
-      basename(state) === "state" &&
-      basename(dotPi) === ".pi" &&
-      SEAT_NAME.test(basename(seatDir)) &&
-      (seat === undefined || basename(seatDir) === seat) &&
-      isInside(project, this.fixtureRoot);
-    if (!placed) {
-      const where = `${this.fixtureRoot}/…/<project>/.pi/state/${seat ?? "<seat>"}/sessions/<name>.jsonl`;
+    const project = place.projectOf(sessionFile, seat);
+    if (project === null || !isInside(project, this.fixtureRoot)) {
+      const where = `${this.fixtureRoot}/…/${place.describe(seat)}`;
       throw configuration(`the session file ${sessionFile} is not at ${where}`);
     }
     const fixtureReal = followPath(this.fixtureRoot).real;
     if (!isInside(stamp.real, fixtureReal)) {
       throw live(`the session file ${sessionFile} resolves to ${stamp.real}, outside fixtureRoot`);
     }
-    return { ...stamp, session: { seat } };
+    return { ...stamp, session: { seat, place } };
   }
 
   /**
@@ -228,7 +248,7 @@ export class LiveSessionGuard {
     const now =
       atConstruction.session === undefined
         ? this.check(path)
-        : this.checkSessionFile(path, atConstruction.session.seat);
+        : this.checkSessionFile(path, atConstruction.session.seat, atConstruction.session.place);
     for (const [i, was] of atConstruction.steps.entries()) {
       if (was.kind === "missing") break;
       const is = now.steps[i];

@@ -2,8 +2,8 @@
 // the default leaf as Pi loads it (the last valid entry in file order, reader parser rule).
 // Reads only; never writes or renames the file (W11). Refuses `mapping`, `configuration`.
 import { lstatSync, readFileSync } from "node:fs";
-import { ID_PATTERN } from "../../protocol/chat-01.ts";
-import { ControlRefusal } from "../refusal.ts";
+import { ID_PATTERN } from "../../../protocol/chat-01.ts";
+import { ControlRefusal } from "../../refusal.ts";
 
 export type SessionHead = { headerId: string; leafId: string | null; bytes: number };
 

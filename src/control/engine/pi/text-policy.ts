@@ -5,8 +5,9 @@
 // test/control/text-policy-1-6.test.ts finds each in Pi 1.6.0's files too (its lines moved; its
 // prompt path tests no other prefix).
 // Never rewrites admitted text: it is sent exactly as given.
-import { LIMITS } from "../../protocol/chat-01.ts";
-import type { ControlRefusalCode } from "../refusal.ts";
+import { LIMITS } from "../../../protocol/chat-01.ts";
+import type { ControlRefusalCode } from "../../refusal.ts";
+import type { TextCheck } from "../harness.ts";
 
 /** A line of pinned Pi that a test reads back. `file` is relative to `node_modules/`. */
 export type SourceLine = { file: string; line: number; snippet: string; shows: string };
@@ -281,9 +282,7 @@ export const WHITESPACE_SOURCES: readonly SourceLine[] = [
 export const MAX_PROMPT_CHARS = LIMITS.stringChars;
 
 export type TextPolicyCode = Extract<ControlRefusalCode, "text-policy" | "draft">;
-export type TextCheck =
-  | { ok: true; text: string }
-  | { ok: false; code: TextPolicyCode; message: string };
+export type { TextCheck };
 
 /**
  * Admits prompt text, unchanged, or refuses it: `draft` when it is not a string, is empty or

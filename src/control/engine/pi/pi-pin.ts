@@ -1,15 +1,14 @@
 // The Pi pin and the seal (seed: Choices, Seal and Engine command). In a checkout the pin is
 // read from the lock files under the pin root; where this package is installed (no lock of
-// ours), from the Pi that Node resolves and a digest of its files (pi-files.ts). The seal is
+// ours), from the Pi that Node resolves and a digest of its files (package-files.ts). The seal is
 // an allow-list over Pi's own argument parser
 // (pi-coding-agent 0.85.1 dist/cli/args.js, cited as `args.js <line>`). Nothing here spawns.
 // Refuses `engine-pin-mismatch` and `unsealed-engine` by throwing ControlRefusal.
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
-import { fileURLToPath } from "node:url";
-import { ControlRefusal } from "../refusal.ts";
-import { digestPackageFiles, resolvePackageDir } from "./pi-files.ts";
+import { ControlRefusal } from "../../refusal.ts";
+import { digestPackageFiles, PACKAGE_ROOT, resolvePackageDir } from "../package-files.ts";
 
 export const PI_PACKAGE = "@earendil-works/pi-coding-agent";
 export const PI_VERSION = "0.85.1";
@@ -84,9 +83,6 @@ export function piVersionPin(version: string = PI_VERSION): PiVersionPin {
   return PI_PINS[version];
 }
 const CLI_IN_PACKAGE = ["dist", "bundle", "cli.js"];
-
-/** This package's root: src/control/ (or dist/control/ once built) is two levels down. */
-export const PACKAGE_ROOT = resolve(fileURLToPath(new URL("../../../", import.meta.url)));
 
 export type Pin = {
   name: string;
@@ -522,7 +518,10 @@ export function engineCommand(options: EngineOptions): EngineCommand {
  * and pin recorded at construction. Refuses `unsealed-engine` if the command line changed,
  * `engine-pin-mismatch` if the pin did, and whatever engineCommand refuses.
  */
-export function bindEngine(options: EngineOptions, atConstruction: EngineCommand): EngineCommand {
+export function bindEngine(
+  options: EngineOptions,
+  atConstruction: { argvDigest: string; pin: { integrity: string } },
+): EngineCommand {
   const now = engineCommand(options);
   if (now.argvDigest !== atConstruction.argvDigest) {
     throw unsealed("the engine command line changed between construction and bind");

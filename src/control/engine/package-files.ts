@@ -1,10 +1,14 @@
-// Where the pinned Pi is installed, as Node resolves it from this package, and a digest of its
-// files. Used by the pin (pi-pin.ts) when this package is installed (a consumer project or a
-// global prefix), where no lock file of ours exists. Reads only; a file it can't read is a
-// mismatch, never skipped.
+// Where a pinned engine package is installed, as Node resolves it from this package, and a
+// digest of its files. Used by the pins (pi/pi-pin.ts) when this package is installed (a
+// consumer project or a global prefix), where no lock file of ours exists. Reads only; a file it
+// can't read is a mismatch, never skipped.
 import { createHash } from "node:crypto";
 import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** This package's root: src/control/engine/ (or dist/control/engine/ once built) is three levels down. */
+export const PACKAGE_ROOT = resolve(fileURLToPath(new URL("../../../", import.meta.url)));
 
 /**
  * The first `<dir>/node_modules/<name>` holding a package.json, for `dir` from `from` up to
