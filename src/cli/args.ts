@@ -5,6 +5,7 @@ import { resolve } from "node:path";
 import { EXPORT_FORMATS, isExportFormat } from "../export/index.ts";
 import { QUERY_MAX_CHARS, QUERY_MAX_PREFIXES, QUERY_MAX_TOKENS } from "../search/query.ts";
 import { ATTACH_HELP, type AttachCommand, parseAttach } from "./attach-args.ts";
+import { AUDIT_HELP, type AuditCommand, parseAudit } from "./audit.ts";
 import type { SourceFlags } from "./config.ts";
 import { CONTROL_HELP, type ControlCommand, parseControl } from "./control-args.ts";
 import type { ControllersCommand } from "./controllers.ts";
@@ -38,6 +39,7 @@ export type Command =
   | ControllersCommand
   | ControlCommand
   | AttachCommand
+  | AuditCommand
   | SearchCommand
   | ExportCommand;
 
@@ -74,6 +76,7 @@ Commands:
   control            run a controller on one session (see control --help)
   controllers        list the running controllers
   attach <id>        a terminal on a running controller (see attach --help)
+  audit <id>         who did what to a conversation; --verify proves it
 
 ${SOURCES_HELP}
 
@@ -206,6 +209,7 @@ ${SOURCES_HELP}
 `,
   control: CONTROL_HELP,
   attach: ATTACH_HELP,
+  audit: AUDIT_HELP,
 } as const;
 
 const STATE_DIR = { type: "string" } as const;
@@ -255,6 +259,7 @@ type CommandName =
   | "control"
   | "controllers"
   | "attach"
+  | "audit"
   | "search"
   | "export";
 
@@ -267,6 +272,7 @@ function isCommandName(s: string): s is CommandName {
     "control",
     "controllers",
     "attach",
+    "audit",
     "search",
     "export",
   ].includes(s);
@@ -424,6 +430,8 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
       return parseControl(args);
     case "attach":
       return parseAttach(args);
+    case "audit":
+      return parseAudit(args);
     default:
       return unreachable(name);
   }

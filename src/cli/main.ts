@@ -21,6 +21,7 @@ import { makeVisible } from "../present/visible.ts";
 import { expandRoots } from "../reader/pi-store.ts";
 import { type Command, HELP, parseCommand } from "./args.ts";
 import { runAttach } from "./attach.ts";
+import { runAudit } from "./audit.ts";
 import { resolveSources, type SourceFlags, type Sources } from "./config.ts";
 import { runControl } from "./control.ts";
 import { listRunning } from "./controllers.ts";
@@ -57,6 +58,7 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
   }
   if (cmd.name === "attach") return runAttach(cmd, io.err, signal);
   if (cmd.name === "controllers") return listRunning(cmd, io);
+  if (cmd.name === "audit") return runAudit(cmd, io);
   const flags = expandSeats(cmd.sources);
   if (!flags.ok) return usageError(io, flags.error, HELP[cmd.name]);
   const sources = resolveSources(flags.value);
@@ -83,7 +85,7 @@ function expandSeats(
 }
 
 async function run(
-  cmd: Exclude<Command, { name: "help" | "control" | "attach" | "controllers" }>,
+  cmd: Exclude<Command, { name: "help" | "control" | "attach" | "controllers" | "audit" }>,
   sources: Sources,
   io: Io,
   signal: AbortSignal,
