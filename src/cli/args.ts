@@ -12,6 +12,7 @@ import type { ControllersCommand } from "./controllers.ts";
 import type { ExportCommand } from "./export.ts";
 import { parseFlags } from "./flags.ts";
 import type { SearchCommand } from "./search.ts";
+import { PROXY_HELP, PROXY_OPTIONS, type ProxyFlagValues, proxyFlagsOf } from "./serve-proxy.ts";
 
 export const DEFAULT_HOST = "127.0.0.1";
 export const DEFAULT_PORT = 4173;
@@ -35,6 +36,8 @@ export type Command =
       port: number;
       portGiven: boolean;
       stateDir?: string;
+      /** Behind a proxy (serve-proxy.ts): the four flags, checked when the board starts. */
+      proxy?: ProxyFlagValues;
     }
   | ControllersCommand
   | ControlCommand
@@ -143,6 +146,8 @@ controller (see --state-dir) does, with the login link it prints.
   --host ADDRESS     127.0.0.1 (default), ::1 or localhost; nothing else
   --state-dir DIR    where to look for running controllers (as control's):
                      the catalogue marks their conversations live
+
+${PROXY_HELP}
 
 ${SOURCES_HELP}
 
@@ -357,6 +362,7 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
         port: { type: "string" },
         host: { type: "string" },
         "state-dir": STATE_DIR,
+        ...PROXY_OPTIONS,
       });
       if (values.help) return { ok: true, command: { name: "help", text: usage } };
       if (positionals.length > 0)
@@ -364,6 +370,8 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
       const port = values.port === undefined ? DEFAULT_PORT : parsePort(values.port);
       if (port === null)
         return bad(`--port ${JSON.stringify(values.port)} is not a port (0-65535)`);
+      const proxy = proxyFlagsOf(values);
+      if (!proxy.ok) return bad(proxy.error);
       return {
         ok: true,
         command: {
@@ -373,6 +381,7 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
           port,
           portGiven: values.port !== undefined,
           ...stateDirOf(values),
+          ...(proxy.value === null ? {} : { proxy: proxy.value }),
         },
       };
     }

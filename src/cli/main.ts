@@ -6,6 +6,7 @@
 // command as it is run from here (invocation.ts).
 import { dirname, join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { ProxyConfig } from "../board/identity.ts";
 import { liveConversations, markLive } from "../control/registry/live-catalogue.ts";
 import { placesFor } from "../control/registry/places.ts";
 import { listControllers, type RegistryEntry } from "../control/registry/registry.ts";
@@ -29,6 +30,7 @@ import { DEFAULT_GRANTS, readGrantsFile } from "./grants-file.ts";
 import { asInvoked, commandLine, commandPrefix } from "./invocation.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
 import { checkHost, nextLoginLine, startServing, whenAborted } from "./serve.ts";
+import { proxyConfigOf } from "./serve-proxy.ts";
 import { refuseOpen, reportRefusedRoots, seatsOf } from "./source-hints.ts";
 
 export const EXIT = { ok: 0, refused: 1, usage: 2 } as const;
@@ -253,6 +255,13 @@ async function serve(
 ): Promise<number> {
   const badHost = await checkHost(cmd.host);
   if (badHost !== null) return usageError(io, badHost, HELP.serve);
+  const { proxy: proxyFlags, ...plain } = cmd;
+  let proxy: ProxyConfig | undefined;
+  if (proxyFlags !== undefined) {
+    const checked = await proxyConfigOf(proxyFlags);
+    if (!checked.ok) return usageError(io, checked.error, HELP.serve);
+    proxy = checked.value;
+  }
   // The catalogue route marks conversations a running controller serves (`live`): the read
   // workers join their catalogue with this registry (registry/live-catalogue.ts).
   const liveRegistry = placesFor(cmd.stateDir).registry;
@@ -266,7 +275,8 @@ async function serve(
         search: {},
       },
     },
-    ...cmd,
+    ...plain,
+    ...(proxy === undefined ? {} : { proxy }),
     // Each link logs in once: the next one is printed as the first was (docs/board.md).
     onLoginLinkUsed: (next) => io.out(nextLoginLine(next)),
   });
@@ -276,6 +286,12 @@ async function serve(
   }
   const { board } = started;
   io.out(`The board is serving on ${board.url}\nOpen it in a browser; Ctrl-C stops it.\n`);
+  if (proxy !== undefined) {
+    io.out(
+      `Behind the proxy at ${proxy.origin}: people open ${proxy.origin}/login to log in, as the roles in ${proxy.rolesFile} allow;\n` +
+        `only connections from ${proxy.proxyAddress} may name them (${proxy.header}).\n`,
+    );
+  }
   // To stdout for the operator, once; never to a log (the token is the key to acting). Always
   // printed: a controller may start while the board serves, and the token is fresh per start.
   // With none running now, say first that reading needs none (docs/board.md, "Login").

@@ -1,6 +1,7 @@
 // Starts the board for the command and for `npm start`: a loopback address only, and the
 // default port falls back to a free one when it is taken (a port the user named never does).
 // The board module is loaded only here, so the other commands never load it.
+import type { ProxyConfig } from "../board/identity.ts";
 import type { BoardReading } from "../board/index.ts";
 
 /**
@@ -25,6 +26,8 @@ export type ServeRequest = {
   observeGrant?: string;
   /** Where the next login link goes once one is used: printed as `nextLoginLine` says. */
   onLoginLinkUsed?: (loginUrl: string) => void;
+  /** Behind a proxy (docs/remote.md). */
+  proxy?: ProxyConfig;
 };
 
 /** What `serve` and `npm start` print when a login link was used: the link for the next one. */
@@ -52,6 +55,7 @@ export async function startServing(
     ...(req.grant === undefined ? {} : { grant: req.grant }),
     ...(req.observeGrant === undefined ? {} : { observeGrant: req.observeGrant }),
     ...(req.onLoginLinkUsed === undefined ? {} : { onLoginLinkUsed: req.onLoginLinkUsed }),
+    ...(req.proxy === undefined ? {} : { proxy: req.proxy }),
   };
   const attempt = async (port: number) =>
     startBoard({ ...req.reading, ...extra, host: req.host, port });
