@@ -10,6 +10,7 @@
 // never grants. The Origin and content-type checks stay as a second lock.
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
+import type { DeviceLinks } from "./device-links.ts";
 import type { Who } from "./identity.ts";
 import { boardRefusal, jsonReply, type Reply } from "./reply.ts";
 
@@ -30,6 +31,8 @@ export type AuthOptions = {
   onSignedOut?: (login: string) => void;
   /** The token was used: a fresh one is drawn; say where the next login is. */
   onTokenUsed?: () => void;
+  /** Device login links (`serve --phone`), tried when a token is not the operator link's. */
+  devices?: DeviceLinks;
 };
 
 export class BoardAuth {
@@ -66,13 +69,26 @@ export class BoardAuth {
     const token =
       typeof body === "object" && body !== null && "token" in body ? body.token : undefined;
     if (token === undefined || token === "") {
-      if (who.proxied) return this.#logIn(who);
+      if (who.proxied) return this.#logIn(who).reply;
       return boardRefusal(
         "login-refused",
         "This address holds no login token: open the login link the board printed (`serve`, `npm start`).",
       );
     }
     const given = digest(typeof token === "string" ? token : "");
+    const device = typeof token === "string" ? this.#options.devices?.use(token) : undefined;
+    if (device !== undefined && !("notDevice" in device)) {
+      if (!device.ok) return boardRefusal("login-refused", device.message);
+      if (device.identity !== who.identity) {
+        return boardRefusal(
+          "login-refused",
+          `This device link is for ${device.identity}, not for ${who.identity}; it is used up now. Ask for a link of your own.`,
+        );
+      }
+      const made = this.#logIn(who);
+      this.#options.devices?.bind(device.id, made.login);
+      return made.reply;
+    }
     if (!timingSafeEqual(given, this.#tokenDigest)) {
       const used = this.#usedTokens.has(given.toString("hex"));
       return boardRefusal(
@@ -85,23 +101,27 @@ export class BoardAuth {
     remember(this.#usedTokens, given.toString("hex"));
     this.#token = drawSecret();
     this.#tokenDigest = digest(this.#token);
-    const reply = this.#logIn(who);
+    const { reply } = this.#logIn(who);
     this.#options.onTokenUsed?.();
     return reply;
   }
 
   /** A new login key for `who`; the least recently used login beyond MAX_LOGINS is signed out. */
-  #logIn(who: Who): Reply {
+  #logIn(who: Who): { reply: Reply; login: string } {
     const key = drawSecret();
-    this.#logins.set(digest(key).toString("hex"), { id: drawSecret(), identity: who.identity });
+    const login = drawSecret();
+    this.#logins.set(digest(key).toString("hex"), { id: login, identity: who.identity });
     while (this.#logins.size > MAX_LOGINS) {
-      const [oldest, login] = this.#logins.entries().next().value ?? [];
-      if (oldest === undefined || login === undefined) break;
+      const [oldest, old] = this.#logins.entries().next().value ?? [];
+      if (oldest === undefined || old === undefined) break;
       this.#logins.delete(oldest);
       remember(this.#signedOut, oldest);
-      this.#options.onSignedOut?.(login.id);
+      this.#options.onSignedOut?.(old.id);
     }
-    return jsonReply(200, { ok: true, key, identity: who.identity, role: who.role });
+    return {
+      reply: jsonReply(200, { ok: true, key, identity: who.identity, role: who.role }),
+      login,
+    };
   }
 
   /**
@@ -148,6 +168,13 @@ export class BoardAuth {
         this.#signedOut.has(d)
           ? `This login was signed out to make room: the board keeps ${MAX_LOGINS} logins. Log in again with the newest link the board printed.`
           : "This login is not one of this board's (it restarted, or the key is wrong): log in with the newest link the board printed.",
+      );
+    }
+    if (this.#options.devices?.isRevokedLogin(login.id)) {
+      this.#logins.delete(d);
+      this.#options.onSignedOut?.(login.id);
+      return notLoggedIn(
+        "The device link this login came from was revoked (`conversation logins --revoke`): log in again with a new link.",
       );
     }
     if (login.identity !== who.identity) {

@@ -11,6 +11,7 @@ import { type Root, rootsFromSpecs } from "../reader/sources.ts";
 import { loadAssets } from "./assets.ts";
 import { BoardAuth } from "./auth.ts";
 import { type ControlRoute, createControlRoute } from "./control-route.ts";
+import type { DeviceLinks } from "./device-links.ts";
 import { refuseCrossSite } from "./fetch-site.ts";
 import { identify, LOCAL_WHO, type ProxyConfig, type Who } from "./identity.ts";
 import { LIVE_ROUTE, LiveHub, type LiveStats } from "./live.ts";
@@ -77,6 +78,8 @@ export type BoardOptions = BoardReading & {
    * origin is accepted as Host and Origin, and people come from its identity header.
    */
   proxy?: ProxyConfig;
+  /** Device login links (`serve --phone`, device-links.ts); without it none can be minted. */
+  devices?: DeviceLinks;
 };
 
 /**
@@ -111,6 +114,11 @@ export type Board = {
   readonly loginUrl: string;
   /** The live route now: open streams, files watched, follow reads made since the start. */
   live(): LiveStats;
+  /**
+   * A device login link for `identity` (the public origin's behind a proxy): single use,
+   * DEVICE_LINK_TTL_MS, revocable. Throws when the board was started without `devices`.
+   */
+  mintDeviceLink(identity: string): { id: string; url: string; expiresAt: string };
 };
 
 /** Answers one request that passed the HTTP-level checks; never rejects. */
@@ -255,6 +263,7 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
       for (const forget of signedOut) forget(login);
     },
     onTokenUsed: () => options.onLoginLinkUsed?.(linkOf(madeAuth.token)),
+    ...(options.devices === undefined ? {} : { devices: options.devices }),
   });
   auth = madeAuth;
   server.on("error", (e) => log(`board: server error: ${e.stack ?? e}`));
@@ -328,6 +337,12 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
     },
     readers: () => readers(),
     live: () => live?.stats() ?? { followers: 0, watching: 0, reads: 0, observers: 0 },
+    mintDeviceLink: (identity) => {
+      if (options.devices === undefined) throw new Error("the board keeps no device links");
+      const { id, token, expiresAt } = options.devices.mint(identity);
+      const base = proxy === null ? `http://${urlHost}:${bound.port}` : proxy.origin;
+      return { id, url: `${base}/login?token=${token}`, expiresAt };
+    },
   };
 }
 

@@ -11,8 +11,16 @@ import { CONTROL_HELP, type ControlCommand, parseControl } from "./control-args.
 import type { ControllersCommand } from "./controllers.ts";
 import type { ExportCommand } from "./export.ts";
 import { parseFlags } from "./flags.ts";
+import { LOGINS_HELP, type LoginsCommand, parseLogins } from "./logins.ts";
 import type { SearchCommand } from "./search.ts";
-import { PROXY_HELP, PROXY_OPTIONS, type ProxyFlagValues, proxyFlagsOf } from "./serve-proxy.ts";
+import {
+  PHONE_HELP,
+  PHONE_OPTIONS,
+  PROXY_HELP,
+  PROXY_OPTIONS,
+  type ProxyFlagValues,
+  proxyFlagsOf,
+} from "./serve-proxy.ts";
 
 export const DEFAULT_HOST = "127.0.0.1";
 export const DEFAULT_PORT = 4173;
@@ -38,11 +46,14 @@ export type Command =
       stateDir?: string;
       /** Behind a proxy (serve-proxy.ts): the four flags, checked when the board starts. */
       proxy?: ProxyFlagValues;
+      /** `--phone`: the person a device link is minted for at start (null: the local operator). */
+      phone?: { for: string | null };
     }
   | ControllersCommand
   | ControlCommand
   | AttachCommand
   | AuditCommand
+  | LoginsCommand
   | SearchCommand
   | ExportCommand;
 
@@ -80,6 +91,7 @@ Commands:
   controllers        list the running controllers
   attach <id>        a terminal on a running controller (see attach --help)
   audit <id>         who did what to a conversation; --verify proves it
+  logins             the board's device login links; --revoke ID revokes one
 
 ${SOURCES_HELP}
 
@@ -149,6 +161,8 @@ controller (see --state-dir) does, with the login link it prints.
 
 ${PROXY_HELP}
 
+${PHONE_HELP}
+
 ${SOURCES_HELP}
 
   -h, --help         this help
@@ -215,6 +229,7 @@ ${SOURCES_HELP}
   control: CONTROL_HELP,
   attach: ATTACH_HELP,
   audit: AUDIT_HELP,
+  logins: LOGINS_HELP,
 } as const;
 
 const STATE_DIR = { type: "string" } as const;
@@ -265,6 +280,7 @@ type CommandName =
   | "controllers"
   | "attach"
   | "audit"
+  | "logins"
   | "search"
   | "export";
 
@@ -278,6 +294,7 @@ function isCommandName(s: string): s is CommandName {
     "controllers",
     "attach",
     "audit",
+    "logins",
     "search",
     "export",
   ].includes(s);
@@ -363,6 +380,7 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
         host: { type: "string" },
         "state-dir": STATE_DIR,
         ...PROXY_OPTIONS,
+        ...PHONE_OPTIONS,
       });
       if (values.help) return { ok: true, command: { name: "help", text: usage } };
       if (positionals.length > 0)
@@ -372,6 +390,12 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
         return bad(`--port ${JSON.stringify(values.port)} is not a port (0-65535)`);
       const proxy = proxyFlagsOf(values);
       if (!proxy.ok) return bad(proxy.error);
+      if (values["phone-for"] !== undefined && !values.phone)
+        return bad("--phone-for goes with --phone");
+      if (values.phone && proxy.value !== null && values["phone-for"] === undefined) {
+        return bad("behind a proxy, --phone needs --phone-for NAME: the person the link logs in");
+      }
+      const phone = values.phone ? { phone: { for: values["phone-for"] ?? null } } : {};
       return {
         ok: true,
         command: {
@@ -382,6 +406,7 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
           portGiven: values.port !== undefined,
           ...stateDirOf(values),
           ...(proxy.value === null ? {} : { proxy: proxy.value }),
+          ...phone,
         },
       };
     }
@@ -441,6 +466,8 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
       return parseAttach(args);
     case "audit":
       return parseAudit(args);
+    case "logins":
+      return parseLogins(args);
     default:
       return unreachable(name);
   }

@@ -6,6 +6,7 @@
 // command as it is run from here (invocation.ts).
 import { dirname, join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { DeviceLinks } from "../board/device-links.ts";
 import type { ProxyConfig } from "../board/identity.ts";
 import { liveConversations, markLive } from "../control/registry/live-catalogue.ts";
 import { placesFor } from "../control/registry/places.ts";
@@ -28,6 +29,8 @@ import { runControl } from "./control.ts";
 import { listRunning } from "./controllers.ts";
 import { DEFAULT_GRANTS, readGrantsFile } from "./grants-file.ts";
 import { asInvoked, commandLine, commandPrefix } from "./invocation.ts";
+import { runLogins } from "./logins.ts";
+import { qrLines } from "./qr.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
 import { checkHost, nextLoginLine, startServing, whenAborted } from "./serve.ts";
 import { proxyConfigOf } from "./serve-proxy.ts";
@@ -61,6 +64,7 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
   if (cmd.name === "attach") return runAttach(cmd, io.err, signal);
   if (cmd.name === "controllers") return listRunning(cmd, io);
   if (cmd.name === "audit") return runAudit(cmd, io);
+  if (cmd.name === "logins") return runLogins(cmd, io);
   const flags = expandSeats(cmd.sources);
   if (!flags.ok) return usageError(io, flags.error, HELP[cmd.name]);
   const sources = resolveSources(flags.value);
@@ -87,7 +91,10 @@ function expandSeats(
 }
 
 async function run(
-  cmd: Exclude<Command, { name: "help" | "control" | "attach" | "controllers" | "audit" }>,
+  cmd: Exclude<
+    Command,
+    { name: "help" | "control" | "attach" | "controllers" | "audit" | "logins" }
+  >,
   sources: Sources,
   io: Io,
   signal: AbortSignal,
@@ -255,7 +262,7 @@ async function serve(
 ): Promise<number> {
   const badHost = await checkHost(cmd.host);
   if (badHost !== null) return usageError(io, badHost, HELP.serve);
-  const { proxy: proxyFlags, ...plain } = cmd;
+  const { proxy: proxyFlags, phone, ...plain } = cmd;
   let proxy: ProxyConfig | undefined;
   if (proxyFlags !== undefined) {
     const checked = await proxyConfigOf(proxyFlags);
@@ -277,6 +284,7 @@ async function serve(
     },
     ...plain,
     ...(proxy === undefined ? {} : { proxy }),
+    ...(phone === undefined ? {} : { devices: new DeviceLinks(placesFor(cmd.stateDir).board) }),
     // Each link logs in once: the next one is printed as the first was (docs/board.md).
     onLoginLinkUsed: (next) => io.out(nextLoginLine(next)),
   });
@@ -304,6 +312,19 @@ async function serve(
     );
   }
   for (const line of unreadControllers(liveRegistry, sources)) io.out(`${line}\n`);
+  if (phone !== undefined) {
+    const who = phone.for ?? "local-operator";
+    if (proxy !== undefined && !proxy.roles.has(who)) {
+      io.err(
+        `conversation: --phone-for ${makeVisible(who)}: not in the roles file ${proxy.rolesFile}\n`,
+      );
+    } else {
+      const link = board.mintDeviceLink(who);
+      io.out(
+        `A device login link for ${makeVisible(who)} (${link.id}: once, until ${link.expiresAt}; \`${commandLine(["logins", "--revoke", link.id])}\` revokes it):\n${link.url}\n${qrLines(link.url).join("\n")}\n`,
+      );
+    }
+  }
   await whenAborted(signal);
   await board.close();
   return EXIT.ok;

@@ -11,6 +11,17 @@ export type ProxyFlagValues = {
   rolesFile: string;
 };
 
+export const PHONE_OPTIONS = {
+  phone: { type: "boolean" },
+  "phone-for": { type: "string" },
+} as const;
+
+export const PHONE_HELP = `A phone (docs/remote.md, "A phone"):
+  --phone            print a device login link and its QR code: it logs in
+                     once, within 10 minutes; \`conversation logins\` lists
+                     them, --revoke ID revokes one (and signs its login out)
+  --phone-for NAME   behind a proxy, the person it is for (in --roles)`;
+
 export const PROXY_OPTIONS = {
   "public-origin": { type: "string" },
   "trusted-proxy": { type: "string" },

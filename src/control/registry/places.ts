@@ -19,6 +19,8 @@ export type Places = {
   agents: string;
   /** The audit ledgers, one `<conversation>.jsonl` each (src/audit/): kept, like the claims. */
   audit: string;
+  /** The board's device login links (`serve --phone`, `conversation logins`). */
+  board: string;
 };
 
 /** The default places for `env`, or all of them under `stateDir` when it is given. */
@@ -47,6 +49,7 @@ function placesUnder(state: string, runtime: string): Places {
     sockets: join(runtime, "sockets"),
     agents: join(runtime, "agents"),
     audit: join(state, "audit"),
+    board: join(state, "board"),
   };
 }
 
