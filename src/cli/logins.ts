@@ -1,7 +1,7 @@
 // `conversation logins [--revoke ID] [--json] [--state-dir DIR]`: the device login links a
 // `serve --phone` minted (device-links.ts), from `<state-dir>/board/logins.json`; --revoke writes
 // the revocation the board looks for at the link's next use and at its login's next act.
-import { closeSync, constants, openSync, readFileSync } from "node:fs";
+import { closeSync, constants, existsSync, openSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { DeviceRecord } from "../board/device-links.ts";
 import { placesFor } from "../control/registry/places.ts";
@@ -59,8 +59,11 @@ export function parseLogins(
 
 export function runLogins(cmd: LoginsCommand, io: Io): number {
   const dir = placesFor(cmd.stateDir).board;
-  const links = readLinks(join(dir, "logins.json"));
-  if (links === null) {
+  // A revocation the board has not seen yet (no use since) is still a revocation.
+  const links = readLinks(join(dir, "logins.json"))?.map((l) =>
+    existsSync(join(dir, "revoked", l.id)) ? { ...l, state: "revoked" as const } : l,
+  );
+  if (links === undefined) {
     io.err(
       `conversation: no device links in ${makeVisible(dir)}: start \`conversation serve --phone\` (with the same --state-dir) to mint one.\n`,
     );
@@ -102,7 +105,7 @@ export function runLogins(cmd: LoginsCommand, io: Io): number {
   return 0;
 }
 
-function readLinks(file: string): DeviceRecord[] | null {
+function readLinks(file: string): DeviceRecord[] | undefined {
   let text: string;
   try {
     const fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
@@ -113,16 +116,16 @@ function readLinks(file: string): DeviceRecord[] | null {
     }
   } catch {
     // No list yet (or not one we may read): there is nothing to show.
-    return null;
+    return undefined;
   }
   let v: unknown;
   try {
     v = JSON.parse(text);
   } catch {
-    return null;
+    return undefined;
   }
   const links = (v as { links?: unknown }).links;
-  if (!Array.isArray(links)) return null;
+  if (!Array.isArray(links)) return undefined;
   return links.filter(
     (l): l is DeviceRecord =>
       typeof l === "object" &&

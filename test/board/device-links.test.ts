@@ -97,6 +97,9 @@ describe("device links", () => {
     const after = await act();
     assert.equal(after.status, 403);
     assert.match(after.text, /was revoked/);
+    const { out, io: listed } = io();
+    runLogins({ name: "logins", json: false, stateDir: state }, listed);
+    assert.match(out.join(""), new RegExp(`${unused.id}  local-operator  revoked`));
     const refused = await postLogin(unused.url);
     assert.equal(refused.status, 403);
     assert.match(JSON.stringify(refused.json), /was revoked/);
