@@ -10,9 +10,17 @@ export {
   highlightTree,
   markdownTree,
   safeHref,
+  TASK_DONE,
+  TASK_OPEN,
   TREE_TAGS,
   type TreeNode,
 } from "./markdown.ts";
+export {
+  type RefusalWords,
+  refusalLine,
+  refusalWords,
+  WORDED_CODES,
+} from "./refusal-words.ts";
 export { formatSize } from "./size.ts";
 export {
   type DiffLine,

@@ -94,8 +94,15 @@ export function markdownTree(text: string): TreeNode[] {
 function walk(tokens: readonly Token[], root: Open): void {
   const stack: Open[] = [root];
   const top = (): Open => stack[stack.length - 1] ?? root;
+  /** Just inside a list item, before its first text: where a task marker (`[ ]`) may stand. */
+  let taskMayStart = false;
   for (const token of tokens) {
     const type = token.type;
+    if (token.nesting === 1) {
+      taskMayStart = type === "list_item_open" || (taskMayStart && type === "paragraph_open");
+    } else if (token.nesting === 0 && type !== "inline") {
+      taskMayStart = false;
+    }
     // Tight lists hide their paragraphs: the text goes to the list item, no wrapper.
     if (token.hidden && token.nesting !== 0) {
       if (token.nesting === 1) stack.push(top());
@@ -127,9 +134,18 @@ function walk(tokens: readonly Token[], root: Open): void {
     }
     const out = top().children;
     switch (type) {
-      case "inline":
-        walk(token.children ?? [], top());
+      case "inline": {
+        const kids = token.children ?? [];
+        const task = taskMayStart ? taskMarker(kids) : null;
+        taskMayStart = false;
+        if (task === null) {
+          walk(kids, top());
+          break;
+        }
+        out.push(task.box, ` ${task.rest}`);
+        walk(kids.slice(1), top());
         break;
+      }
       case "text":
       case "text_special":
       case "html_inline":
@@ -160,6 +176,33 @@ function walk(tokens: readonly Token[], root: Open): void {
     }
   }
 }
+
+/** GFM's task list item marker: `[ ]`, `[x]` or `[X]` and a space, where a list item's text starts. */
+const TASK_MARKER = /^\[([ xX])\](?:[ \t]+|$)/;
+
+/**
+ * A list item's task marker, when its first text starts with one (and something follows it,
+ * as GFM asks): the box it shows as (☐ to do, ☑ done) and the rest of that first text. A box,
+ * not a checkbox: the exports stay inert (src/export/inert-markdown.ts) and the Console needs
+ * no form control that does nothing.
+ */
+function taskMarker(kids: readonly Token[]): { box: TreeNode; rest: string } | null {
+  const first = kids[0];
+  if (first?.type !== "text") return null;
+  const m = TASK_MARKER.exec(first.content);
+  if (!m) return null;
+  const rest = first.content.slice(m[0].length);
+  if (rest === "" && kids.length === 1) return null;
+  const done = m[1] !== " ";
+  return {
+    box: { tag: "span", cls: done ? TASK_DONE : TASK_OPEN, children: [done ? "☑" : "☐"] },
+    rest,
+  };
+}
+
+/** The classes of a task's box (the renderers set no other class on a span but highlights'). */
+export const TASK_OPEN = "task-open";
+export const TASK_DONE = "task-done";
 
 function blockTag(type: string): string {
   return (Object.hasOwn(BLOCK_TAGS, type) && BLOCK_TAGS[type]) || "span";

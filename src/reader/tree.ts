@@ -104,7 +104,11 @@ export type ParsedSession = {
 
 /** Indexes a snapshot that starts with a valid header (see parseHeader). */
 export function parseSession(buf: Buffer, header: Header): ParsedSession {
-  const scan = scanLines(buf, header, firstScan(buf));
+  return indexScan(header, scanLines(buf, header, firstScan(buf)));
+}
+
+/** Indexes a finished scan of a whole snapshot (scanned in steps: scanLines with a base). */
+export function indexScan(header: Header, scan: ScanState): ParsedSession {
   trimTable(scan.entries);
   return indexEntries(header, scan);
 }
@@ -117,20 +121,33 @@ export function parseSession(buf: Buffer, header: Header): ParsedSession {
  * them; otherwise (a duplicate id, a parent not yet seen, a found missing parent, or a second
  * extension of the same parse) the tree is built again over a copy.
  */
-export function extendSession(prev: ParsedSession, buf: Buffer): ParsedSession {
+export function extendSession(prev: ParsedSession, buf: Buffer, base = 0): ParsedSession {
+  const scan = beginExtension(prev);
+  scanLines(buf, prev.header, scan.scan, base);
+  return finishExtension(prev, scan);
+}
+
+/** An extension of `prev` under way: the appended lines are scanned into `scan` in steps. */
+export type Extension = { scan: ScanState; shared: boolean };
+
+/** Starts extending `prev` (extendSession in steps: scanLines, then finishExtension). */
+export function beginExtension(prev: ParsedSession): Extension {
   const c = prev.cols;
   const shared = c.tip === prev.scan.entries.count ? sharedScan(prev.scan) : null;
-  if (shared) {
-    // Claimed: whatever happens below, no other parse may append to these columns any more.
-    c.tip = -1;
-    const scan = scanLines(buf, prev.header, shared);
-    const extended = extendInPlace(prev, scan);
+  if (!shared) return { scan: continuedScan(prev.scan), shared: false };
+  // Claimed: whatever happens below, no other parse may append to these columns any more.
+  c.tip = -1;
+  return { scan: shared, shared: true };
+}
+
+export function finishExtension(prev: ParsedSession, ext: Extension): ParsedSession {
+  if (ext.shared) {
+    const extended = extendInPlace(prev, ext.scan);
     if (extended) return extended;
-    return indexEntries(prev.header, scan);
+    return indexEntries(prev.header, ext.scan);
   }
-  const scan = scanLines(buf, prev.header, continuedScan(prev.scan));
-  trimTable(scan.entries);
-  return indexEntries(prev.header, scan);
+  trimTable(ext.scan.entries);
+  return indexEntries(prev.header, ext.scan);
 }
 
 /** Room for `n` rows with a little to spare, so the next follow appends without copying. */

@@ -6,11 +6,19 @@
 // any branch opens by its name (`b.<entry id>`) whether listed or not.
 import { type BranchInfo, LIMITS, type View } from "../protocol/chat-01.ts";
 import { renderEntry } from "./blocks.ts";
-import { entryAt, entryObject, keyOf, keyOfId } from "./pi.ts";
+import { type EntryRec, entryAt, keyOf, keyOfId } from "./pi.ts";
 import { branchName, defaultBranch, depthOf, forksOf, leafOf, type ParsedSession } from "./tree.ts";
 
+/** An entry's JSON object, parsed from the snapshot's bytes (the reader reads them on demand). */
+export type EntryObject = (rec: EntryRec) => Record<string, unknown>;
+
 /** The view of a page of branch `shown` (an index into `s.branches`). */
-export function viewFor(s: ParsedSession, shown: number, incomplete: boolean, buf: Buffer): View {
+export function viewFor(
+  s: ParsedSession,
+  shown: number,
+  incomplete: boolean,
+  entry: EntryObject,
+): View {
   const cap = LIMITS.branchesPerView;
   const picked = new Set<number>();
   const pick = (b: number) => {
@@ -36,7 +44,7 @@ export function viewFor(s: ParsedSession, shown: number, incomplete: boolean, bu
   return {
     defaultBranch: branchName(s, dflt),
     defaultLeaf: leaf ? keyOf(leaf) : null,
-    branches: [...picked].sort((a, b) => a - b).map((b) => branchInfo(s, b, buf)),
+    branches: [...picked].sort((a, b) => a - b).map((b) => branchInfo(s, b, entry)),
     branchCount: s.branches.count,
     incomplete,
     forkedFromEarlierSession: s.header.parentSession,
@@ -44,7 +52,7 @@ export function viewFor(s: ParsedSession, shown: number, incomplete: boolean, bu
   };
 }
 
-function branchInfo(s: ParsedSession, b: number, buf: Buffer): BranchInfo {
+function branchInfo(s: ParsedSession, b: number, entry: EntryObject): BranchInfo {
   const { start, forksFrom } = s.branches;
   const ids = s.scan.entries.ids;
   const key = (i: number) => (i >= 0 ? keyOfId(ids[i]!) : null);
@@ -56,7 +64,7 @@ function branchInfo(s: ParsedSession, b: number, buf: Buffer): BranchInfo {
     forksFrom:
       from >= 0 ? { branch: branchName(s, s.branchOf[from]!), entry: keyOfId(ids[from]!) } : null,
     depth: depthOf(s, b),
-    label: labelOf(s, start[b]!, buf),
+    label: labelOf(s, start[b]!, entry),
   };
 }
 
@@ -71,7 +79,7 @@ const LABEL_LINE_MAX = 256 * 1024;
 const labels = new WeakMap<object, Map<number, string | null>>();
 
 /** A branch's label: the first words of its first entry's text, as Pi's `/tree` shows it. */
-function labelOf(s: ParsedSession, row: number, buf: Buffer): string | null {
+function labelOf(s: ParsedSession, row: number, entry: EntryObject): string | null {
   if (row < 0) return null;
   let known = labels.get(s.cols);
   if (!known) {
@@ -83,7 +91,7 @@ function labelOf(s: ParsedSession, row: number, buf: Buffer): string | null {
   const rec = entryAt(s.scan.entries, row);
   let label: string | null = null;
   if (rec.end - rec.start <= LABEL_LINE_MAX) {
-    const draft = renderEntry(entryObject(buf, rec));
+    const draft = renderEntry(entry(rec));
     const block = draft?.blocks.find((x) => x.type === "text" || x.type === "bash-command");
     const words =
       block && "text" in block ? block.text.slice(0, 400).replace(/\s+/g, " ").trim() : "";

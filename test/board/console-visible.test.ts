@@ -57,7 +57,11 @@ describe("board Console visible text", { skip: browserSkip }, () => {
       route.fulfill({
         status: 409,
         contentType: "application/json",
-        body: JSON.stringify({ ok: false, refusal: { code: "controller", message: EVIL } }),
+        // The board's refusal shape (api.js reads one without `reconcile` as a bad answer).
+        body: JSON.stringify({
+          ok: false,
+          refusal: { code: "controller", message: EVIL, reconcile: false },
+        }),
       }),
     );
     const ev = (sequence: number, event: object) => ({
@@ -95,7 +99,7 @@ describe("board Console visible text", { skip: browserSkip }, () => {
       live.onDialog({ method: "select", title: ${JSON.stringify(`dialog ${EVIL}`)} });
     })()`);
     const streamed = await textOf("live-activity");
-    const markers = await page.locator("#live-run .ctl").count();
+    const markers = await page.locator("#live-activity .ctl, #live-run .ctl").count();
     // A reconnect the controller could not replay ends the preview at a marker in its words.
     await page.evaluate(
       `window.liveUnderTest.onSeam({ message: ${JSON.stringify(`seam ${EVIL}`)} })`,

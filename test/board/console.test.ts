@@ -247,12 +247,22 @@ describe("board Console", { skip }, () => {
     const code = page.locator("#conv-refusal .refusal .code");
     await code.waitFor({ timeout: FOLLOW_DEADLINE_MS });
     assert.equal(await code.textContent(), "source-replaced");
-    assert.equal(await page.locator("#follow-status").textContent(), "Stopped: source-replaced.");
+    assert.equal(
+      await page.locator("#follow-status").textContent(),
+      "Reading stopped (source-replaced): see the message above.",
+    );
+    // Plain words first, the code after them; no export is offered that would fail as well.
+    assert.match(
+      (await page.locator("#conv-refusal .refusal").textContent()) ?? "",
+      /^The file was replaced or rewritten while the page was reading it\. Read it again from the start\. \(source-replaced: /,
+    );
+    assert.equal(await count(page, "#conv-exports a"), 0, "no export links while refused");
     await shot(page, "swapped");
     await page.getByRole("button", { name: "Read again from the start" }).click();
     await page.getByText("a new answer").waitFor();
     assert.equal(await page.locator("#conv-refusal").isHidden(), true);
     assert.equal(await count(page, "article.part"), 2);
+    assert.equal(await count(page, "#conv-exports a"), 3, "read again, the exports are back");
   });
 
   it("renders hostile text inert when a session carries markup, links and bidi controls", async (t) => {

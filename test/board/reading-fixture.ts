@@ -33,12 +33,14 @@ export const HOSTILE_MARKDOWN = [
 export const LONG_OUTPUT_LINES = 45;
 export const SEARCH_WORD = "zanzibarite";
 
-function assistantMessage(
+/** An assistant message with usage; `message` overrides its fields (a model, a stop reason). */
+export function assistantMessage(
   id: string,
   parentId: string,
   n: number,
   content: object[],
   usage: { input: number; output: number; cacheRead: number; cacheWrite: number; cost: number },
+  message: Record<string, unknown> = {},
 ): object {
   return {
     type: "message",
@@ -69,6 +71,7 @@ function assistantMessage(
         ? "toolUse"
         : "stop",
       timestamp: n,
+      ...message,
     },
   };
 }

@@ -92,7 +92,11 @@ describe("steering from the Console in Chromium", { skip }, () => {
       .locator("#live-refusal")
       .getByText("Press Take control first, then try again.")
       .waitFor();
-    assert.match((await operator.locator("#live-refusal").textContent()) ?? "", /^controller: /);
+    // Plain words first; the code and the controller's own words after them, in parentheses.
+    assert.equal(
+      await operator.locator("#live-refusal").textContent(),
+      "This page does not control the run. Press Take control first, then try again. (controller: this connection is not the controller)",
+    );
 
     // The operator takes control and sends with Enter; Shift+Enter is a newline.
     await operator.getByRole("button", { name: "Take control" }).click();
@@ -117,7 +121,11 @@ describe("steering from the Console in Chromium", { skip }, () => {
     await operator.locator("#live-activity .streaming").waitFor({ state: "detached" });
     assert.equal(await operator.locator("#live-refusal").isHidden(), true);
 
-    // Force stop asks first, in a dialog; Cancel does nothing, Force stop stops.
+    // Force stop asks first, in a dialog; Cancel does nothing, Force stop stops. It shows
+    // while a run is in progress.
+    await box.fill("be slow again");
+    await box.press("Enter");
+    await operator.locator("#live-activity .streaming").waitFor();
     await operator.getByRole("button", { name: "Force stop" }).click();
     const dialog = operator.getByRole("dialog", { name: "Force stop" });
     await dialog.waitFor();

@@ -1,7 +1,9 @@
 // The catalogue: every conversation the board's sources hold, grouped by project, newest first,
 // filtered by project, seat and title; read again every few seconds while the page is visible,
 // redrawn only when something changed (focus stays on its row). Roots the board refused are
-// listed with their refusal.
+// listed with their refusal. A list people scan (issue 24 item 5): the group names the project
+// once (no column repeats it), and the seat has a column only while the rows shown are of more
+// than one seat (Pi's own store is one seat, "pi-agent", on every row).
 import { fetchCatalogue } from "./api.js";
 import { refusalBox } from "./controls.js";
 import { navigate } from "./routing.js";
@@ -15,7 +17,7 @@ const $ = (id) => document.getElementById(id);
 /**
  * The catalogue view. `selected()` is the conversation open (its row is marked); `onChange()`
  * is called after a read that changed the rows (the open conversation's head shows its row).
- * Returns `{ load(), render(), rowOf(id) }`.
+ * Returns `{ load(), render(), focusRow(id), rowOf(id) }`.
  */
 export function createCatalogue({ selected, onChange }) {
   const ui = {
@@ -23,6 +25,7 @@ export function createCatalogue({ selected, onChange }) {
     filterSeat: $("f-seat"),
     filterTitle: $("f-title"),
     rows: $("rows"),
+    seatColumn: $("seat-column"),
     note: $("catalogue-note"),
     refusedRoots: $("refused-roots"),
   };
@@ -118,20 +121,24 @@ export function createCatalogue({ selected, onChange }) {
       if (!groups.has(row.project)) groups.set(row.project, []);
       groups.get(row.project).push(row);
     }
+    const seats = new Set([...groups.values()].flat().map((r) => r.seat));
+    const withSeat = seats.size > 1;
+    ui.seatColumn.hidden = !withSeat;
+    const columns = withSeat ? 4 : 3;
     let shown = 0;
     for (const [name, list] of groups) {
       const th = textEl("th", "", `${name} (${list.length})`, true);
-      th.colSpan = 5;
+      th.colSpan = columns;
       th.scope = "colgroup";
       const head = el("tr", "group");
       head.append(th);
       ui.rows.append(head);
-      for (const row of list) ui.rows.append(rowElement(row));
+      for (const row of list) ui.rows.append(rowElement(row, withSeat));
       shown += list.length;
     }
     if (shown === 0) {
       const td = el("td", "none", rows.length ? "No conversation matches." : "No conversations.");
-      td.colSpan = 5;
+      td.colSpan = columns;
       const tr = el("tr", "");
       tr.append(td);
       ui.rows.append(tr);
@@ -139,9 +146,9 @@ export function createCatalogue({ selected, onChange }) {
     if (focused !== null) rowButtons.get(focused)?.focus();
   }
 
-  function rowElement(row) {
+  function rowElement(row, withSeat) {
     const tr = el("tr", `row${selected() === row.conversation ? " selected" : ""}`);
-    tr.append(textEl("td", "project", row.project, true), textEl("td", "seat", row.seat, true));
+    if (withSeat) tr.append(textEl("td", "seat", row.seat, true));
     const titleCell = el("td", "title");
     const open = el("button", "open");
     open.type = "button";
@@ -184,9 +191,15 @@ export function createCatalogue({ selected, onChange }) {
     if (document.visibilityState === "visible") void load();
   }, CATALOGUE_REFRESH_MS);
 
+  /** Gives focus back to the row of `id` (the list shown again after its conversation). */
+  function focusRow(id) {
+    rowButtons.get(id)?.focus({ preventScroll: true });
+  }
+
   return {
     load,
     render,
+    focusRow,
     rowOf: (id) => rows.find((r) => r.conversation === id) ?? null,
   };
 }

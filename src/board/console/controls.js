@@ -1,5 +1,6 @@
 // Controls every view of the Console uses: a copy button, a refusal shown with its code (and,
 // when the reader says so, a button that reads again), and focus kept across a redraw.
+import { refusalWords } from "./present.js";
 import { el, textEl } from "./text.js";
 
 /** A button that copies `getText()` to the clipboard and says whether it worked. */
@@ -25,14 +26,29 @@ export function copyButton(getText, label) {
   return button;
 }
 
-/** A refusal's code and words; with `reconcile` and `onReconcile`, a "Read again" button. */
+/**
+ * A refusal in plain words (what happened, what to do), then its code and the layer's own
+ * message in parentheses (src/present/refusal-words.ts): the nodes, for any box to hold.
+ */
+export function refusalNodes(refusal) {
+  const w = refusalWords(String(refusal.code), String(refusal.message ?? ""));
+  // Spaces between the pieces: they read as one sentence (and a flex box drops them).
+  // The layer's words come from the wire: one-line fields, marked as the history marks them.
+  const nodes = [textEl("span", "said", w.said, true), " "];
+  if (w.todo !== null) nodes.push(el("span", "todo", w.todo), " ");
+  const why = el("span", "why", "(");
+  why.append(textEl("code", "code", w.code, true));
+  if (w.detail !== null) why.append(": ", textEl("span", "detail", w.detail, true));
+  why.append(")");
+  nodes.push(why);
+  return nodes;
+}
+
+/** A refusal's words and code; with `reconcile` and `onReconcile`, a "Read again" button. */
 export function refusalBox(refusal, onReconcile) {
   const box = el("div", "refusal");
   box.setAttribute("role", "alert");
-  box.append(
-    textEl("strong", "code", refusal.code, true),
-    textEl("span", "", ` ${refusal.message}`),
-  );
+  box.append(...refusalNodes(refusal));
   if (refusal.reconcile && onReconcile) {
     const again = el("button", "reconcile", "Read again from the start");
     again.type = "button";

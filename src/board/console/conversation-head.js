@@ -46,14 +46,17 @@ export function createConversationHead({ rowOf, totals }) {
     showTotals();
   }
 
-  /** Export links for the branch shown: downloads, so nothing of the export runs in this page. */
+  /**
+   * Export links for the branch shown: downloads, so nothing of the export runs in this page.
+   * None while the page shows a refusal: an export reads the same file and would fail too.
+   */
   function showExports(conv) {
-    const key = conv?.branch ? `${conv.id} ${conv.branch}` : "";
+    const key = conv?.branch && !conv.refused ? `${conv.id} ${conv.branch}` : "";
     if (key === exportsShown) return;
     exportsShown = key;
     const focused = focusKeyIn(ui.exports);
     ui.exports.replaceChildren();
-    if (!conv?.branch) return;
+    if (key === "") return;
     ui.exports.append(el("span", "", "Export this branch:"));
     for (const [format, label] of EXPORT_FORMATS) {
       const a = el("a", "export", label);
@@ -145,7 +148,9 @@ export function createConversationHead({ rowOf, totals }) {
   function clear() {
     ui.branches.replaceChildren();
     ui.flags.replaceChildren();
+    ui.exports.replaceChildren();
     viewShown = "";
+    exportsShown = "";
   }
 
   return { show, showExports, showTotals, showView, clear, branchOrder: () => branchOrder };

@@ -51,8 +51,10 @@ export function createConversation({ rowOf, onReread }) {
     appendPage(result) {
       timeline.append(result.page.parts);
       head.showView(conv, result.view);
+      // The usage total grows with each reply that arrives, not only with pages read by hand.
+      head.showTotals();
     },
-    liveRun: createLiveRun(),
+    liveRun: createLiveRun({ onSent: () => follow.stickToEnd() }),
   });
 
   function showRefusal(refusal) {
@@ -74,6 +76,7 @@ export function createConversation({ rowOf, onReread }) {
       conv.follow = null;
       conv.refused = result.refusal;
       showRefusal(result.refusal);
+      head.showExports(conv);
       follow.updateFoot();
       return false;
     }
@@ -108,7 +111,12 @@ export function createConversation({ rowOf, onReread }) {
     if (result.ok) conv.branch = result.page.branch;
     if (!takeResult(result)) return;
     if (entry) await revealEntry(entry, gen);
-    else follow.scrollToBottom();
+    else {
+      // A conversation a controller runs opens at its end, where its run goes on: every page
+      // is read (as Jump to the end reads them), so the follow, and the live run with it, start.
+      if (rowOf(id)?.live === true) await readRest(gen);
+      follow.scrollToBottom();
+    }
     if (gen !== generation) return;
     if (focusStart) focusBranchStart(result.view);
     follow.schedule();
@@ -126,6 +134,13 @@ export function createConversation({ rowOf, onReread }) {
     const ok = takeResult(result);
     follow.schedule();
     return ok;
+  }
+
+  /** Reads every page left, one after another; stops at a refusal or a newer open. */
+  async function readRest(gen) {
+    while (conv?.next && gen === generation) {
+      if (!(await loadMore(gen))) break;
+    }
   }
 
   async function revealEntry(entry, gen) {
@@ -152,9 +167,7 @@ export function createConversation({ rowOf, onReread }) {
   async function jumpToEnd() {
     if (!conv) return;
     const gen = generation;
-    while (conv?.next && gen === generation) {
-      if (!(await loadMore(gen))) break;
-    }
+    await readRest(gen);
     if (gen !== generation || !conv || conv.refused) return;
     if (conv.paused) follow.resume();
     else follow.scrollToBottom();

@@ -2,6 +2,8 @@
 // its live stream (GET /api/conversations/:id/live, Server-Sent Events), which also carries the
 // controlled run the live area shows; a board that cannot watch is polled instead. Scrolling up
 // pauses following, coming back to the end resumes it; the foot under the history says which.
+// While following, the view stays at the end whatever changes its height: a page appended, the
+// streaming reply growing, the live panel showing or growing under the history (issue 24).
 import { fetchPage } from "./api.js";
 
 const FOLLOW_INTERVAL_MS = 1000;
@@ -22,6 +24,8 @@ export function createFollow({ current, generation, takeResult, appendPage, live
     status: $("follow-status"),
     resume: $("resume"),
     jumpEnd: $("jump-end"),
+    /** What grows at the end of the history: its parts and the live run's streaming reply. */
+    grows: [$("parts"), $("live-activity")],
   };
   let pollTimer = 0;
   let lastScrollTop = 0;
@@ -136,13 +140,31 @@ export function createFollow({ current, generation, takeResult, appendPage, live
     ui.jumpEnd.hidden = !conv || Boolean(conv.refused) || (!conv.next && isNearBottom());
     let status;
     if (!conv) status = "";
-    else if (conv.refused) status = `Stopped: ${conv.refused.code}.`;
+    else if (conv.refused)
+      status = `Reading stopped (${conv.refused.code}): see the message above.`;
     else if (conv.next) status = "More history: load it to reach the end and follow.";
     else if (conv.paused) status = "Following paused.";
     else if (conv.follow) status = "Following: new parts appear as they are written.";
     else status = "";
     ui.status.textContent = status;
     ui.status.className = conv?.follow && !conv.paused ? "live" : "";
+  }
+
+  /** Following and not paused: the person is at the end, and the view keeps them there. */
+  function isFollowingEnd() {
+    const conv = current();
+    return Boolean(conv?.follow && !conv.paused && !conv.refused);
+  }
+
+  /**
+   * The person sent a message: show the end and follow it (resuming a paused follow), so what
+   * they sent and the reply to it are in view.
+   */
+  function stickToEnd() {
+    const conv = current();
+    if (!conv || conv.refused) return;
+    if (conv.paused) resume();
+    else scrollToBottom();
   }
 
   function isNearBottom() {
@@ -169,6 +191,13 @@ export function createFollow({ current, generation, takeResult, appendPage, live
 
   ui.resume.addEventListener("click", resume);
   ui.scroller.addEventListener("scroll", onScroll, { passive: true });
+  // A change of height scrolls nothing by itself (no scroll event): the end slides out of view
+  // when the history grows under it or the scroller shrinks (the live panel showing below it).
+  // Following, the view goes back to the end; a person who scrolled away has paused, so stays.
+  const keepAtEnd = new ResizeObserver(() => {
+    if (isFollowingEnd() && !isNearBottom()) scrollToBottom();
+  });
+  for (const e of [ui.scroller, ...ui.grows]) keepAtEnd.observe(e);
 
   return {
     schedule,
@@ -178,6 +207,7 @@ export function createFollow({ current, generation, takeResult, appendPage, live
     updateFoot,
     isNearBottom,
     scrollToBottom,
+    stickToEnd,
     onScroll,
     /** The foot's status line, for what the view says while it reads. */
     say: (text) => {

@@ -3,10 +3,13 @@
 // controls (composer, Take control, Release, Interrupt, Force stop with a confirming dialog).
 // Messages arrive on the live SSE stream (console.js passes them here); actions are POSTs to
 // the control route, answered by the session's own controller connection. Every refusal is
-// shown in words with its code. Text from the wire is inserted as text only, with controls
-// made visible by the history's own rule (text.js).
+// shown in plain words, its code after them (controls.js). Text from the wire is inserted as
+// text only, with controls made visible by the history's own rule (text.js). The streaming
+// reply shows at the end of the history, where the finished message will land; the panel under
+// the history shows only the controls that apply now, and says why the others are not there.
 import { postControl as steer } from "./api.js";
-import { appendText, el, textEl } from "./text.js";
+import { refusalNodes } from "./controls.js";
+import { appendText, textEl } from "./text.js";
 import { TranscriptState } from "./transcript.js";
 
 /**
@@ -49,16 +52,45 @@ function lineEl(line) {
 
 const $ = (id) => document.getElementById(id);
 
-/** What to do on this page about a controller refusal whose own message says only what is wrong. */
-const WHAT_TO_DO = {
-  controller: "Press Take control first, then try again.",
-  capability: "This login's grant does not allow it; ask whoever runs the controller.",
-};
+/**
+ * Which steering controls apply now, and what the panel says about those that do not: `holder`
+ * is the connection that controls (null: nobody), `mine` this login's connection (null until
+ * an answer names it), `running` whether a run is in progress. Pure, for a test to table.
+ */
+export function controlsFor({ holder, mine, running }) {
+  const controlling = holder !== null && holder === mine;
+  // Force stop: the controller's, or anyone's while nobody controls (an orphaned run).
+  const mayStop = controlling || holder === null;
+  const shown = {
+    takeover: !controlling,
+    release: controlling,
+    interrupt: controlling && running,
+    forceStop: mayStop && running,
+  };
+  let why;
+  if (!controlling) {
+    why =
+      holder === null
+        ? "Take control to send messages, interrupt or stop the run."
+        : "Take control to send from this page; the other client then only watches.";
+    if (shown.forceStop) why += " Force stop kills the engine of this run, which nobody controls.";
+  } else if (running) {
+    why = "Interrupt stops the reply; Force stop kills the engine if it does not stop.";
+  } else {
+    why = "Send a message to start a run. Interrupt and Force stop show while one runs.";
+  }
+  return { ...shown, why };
+}
 
-export function createLiveRun() {
+/**
+ * The live run's view. `onSent()` hears that a message this page sent was admitted: the view
+ * goes to the end and follows it, so the message and its reply come into view.
+ */
+export function createLiveRun({ onSent = () => {} } = {}) {
   const ui = {
     root: $("live-run"),
     who: $("live-who"),
+    why: $("live-why"),
     activity: $("live-activity"),
     refusal: $("live-refusal"),
     takeover: $("live-takeover"),
@@ -75,17 +107,12 @@ export function createLiveRun() {
   /** This login's controller connection, learned from the first answer; null before. */
   let mine = null;
   let state = null;
+  /** The stream said the controller went (or could not be reached). */
+  let gone = false;
 
   function showRefusal(refusal) {
     ui.refusal.hidden = false;
-    ui.refusal.replaceChildren(
-      textEl("span", "code", String(refusal.code), true),
-      document.createTextNode(": "),
-      textEl("span", "message", String(refusal.message ?? ""), true),
-    );
-    // The controller's words say what is wrong; on this page, say what to press about it.
-    const hint = WHAT_TO_DO[refusal.code];
-    if (hint) ui.refusal.append(document.createTextNode(" "), el("span", "hint", hint));
+    ui.refusal.replaceChildren(...refusalNodes(refusal));
   }
 
   function clearRefusal() {
@@ -93,13 +120,39 @@ export function createLiveRun() {
     ui.refusal.replaceChildren();
   }
 
+  /**
+   * A run is in progress: the stream said it started and has not settled, or (a page opened
+   * mid-run, before any run-started) a reply streams or a tool runs now.
+   */
+  function isRunning() {
+    if (transcript.running) return true;
+    return transcript
+      .items()
+      .some((i) => i.kind === "streaming" || (i.kind === "tool" && i.state === "running"));
+  }
+
   function renderWho() {
+    if (gone) return;
     const holder = state?.controllerConnection ?? null;
+    const running = isRunning();
     let who;
     if (holder === null) who = "Nobody controls this run.";
     else if (holder === mine) who = "You control this run.";
     else who = "Another client controls this run.";
-    ui.who.textContent = `${who}${transcript.running ? " A run is in progress." : ""}`;
+    ui.who.textContent = `${who}${running ? " A run is in progress." : ""}`;
+    const c = controlsFor({ holder, mine, running });
+    // A control that does not apply now is not shown; the line under them says why.
+    const had = document.activeElement;
+    ui.takeover.hidden = !c.takeover;
+    ui.release.hidden = !c.release;
+    ui.interrupt.hidden = !c.interrupt;
+    ui.forceStop.hidden = !c.forceStop;
+    if (ui.why.textContent !== c.why) ui.why.textContent = c.why;
+    // The button just pressed may have gone (Take control, once in control): focus moves on to
+    // the message box, not to the page's start.
+    if (had instanceof HTMLButtonElement && had.hidden && ui.root.contains(had)) {
+      ui.message.focus({ preventScroll: true });
+    }
   }
 
   async function act(body) {
@@ -117,7 +170,10 @@ export function createLiveRun() {
     if (text.trim() === "") return;
     const answer = await act({ op: "prompt", text });
     // The text stays when refused, so nothing typed is lost.
-    if (answer?.ok) ui.message.value = "";
+    if (answer?.ok) {
+      ui.message.value = "";
+      onSent();
+    }
   }
 
   ui.composer.addEventListener("submit", (ev) => {
@@ -222,12 +278,14 @@ export function createLiveRun() {
     attach(id) {
       conversation = id;
       state = null;
+      gone = false;
       transcript = new TranscriptState();
       seated = false;
       before = [];
       after = [];
       render();
       clearRefusal();
+      renderWho();
       ui.root.hidden = true;
     },
     detach() {
@@ -235,11 +293,19 @@ export function createLiveRun() {
       ui.root.hidden = true;
     },
     onController(info) {
-      ui.root.hidden = !info.running;
-      if (!info.running) {
-        ui.who.replaceChildren();
-        appendText(ui.who, String(info.message ?? ""), true);
+      gone = !info.running;
+      if (!gone) {
+        ui.root.hidden = false;
+        renderWho();
+        return;
       }
+      // The controller went (or cannot be reached): the panel stays to say so, in its words,
+      // with nothing to press; a draft in the box stays too.
+      ui.root.hidden = false;
+      ui.who.replaceChildren();
+      appendText(ui.who, String(info.message ?? ""), true);
+      for (const b of [ui.takeover, ui.release, ui.interrupt, ui.forceStop]) b.hidden = true;
+      ui.why.textContent = "Nothing can be sent until a controller runs this conversation again.";
     },
     onState(message) {
       state = message.state ?? null;

@@ -1,11 +1,16 @@
 // Markdown and highlighted code into the page: the trees of src/present/markdown.ts become DOM
 // nodes made with createElement and text nodes only. Tags are checked against TREE_TAGS again
 // here, the only attributes set are a checked link (with rel="noopener noreferrer"), a list
-// start number and a highlight class of a fixed pattern.
-import { codeNode, markdownTree, safeHref, TREE_TAGS } from "./present.js";
+// start number, a highlight class of a fixed pattern and a task box's class.
+import { codeNode, markdownTree, safeHref, TASK_DONE, TASK_OPEN, TREE_TAGS } from "./present.js";
 import { appendText, el } from "./text.js";
 
 const HL_CLASS = /^hl-[a-z][a-z_-]{0,30}$/;
+
+/** A span's class from the tree: a highlight scope's, or a task box's (☐ / ☑). */
+function isSpanClass(cls) {
+  return HL_CLASS.test(cls) || cls === TASK_OPEN || cls === TASK_DONE;
+}
 
 /** Appends `nodes` (a markdownTree) under `parent`. */
 export function appendTree(parent, nodes) {
@@ -30,7 +35,7 @@ export function appendTree(parent, nodes) {
       child.target = "_blank";
     }
     if (node.tag === "ol" && Number.isInteger(node.start)) child.start = node.start;
-    if (node.tag === "span" && typeof node.cls === "string" && HL_CLASS.test(node.cls)) {
+    if (node.tag === "span" && typeof node.cls === "string" && isSpanClass(node.cls)) {
       child.className = node.cls;
     }
     if (node.tag === "pre") child.className = "code";

@@ -240,15 +240,21 @@ export function createHistory(container, onLink, copy) {
     }
   }
 
+  /**
+   * A part's head: who, model, meta, usage and time wrap as they need (`part-facts`); Copy and
+   * ¶ keep the first line's end, never pushed under the rest (a long assistant head at 1400 px).
+   */
   function partHead(part, texts) {
     const head = el("header", "part-head");
-    head.append(el("span", "who", whoOf(part)));
+    const facts = el("div", "part-facts");
+    facts.append(el("span", "who", whoOf(part)));
     const model = modelText(part.meta);
-    if (model) head.append(textEl("span", "model", model, true));
-    for (const m of metaPhrases(part)) head.append(textEl("span", "meta", m, true));
+    if (model) facts.append(textEl("span", "model", model, true));
+    for (const m of metaPhrases(part)) facts.append(textEl("span", "meta", m, true));
     const usage = usageText(part.meta?.usage);
-    if (usage) head.append(el("span", "usage", usage));
-    head.append(timeEl(part.timestamp));
+    if (usage) facts.append(el("span", "usage", usage));
+    facts.append(timeEl(part.timestamp));
+    head.append(facts);
     const tools = el("span", "part-tools");
     tools.append(copy(() => texts.join("\n\n"), "Copy message"));
     const link = el("button", "link", "¶");
