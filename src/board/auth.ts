@@ -10,6 +10,8 @@
 // never grants. The Origin and content-type checks stay as a second lock.
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
+import type { DeviceLinks } from "./device-links.ts";
+import type { Who } from "./identity.ts";
 import { boardRefusal, jsonReply, type Reply } from "./reply.ts";
 
 /** Logins kept at once; the least recently used one is signed out beyond it. */
@@ -21,11 +23,16 @@ const REMEMBERED = 256;
 
 export type PostCheck = { ok: true; login: string } | { ok: false; reply: Reply };
 
+/** A login: its id (the controller connections it holds are keyed by it) and whose it is. */
+type Login = { id: string; identity: string };
+
 export type AuthOptions = {
   /** A login was signed out (MAX_LOGINS): close what it held. */
   onSignedOut?: (login: string) => void;
   /** The token was used: a fresh one is drawn; say where the next login is. */
   onTokenUsed?: () => void;
+  /** Device login links (`serve --phone`), tried when a token is not the operator link's. */
+  devices?: DeviceLinks;
 };
 
 export class BoardAuth {
@@ -33,8 +40,8 @@ export class BoardAuth {
   #tokenDigest = digest(this.#token);
   /** Digests of tokens already traded: a second use is told so. */
   readonly #usedTokens = new Set<string>();
-  /** Key digest → login id, least recently used first (a Map keeps insertion order). */
-  readonly #logins = new Map<string, string>();
+  /** Key digest → login, least recently used first (a Map keeps insertion order). */
+  readonly #logins = new Map<string, Login>();
   /** Digests of keys signed out to make room, so their page can be told why. */
   readonly #signedOut = new Set<string>();
   readonly #options: AuthOptions;
@@ -54,12 +61,34 @@ export class BoardAuth {
 
   /**
    * `POST /login` with `{ "token": … }`, once Origin and content type passed: the token's
-   * one login key, `{ ok: true, key }`, and a fresh token for the next login; else 403.
+   * one login key, `{ ok: true, key }`, and a fresh token for the next login; else 403. A
+   * person the trusted proxy named (`who.proxied`) needs no token: the proxy authenticated
+   * them, and the key only keeps other sites' pages from acting with the proxy's credentials.
    */
-  exchange(body: unknown): Reply {
+  exchange(body: unknown, who: Who): Reply {
     const token =
       typeof body === "object" && body !== null && "token" in body ? body.token : undefined;
+    if (token === undefined || token === "") {
+      if (who.proxied) return this.#logIn(who).reply;
+      return boardRefusal(
+        "login-refused",
+        "This address holds no login token: open the login link the board printed (`serve`, `npm start`).",
+      );
+    }
     const given = digest(typeof token === "string" ? token : "");
+    const device = typeof token === "string" ? this.#options.devices?.use(token) : undefined;
+    if (device !== undefined && !("notDevice" in device)) {
+      if (!device.ok) return boardRefusal("login-refused", device.message);
+      if (device.identity !== who.identity) {
+        return boardRefusal(
+          "login-refused",
+          `This device link is for ${device.identity}, not for ${who.identity}; it is used up now. Ask for a link of your own.`,
+        );
+      }
+      const made = this.#logIn(who);
+      this.#options.devices?.bind(device.id, made.login);
+      return made.reply;
+    }
     if (!timingSafeEqual(given, this.#tokenDigest)) {
       const used = this.#usedTokens.has(given.toString("hex"));
       return boardRefusal(
@@ -72,17 +101,27 @@ export class BoardAuth {
     remember(this.#usedTokens, given.toString("hex"));
     this.#token = drawSecret();
     this.#tokenDigest = digest(this.#token);
+    const { reply } = this.#logIn(who);
+    this.#options.onTokenUsed?.();
+    return reply;
+  }
+
+  /** A new login key for `who`; the least recently used login beyond MAX_LOGINS is signed out. */
+  #logIn(who: Who): { reply: Reply; login: string } {
     const key = drawSecret();
-    this.#logins.set(digest(key).toString("hex"), drawSecret());
+    const login = drawSecret();
+    this.#logins.set(digest(key).toString("hex"), { id: login, identity: who.identity });
     while (this.#logins.size > MAX_LOGINS) {
-      const [oldest, login] = this.#logins.entries().next().value ?? [];
-      if (oldest === undefined || login === undefined) break;
+      const [oldest, old] = this.#logins.entries().next().value ?? [];
+      if (oldest === undefined || old === undefined) break;
       this.#logins.delete(oldest);
       remember(this.#signedOut, oldest);
-      this.#options.onSignedOut?.(login);
+      this.#options.onSignedOut?.(old.id);
     }
-    this.#options.onTokenUsed?.();
-    return jsonReply(200, { ok: true, key });
+    return {
+      reply: jsonReply(200, { ok: true, key, identity: who.identity, role: who.role }),
+      login,
+    };
   }
 
   /**
@@ -90,9 +129,9 @@ export class BoardAuth {
    * own (`host` has passed the Host check) and a JSON body. The login comes after: `/login`
    * itself has none yet.
    */
-  checkSender(headers: IncomingHttpHeaders, host: string): Reply | null {
+  checkSender(headers: IncomingHttpHeaders, host: string, own?: string): Reply | null {
     const origin = headers.origin;
-    if (origin !== `http://${host.toLowerCase()}`) {
+    if (origin !== (own ?? `http://${host.toLowerCase()}`)) {
       return boardRefusal(
         "origin-refused",
         origin === undefined
@@ -110,8 +149,12 @@ export class BoardAuth {
     return null;
   }
 
-  /** The login a request's key names (and it becomes the most recently used), or why not. */
-  checkLogin(headers: IncomingHttpHeaders): PostCheck {
+  /**
+   * The login a request's key names (and it becomes the most recently used), or why not. A
+   * key is its person's: one sent by someone else (another identity from the proxy, or the
+   * local operator with a proxied person's key) is refused.
+   */
+  checkLogin(headers: IncomingHttpHeaders, who: Who): PostCheck {
     const key = headers[LOGIN_HEADER];
     if (typeof key !== "string" || key === "") {
       return notLoggedIn(
@@ -127,9 +170,21 @@ export class BoardAuth {
           : "This login is not one of this board's (it restarted, or the key is wrong): log in with the newest link the board printed.",
       );
     }
+    if (this.#options.devices?.isRevokedLogin(login.id)) {
+      this.#logins.delete(d);
+      this.#options.onSignedOut?.(login.id);
+      return notLoggedIn(
+        "The device link this login came from was revoked (`conversation logins --revoke`): log in again with a new link.",
+      );
+    }
+    if (login.identity !== who.identity) {
+      return notLoggedIn(
+        `This login is another person's, not ${who.identity}'s: log in yourself (open the board's address and log in).`,
+      );
+    }
     this.#logins.delete(d);
     this.#logins.set(d, login);
-    return { ok: true, login };
+    return { ok: true, login: login.id };
   }
 }
 

@@ -7,8 +7,11 @@
 import { ConversationClient, type Outcome } from "../control/client/client.ts";
 import { CONFIRMED_OPERATIONS, OPERATIONS, type Operation } from "../control/protocol.ts";
 import { findController } from "../control/registry/registry.ts";
+import type { Who } from "./identity.ts";
+import { refuseRole } from "./identity.ts";
 import { DEFAULT_GRANT } from "./live-control.ts";
 import { boardRefusal, jsonReply, type Reply } from "./reply.ts";
+import { capabilitiesOf } from "./roles.ts";
 import { statusOf } from "./status.ts";
 
 /** The socket's operations that act; `observe` is the live route's own connection. */
@@ -17,8 +20,16 @@ export const CONTROL_OPS: readonly ControlOp[] = OPERATIONS.filter(
   (op): op is ControlOp => op !== "observe",
 );
 
-/** One steering call from a logged-in browser session: `session` names its connection. */
-export type ControlCall = { session: string; conversation: string; body: Record<string, unknown> };
+/**
+ * One steering call from a logged-in browser session: `session` names its connection, `who`
+ * the person (identity.ts), whose role decides what they may do (roles.ts).
+ */
+export type ControlCall = {
+  session: string;
+  conversation: string;
+  body: Record<string, unknown>;
+  who: Who;
+};
 export type ControlRoute = (call: ControlCall) => Promise<Reply>;
 
 export type ControlRouteOptions = {
@@ -45,7 +56,7 @@ export function createControlRoute(options: ControlRouteOptions): {
   /** Logins signed out lately: a connection still being made for one is closed, not kept. */
   const signedOut = new Set<string>();
 
-  async function connectionFor(key: string, socket: string): Promise<Connection> {
+  async function connectionFor(key: string, socket: string, who: Who): Promise<Connection> {
     const held = connections.get(key);
     if (held?.socket === socket && held.client.connected) return held;
     if (held) {
@@ -60,6 +71,10 @@ export function createControlRoute(options: ControlRouteOptions): {
         socketPath: socket,
         grant: options.grant ?? DEFAULT_GRANT,
         clientName: "board-console",
+        // A person the proxy named acts on the board's grant, narrowed to their role: the
+        // controller's ledger names them, and refuses what their role may not do even if the
+        // board erred. The local operator is the grant's own actor, as before.
+        ...(who.proxied ? { actor: who.identity, capabilities: capabilitiesOf(who.role) } : {}),
         ...(options.requestTimeoutMs === undefined
           ? {}
           : { requestTimeoutMs: options.requestTimeoutMs }),
@@ -89,6 +104,12 @@ export function createControlRoute(options: ControlRouteOptions): {
     if (typeof op !== "string" || !(CONTROL_OPS as readonly string[]).includes(op)) {
       return boardRefusal("bad-request", `"op" must be one of ${CONTROL_OPS.join(", ")}.`);
     }
+    const byRole = refuseRole(
+      call.who,
+      op,
+      op === "confirm" ? "confirm a force stop or a recovery" : op,
+    );
+    if (byRole !== null) return byRole;
     let entry: ReturnType<typeof findController>;
     try {
       entry = findController(options.registryDir, call.conversation);
@@ -104,7 +125,7 @@ export function createControlRoute(options: ControlRouteOptions): {
     }
     let conn: Connection;
     try {
-      conn = await connectionFor(`${call.session}\n${call.conversation}`, entry.socket);
+      conn = await connectionFor(`${call.session}\n${call.conversation}`, entry.socket, call.who);
     } catch (e) {
       return jsonReply(statusOf("channel"), {
         ok: false,

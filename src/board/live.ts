@@ -151,8 +151,16 @@ export class LiveHub {
     await this.#watches?.close();
   }
 
-  /** Serves one live request; answers with a refusal (not a stream) when it cannot follow. */
-  async serve(req: IncomingMessage, res: ServerResponse, request: BoardRequest): Promise<void> {
+  /**
+   * Serves one live request; answers with a refusal (not a stream) when it cannot follow.
+   * `relay` false (a viewer, roles.ts): the file is followed, no controller is watched.
+   */
+  async serve(
+    req: IncomingMessage,
+    res: ServerResponse,
+    request: BoardRequest,
+    relay = true,
+  ): Promise<void> {
     const refused = checkRequest(this.#options.hosts, request);
     if (refused !== null) return send(res, refused, req.method);
     if (request.method !== "GET") {
@@ -261,7 +269,7 @@ export class LiveHub {
     res.on("close", () => this.#remove(follower));
     // Anything appended between the page the client read and this stream is read at once.
     this.#readFor(follower);
-    if (this.#watches === null || follower.closed) return;
+    if (this.#watches === null || follower.closed || !relay) return;
     follower.relay = this.#watches.watch(
       conversation,
       {

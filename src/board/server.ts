@@ -11,12 +11,15 @@ import { type Root, rootsFromSpecs } from "../reader/sources.ts";
 import { loadAssets } from "./assets.ts";
 import { BoardAuth } from "./auth.ts";
 import { type ControlRoute, createControlRoute } from "./control-route.ts";
+import type { DeviceLinks } from "./device-links.ts";
 import { refuseCrossSite } from "./fetch-site.ts";
+import { identify, LOCAL_WHO, type ProxyConfig, type Who } from "./identity.ts";
 import { LIVE_ROUTE, LiveHub, type LiveStats } from "./live.ts";
 import { isTrustedPeer, peerOwner } from "./peer-owner.ts";
 import type { ReaderSources } from "./read-messages.ts";
 import { MAX_LANES, startReadPool } from "./read-pool.ts";
 import { boardRefusal, type Reply, rawResponse, SECURITY_HEADERS } from "./reply.ts";
+import { roleWatches } from "./roles.ts";
 import { type BoardRequest, checkRequest, createHandler } from "./routes.ts";
 import type { BoardSearch } from "./search-route.ts";
 import { sendStream } from "./stream-reply.ts";
@@ -73,6 +76,13 @@ export type BoardOptions = BoardReading & {
   search?: BoardSearch;
   /** Usage for GET /api/usage when reading with `reader`; with `sources`, the search lane's. */
   usage?: BoardUsage;
+  /**
+   * Behind a TLS-terminating, authenticating proxy (identity.ts, docs/remote.md): its public
+   * origin is accepted as Host and Origin, and people come from its identity header.
+   */
+  proxy?: ProxyConfig;
+  /** Device login links (`serve --phone`, device-links.ts); without it none can be minted. */
+  devices?: DeviceLinks;
 };
 
 /** What a request answered `board-starting` is told to wait (`Retry-After`), in seconds. */
@@ -110,6 +120,11 @@ export type Board = {
   readonly loginUrl: string;
   /** The live route now: open streams, files watched, follow reads made since the start. */
   live(): LiveStats;
+  /**
+   * A device login link for `identity` (the public origin's behind a proxy): single use,
+   * DEVICE_LINK_TTL_MS, revocable. Throws when the board was started without `devices`.
+   */
+  mintDeviceLink(identity: string): { id: string; url: string; expiresAt: string };
 };
 
 /** Answers one request that passed the HTTP-level checks; never rejects. */
@@ -169,45 +184,63 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
   let control = options.control;
   let stopControl = async () => {};
   let ready = false;
+  const proxy = options.proxy ?? null;
+  const serveRequest = (req: IncomingMessage, res: ServerResponse, who: Who) => {
+    const target = req.url ?? "";
+    const early = refuseAtHttpLevel(req);
+    // Another site's page gets nothing from the API, the streams, the exports or a POST;
+    // the Host check still comes first, as on every route.
+    const crossSite = early ?? refuseCrossSite(req.method ?? "", target, req.headers);
+    if (early === null && crossSite !== null) {
+      req.resume();
+      res.shouldKeepAlive = false;
+      const request = { ...requestOf(req), method: "GET" };
+      // A refusal: a body of its own, never a stream, so nothing is left to wait for.
+      void writeReply(req, res, checkRequest(hosts, request) ?? crossSite);
+      return;
+    }
+    // Before the workers run, a login or a POST is told to come back like any request.
+    if (ready && auth !== null && early === null && acts(req)) {
+      const acting = act(req, res, { auth, hosts, control, who, proxy }).catch((e: unknown) => {
+        log(`board: internal error on a POST or login: ${e instanceof Error ? e.stack : e}`);
+        res.destroy();
+      });
+      void acting;
+      return;
+    }
+    if (live !== null && LIVE_ROUTE.test(target) && early === null) {
+      req.resume();
+      live.serve(req, res, requestOf(req), roleWatches(who.role)).catch((e: unknown) => {
+        log(`board: internal error on the live route: ${e instanceof Error ? e.stack : e}`);
+        res.destroy();
+      });
+      return;
+    }
+    respond(req, res, dispatch).catch((e: unknown) => {
+      // Dispatch never rejects and a write to a closed socket does not throw: a bug, so the
+      // socket goes (its client sees a reset) and the board keeps serving.
+      log(`board: internal error answering a request: ${e instanceof Error ? e.stack : e}`);
+      res.destroy();
+    });
+  };
   const server = createServer(
     { requireHostHeader: false, maxHeaderSize: MAX_HEAD_BYTES },
     (req, res) => {
-      const target = req.url ?? "";
-      const early = refuseAtHttpLevel(req);
-      // Another site's page gets nothing from the API, the streams, the exports or a POST;
-      // the Host check still comes first, as on every route.
-      const crossSite = early ?? refuseCrossSite(req.method ?? "", target, req.headers);
-      if (early === null && crossSite !== null) {
-        req.resume();
-        res.shouldKeepAlive = false;
-        const request = { ...requestOf(req), method: "GET" };
-        // A refusal: a body of its own, never a stream, so nothing is left to wait for.
-        void writeReply(req, res, checkRequest(hosts, request) ?? crossSite);
-        return;
-      }
-      // Before the workers run, a login or a POST is told to come back like any request.
-      if (ready && auth !== null && early === null && acts(req)) {
-        const acting = act(req, res, auth, hosts, control).catch((e: unknown) => {
-          log(`board: internal error on a POST or login: ${e instanceof Error ? e.stack : e}`);
+      if (proxy === null) return serveRequest(req, res, LOCAL_WHO);
+      // Who asks is known before anything is routed; a refusal still answers Host first.
+      identify(req, proxy)
+        .then((known) => {
+          if (known.ok) return serveRequest(req, res, known.who);
+          req.resume();
+          res.shouldKeepAlive = false;
+          const first =
+            refuseAtHttpLevel(req) ?? checkRequest(hosts, { ...requestOf(req), method: "GET" });
+          return writeReply(req, res, first ?? known.reply);
+        })
+        .catch((e: unknown) => {
+          log(`board: internal error identifying a request: ${e instanceof Error ? e.stack : e}`);
           res.destroy();
         });
-        void acting;
-        return;
-      }
-      if (live !== null && LIVE_ROUTE.test(target) && early === null) {
-        req.resume();
-        live.serve(req, res, requestOf(req)).catch((e: unknown) => {
-          log(`board: internal error on the live route: ${e instanceof Error ? e.stack : e}`);
-          res.destroy();
-        });
-        return;
-      }
-      respond(req, res, dispatch).catch((e: unknown) => {
-        // Dispatch never rejects and a write to a closed socket does not throw: a bug, so the
-        // socket goes (its client sees a reset) and the board keeps serving.
-        log(`board: internal error answering a request: ${e instanceof Error ? e.stack : e}`);
-        res.destroy();
-      });
     },
   );
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) => {
@@ -235,6 +268,7 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
   const bound = server.address();
   if (bound === null || typeof bound === "string") throw new Error("The board has no TCP port.");
   for (const h of allowedHosts(urlHost, bound.port)) hosts.add(h);
+  if (proxy !== null) hosts.add(proxy.host);
   const linkOf = (token: string) => `http://${urlHost}:${bound.port}/login?token=${token}`;
   const signedOut: ((login: string) => void)[] = [];
   const madeAuth = new BoardAuth({
@@ -242,6 +276,7 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
       for (const forget of signedOut) forget(login);
     },
     onTokenUsed: () => options.onLoginLinkUsed?.(linkOf(madeAuth.token)),
+    ...(options.devices === undefined ? {} : { devices: options.devices }),
   });
   auth = madeAuth;
   server.on("error", (e) => log(`board: server error: ${e.stack ?? e}`));
@@ -317,6 +352,12 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
     },
     readers: () => readers(),
     live: () => live?.stats() ?? { followers: 0, watching: 0, reads: 0, observers: 0 },
+    mintDeviceLink: (identity) => {
+      if (options.devices === undefined) throw new Error("the board keeps no device links");
+      const { id, token, expiresAt } = options.devices.mint(identity);
+      const base = proxy === null ? `http://${urlHost}:${bound.port}` : proxy.origin;
+      return { id, url: `${base}/login?token=${token}`, expiresAt };
+    },
   };
 }
 
@@ -433,12 +474,19 @@ function acts(req: IncomingMessage): boolean {
  * then Origin and content type, then (steering) the login key; the body is read only after
  * they pass, and only then is a controller asked.
  */
+type Acting = {
+  auth: BoardAuth;
+  hosts: ReadonlySet<string>;
+  control: ControlRoute | undefined;
+  /** Who asks (identity.ts): the proxy's person, or the local operator. */
+  who: Who;
+  proxy: ProxyConfig | null;
+};
+
 async function act(
   req: IncomingMessage,
   res: ServerResponse,
-  auth: BoardAuth,
-  hosts: ReadonlySet<string>,
-  control: ControlRoute | undefined,
+  { auth, hosts, control, who, proxy }: Acting,
 ): Promise<void> {
   const request = requestOf(req);
   const refused = checkRequest(hosts, { ...request, method: "GET" });
@@ -468,14 +516,16 @@ async function act(
       ),
     );
   }
-  const sender = auth.checkSender(req.headers, request.host ?? "");
+  // A person the proxy named acts from the board's public (https) origin only.
+  const own = who.proxied && proxy !== null ? proxy.origin : undefined;
+  const sender = auth.checkSender(req.headers, request.host ?? "", own);
   if (sender !== null) return finish(sender);
   if (path === "/login") {
     const body = await readJsonObject(req);
     if (!body.ok) return finish(body.reply);
-    return finish(auth.exchange(body.value));
+    return finish(auth.exchange(body.value, who));
   }
-  const check = auth.checkLogin(req.headers);
+  const check = auth.checkLogin(req.headers, who);
   if (!check.ok) return finish(check.reply);
   const match = CONTROL_ROUTE.exec(path);
   if (match?.[1] === undefined || control === undefined) {
@@ -492,7 +542,7 @@ async function act(
   const body = await readJsonObject(req);
   if (!body.ok) return finish(body.reply);
   if (res.destroyed) return;
-  return finish(await control({ session: check.login, conversation, body: body.value }));
+  return finish(await control({ session: check.login, conversation, body: body.value, who }));
 }
 
 /** A POST's body as a JSON object, or the refusal: too large, not JSON, not an object. */

@@ -69,6 +69,12 @@ export const REFUSAL_STATUS: Record<ReaderRefusalCode, number> = {
  *   the exports, by its `Sec-Fetch-Site`: fetch-site.ts), `content-type-refused` (a POST that
  *   is not `application/json`: every HTML form), `not-logged-in` (no login key of this board,
  *   or one signed out to make room). `payload-too-large` 413: a POST body over 64 KiB.
+ * - People behind the trusted proxy (identity.ts, roles.ts; docs/remote.md):
+ *   `identity-required` 401 (a request from the trusted proxy with no identity header: the
+ *   proxy must authenticate every request), `identity-refused` 403 (an identity header from
+ *   anyone but the trusted proxy, or from a local user other than the board's), `unknown-identity`
+ *   403 (an identity the roles file does not name), `role-refused` 403 (the person's role may
+ *   not do this: an observer steering, an operator force-stopping).
  * - `too-many-streams` 503: the board holds MAX_STREAMS live streams already (live.ts); the
  *   Console reads every second instead.
  * - Steering (control-route.ts): `no-controller` 404 (the registry names no running controller
@@ -88,6 +94,10 @@ export const BOARD_REFUSAL_STATUS = {
   "content-type-refused": 403,
   "not-logged-in": 403,
   "peer-refused": 403,
+  "identity-required": 401,
+  "identity-refused": 403,
+  "unknown-identity": 403,
+  "role-refused": 403,
   "too-many-streams": 503,
   "payload-too-large": 413,
   "no-controller": 404,

@@ -5,12 +5,22 @@ import { resolve } from "node:path";
 import { EXPORT_FORMATS, isExportFormat } from "../export/index.ts";
 import { QUERY_MAX_CHARS, QUERY_MAX_PREFIXES, QUERY_MAX_TOKENS } from "../search/query.ts";
 import { ATTACH_HELP, type AttachCommand, parseAttach } from "./attach-args.ts";
+import { AUDIT_HELP, type AuditCommand, parseAudit } from "./audit.ts";
 import type { SourceFlags } from "./config.ts";
 import { CONTROL_HELP, type ControlCommand, parseControl } from "./control-args.ts";
 import type { ControllersCommand } from "./controllers.ts";
 import type { ExportCommand } from "./export.ts";
 import { parseFlags } from "./flags.ts";
+import { LOGINS_HELP, type LoginsCommand, parseLogins } from "./logins.ts";
 import type { SearchCommand } from "./search.ts";
+import {
+  PHONE_HELP,
+  PHONE_OPTIONS,
+  PROXY_HELP,
+  PROXY_OPTIONS,
+  type ProxyFlagValues,
+  proxyFlagsOf,
+} from "./serve-proxy.ts";
 import { parseUsage, USAGE_OPTIONS, type UsageCommand, usageHelp } from "./usage-args.ts";
 
 export const DEFAULT_HOST = "127.0.0.1";
@@ -36,10 +46,16 @@ export type Command =
       port: number;
       portGiven: boolean;
       stateDir?: string;
+      /** Behind a proxy (serve-proxy.ts): the four flags, checked when the board starts. */
+      proxy?: ProxyFlagValues;
+      /** `--phone`: the person a device link is minted for at start (null: the local operator). */
+      phone?: { for: string | null };
     }
   | ControllersCommand
   | ControlCommand
   | AttachCommand
+  | AuditCommand
+  | LoginsCommand
   | SearchCommand
   | ExportCommand;
 
@@ -84,6 +100,8 @@ Commands:
   control            run a controller on one session (see control --help)
   controllers        list the running controllers
   attach <id>        a terminal on a running controller (see attach --help)
+  audit <id>         who did what to a conversation; --verify proves it
+  logins             the board's device login links; --revoke ID revokes one
 
 ${SOURCES_HELP}
 
@@ -152,6 +170,10 @@ controller (see --state-dir) does, with the login link it prints.
   --state-dir DIR    where to look for running controllers (as control's):
                      the catalogue marks their conversations live
 
+${PROXY_HELP}
+
+${PHONE_HELP}
+
 ${SOURCES_HELP}
 
   -h, --help         this help
@@ -218,6 +240,8 @@ ${SOURCES_HELP}
 `,
   control: CONTROL_HELP,
   attach: ATTACH_HELP,
+  audit: AUDIT_HELP,
+  logins: LOGINS_HELP,
 } as const;
 
 const STATE_DIR = { type: "string" } as const;
@@ -269,6 +293,8 @@ type CommandName =
   | "control"
   | "controllers"
   | "attach"
+  | "audit"
+  | "logins"
   | "search"
   | "usage"
   | "export";
@@ -282,6 +308,8 @@ function isCommandName(s: string): s is CommandName {
     "control",
     "controllers",
     "attach",
+    "audit",
+    "logins",
     "search",
     "usage",
     "export",
@@ -371,6 +399,8 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
         port: { type: "string" },
         host: { type: "string" },
         "state-dir": STATE_DIR,
+        ...PROXY_OPTIONS,
+        ...PHONE_OPTIONS,
       });
       if (values.help) return { ok: true, command: { name: "help", text: usage } };
       if (positionals.length > 0)
@@ -378,6 +408,14 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
       const port = values.port === undefined ? DEFAULT_PORT : parsePort(values.port);
       if (port === null)
         return bad(`--port ${JSON.stringify(values.port)} is not a port (0-65535)`);
+      const proxy = proxyFlagsOf(values);
+      if (!proxy.ok) return bad(proxy.error);
+      if (values["phone-for"] !== undefined && !values.phone)
+        return bad("--phone-for goes with --phone");
+      if (values.phone && proxy.value !== null && values["phone-for"] === undefined) {
+        return bad("behind a proxy, --phone needs --phone-for NAME: the person the link logs in");
+      }
+      const phone = values.phone ? { phone: { for: values["phone-for"] ?? null } } : {};
       return {
         ok: true,
         command: {
@@ -387,6 +425,8 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
           port,
           portGiven: values.port !== undefined,
           ...stateDirOf(values),
+          ...(proxy.value === null ? {} : { proxy: proxy.value }),
+          ...phone,
         },
       };
     }
@@ -451,6 +491,10 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
       return parseControl(args);
     case "attach":
       return parseAttach(args);
+    case "audit":
+      return parseAudit(args);
+    case "logins":
+      return parseLogins(args);
     default:
       return unreachable(name);
   }

@@ -11,6 +11,7 @@
 import { randomUUID } from "node:crypto";
 import { chmodSync, copyFileSync, rmSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import type { LedgerAction } from "../audit/ledger-line.ts";
 import type { Controller } from "../control/controller/controller.ts";
 import type { Grant } from "../control/protocol.ts";
 import { placesFor } from "../control/registry/places.ts";
@@ -65,6 +66,7 @@ async function controlUntilStopped(
   const { chooseLauncher } = await import("../control/cohort/cohort.ts");
   const { ensurePrivateDir } = await import("../control/registry/registry.ts");
   const { registerStarted } = await import("./registration.ts");
+  const { AuditLedger } = await import("../audit/ledger.ts");
   const leftovers = await import("../control/registry/leftovers.ts");
   const { controlPlace } = await import("../control/registry/private-dirs.ts");
   const places = placesFor(cmd.stateDir);
@@ -176,6 +178,7 @@ async function controlUntilStopped(
         ? new RepositoryVerifier({ specs })
         : new FixtureVerifier({ fixtureRoot: cmd.fixtureRoot });
     let registration: Registration | null = null;
+    let ledger: { append(action: LedgerAction): unknown } | null = null;
     ctl = new Controller({
       fixtureRoot: cmd.fixtureRoot ?? project,
       claimRoot,
@@ -199,7 +202,15 @@ async function controlUntilStopped(
           io.err(`warning: the registry entry was not updated: ${visible(String(e))}\n`);
         });
       },
+      // Every act, with who did it and what came of it (docs/remote.md, The audit ledger).
+      actions: (action) => {
+        if (ledger === null) throw new Error("the audit ledger is not open");
+        ledger.append(action);
+      },
     });
+    const opened = AuditLedger.open(places.audit, ctl.conversation);
+    if (!opened.ok) return refused(io, "audit", opened.message);
+    ledger = opened.ledger;
     // `start` stops whatever it started before it rethrows.
     await ctl.start();
     registration = await registerStarted(

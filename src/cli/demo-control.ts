@@ -25,6 +25,7 @@ export const DEMO_GRANTS: Grant[] = [
     id: DEMO_OPERATOR_GRANT,
     actor: "demo-newcomer",
     capabilities: ["observe", "takeover", "release", "prompt", "interrupt"],
+    delegate: true,
   },
   { id: DEMO_WATCH_GRANT, actor: "demo-watcher", capabilities: ["observe"] },
 ];

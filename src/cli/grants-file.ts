@@ -1,15 +1,24 @@
 // The grants `conversation control` serves: a grants file (`--grants FILE`), checked field by
 // field with messages that name the file and the field, or the default operator and observer.
 import { readFileSync } from "node:fs";
-import { type Grant, OPERATIONS, type Operation } from "../control/protocol.ts";
+import {
+  ACTOR_RULE,
+  type Grant,
+  isActorName,
+  OPERATIONS,
+  type Operation,
+} from "../control/protocol.ts";
 import { ID_PATTERN } from "../protocol/chat-01.ts";
 import { type Checked, fail } from "./config.ts";
 
 const GRANTS_MAX_BYTES = 1024 * 1024;
-const GRANT_FIELDS = ["id", "actor", "capabilities"];
-/** Without --grants: one grant that may do everything, one that may only watch. */
+const GRANT_FIELDS = ["id", "actor", "capabilities", "delegate"];
+/**
+ * Without --grants: one grant that may do everything, one that may only watch. The operator
+ * grant delegates: the board's connection for a logged-in person names them (docs/remote.md).
+ */
 export const DEFAULT_GRANTS: readonly Grant[] = [
-  { id: "operator", actor: "local-operator", capabilities: [...OPERATIONS] },
+  { id: "operator", actor: "local-operator", capabilities: [...OPERATIONS], delegate: true },
   { id: "observer", actor: "local-observer", capabilities: ["observe"] },
 ];
 
@@ -34,7 +43,7 @@ export function readGrantsFile(file: string): Checked<Grant[]> {
   return parsed.ok ? parsed : fail(`grants ${file}: ${parsed.error}`);
 }
 
-/** `[{ id, actor, capabilities }]`: unique CHAT-01 ids, an actor, known operations once each. */
+/** `[{ id, actor, capabilities, delegate? }]`: unique CHAT-01 ids, an actor, known operations once each. */
 export function parseGrants(value: unknown): Checked<Grant[]> {
   if (!Array.isArray(value)) return fail("expected a JSON array of grants");
   if (value.length === 0) return fail("no grants: a client could never say hello");
@@ -47,13 +56,14 @@ export function parseGrants(value: unknown): Checked<Grant[]> {
     }
     const extra = Object.keys(g).filter((k) => !GRANT_FIELDS.includes(k));
     if (extra.length > 0) return fail(`${at}: unknown field ${JSON.stringify(extra[0])}`);
-    const { id, actor, capabilities } = g as Record<string, unknown>;
+    const { id, actor, capabilities, delegate } = g as Record<string, unknown>;
     if (typeof id !== "string" || !ID_PATTERN.test(id)) {
       return fail(`${at}.id: expected an id (letters, digits, '.', '_', '-'; up to 200)`);
     }
     if (grants.some((other) => other.id === id)) return fail(`${at}.id: "${id}" is repeated`);
-    if (typeof actor !== "string" || actor === "" || actor.length > 200) {
-      return fail(`${at}.actor: expected a name of 1 to 200 characters`);
+    if (!isActorName(actor)) return fail(`${at}.actor: ${ACTOR_RULE}`);
+    if (delegate !== undefined && typeof delegate !== "boolean") {
+      return fail(`${at}.delegate: expected true or false`);
     }
     if (!Array.isArray(capabilities)) return fail(`${at}.capabilities: expected an array`);
     for (const [j, c] of capabilities.entries()) {
@@ -62,7 +72,8 @@ export function parseGrants(value: unknown): Checked<Grant[]> {
       }
       if (capabilities.indexOf(c) !== j) return fail(`${at}.capabilities: "${c}" is repeated`);
     }
-    grants.push({ id, actor, capabilities: capabilities as Operation[] });
+    const ops = capabilities as Operation[];
+    grants.push({ id, actor, capabilities: ops, ...(delegate === true ? { delegate } : {}) });
   }
   return { ok: true, value: grants };
 }

@@ -6,6 +6,8 @@
 // command as it is run from here (invocation.ts).
 import { dirname, join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { DeviceLinks } from "../board/device-links.ts";
+import type { ProxyConfig } from "../board/identity.ts";
 import { liveConversations, markLive } from "../control/registry/live-catalogue.ts";
 import { placesFor } from "../control/registry/places.ts";
 import { listControllers, type RegistryEntry } from "../control/registry/registry.ts";
@@ -22,13 +24,17 @@ import { makeVisible } from "../present/visible.ts";
 import { expandRoots } from "../reader/expand.ts";
 import { type Command, DEFAULT_HOST, HELP, parseCommand } from "./args.ts";
 import { runAttach } from "./attach.ts";
+import { runAudit } from "./audit.ts";
 import { DEFAULT_SEAT, resolveSources, type SourceFlags, type Sources } from "./config.ts";
 import { runControl } from "./control.ts";
 import { listRunning } from "./controllers.ts";
 import { DEFAULT_GRANTS, readGrantsFile } from "./grants-file.ts";
 import { asInvoked, commandLine, commandPrefix, withDocsPlace } from "./invocation.ts";
+import { runLogins } from "./logins.ts";
+import { qrLines } from "./qr.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
 import { checkHost, nextLoginLine, startServing, whenAborted } from "./serve.ts";
+import { proxyConfigOf } from "./serve-proxy.ts";
 import { refuseOpen, reportRefusedRoots, seatsOf, sourceArgs } from "./source-hints.ts";
 
 export const EXIT = { ok: 0, refused: 1, usage: 2 } as const;
@@ -58,6 +64,8 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
   }
   if (cmd.name === "attach") return runAttach(cmd, io.err, signal);
   if (cmd.name === "controllers") return listRunning(cmd, io);
+  if (cmd.name === "audit") return runAudit(cmd, io);
+  if (cmd.name === "logins") return runLogins(cmd, io);
   const flags = expandSeats(cmd.sources);
   if (!flags.ok) return usageError(io, flags.error, HELP[cmd.name]);
   const sources = resolveSources(flags.value);
@@ -84,7 +92,10 @@ function expandSeats(
 }
 
 async function run(
-  cmd: Exclude<Command, { name: "help" | "control" | "attach" | "controllers" }>,
+  cmd: Exclude<
+    Command,
+    { name: "help" | "control" | "attach" | "controllers" | "audit" | "logins" }
+  >,
   sources: Sources,
   io: Io,
   signal: AbortSignal,
@@ -257,6 +268,13 @@ async function serve(
 ): Promise<number> {
   const badHost = await checkHost(cmd.host);
   if (badHost !== null) return usageError(io, badHost, HELP.serve);
+  const { proxy: proxyFlags, phone, ...plain } = cmd;
+  let proxy: ProxyConfig | undefined;
+  if (proxyFlags !== undefined) {
+    const checked = await proxyConfigOf(proxyFlags);
+    if (!checked.ok) return usageError(io, checked.error, HELP.serve);
+    proxy = checked.value;
+  }
   // The catalogue route marks conversations a running controller serves (`live`): the read
   // workers join their catalogue with this registry (registry/live-catalogue.ts).
   const liveRegistry = placesFor(cmd.stateDir).registry;
@@ -270,7 +288,9 @@ async function serve(
         search: {},
       },
     },
-    ...cmd,
+    ...plain,
+    ...(proxy === undefined ? {} : { proxy }),
+    ...(phone === undefined ? {} : { devices: new DeviceLinks(placesFor(cmd.stateDir).board) }),
     // Each link logs in once: the next one is printed as the first was (docs/board.md).
     onLoginLinkUsed: (next) => io.out(nextLoginLine(next)),
   });
@@ -280,6 +300,12 @@ async function serve(
   }
   const { board } = started;
   io.out(`The board is serving on ${board.url}\nOpen it in a browser; Ctrl-C stops it.\n`);
+  if (proxy !== undefined) {
+    io.out(
+      `Behind the proxy at ${proxy.origin}: people open ${proxy.origin}/login to log in, as the roles in ${proxy.rolesFile} allow;\n` +
+        `only connections from ${proxy.proxyAddress} may name them (${proxy.header}).\n`,
+    );
+  }
   // To stdout for the operator, once; never to a log (the token is the key to acting). Always
   // printed: a controller may start while the board serves, and the token is fresh per start.
   // With none running now, say first that reading needs none (docs/board.md, "Login").
@@ -292,6 +318,19 @@ async function serve(
     );
   }
   for (const line of unreadControllers(liveRegistry, sources, cmd, implicit)) io.out(`${line}\n`);
+  if (phone !== undefined) {
+    const who = phone.for ?? "local-operator";
+    if (proxy !== undefined && !proxy.roles.has(who)) {
+      io.err(
+        `conversation: --phone-for ${makeVisible(who)}: not in the roles file ${proxy.rolesFile}\n`,
+      );
+    } else {
+      const link = board.mintDeviceLink(who);
+      io.out(
+        `A device login link for ${makeVisible(who)} (${link.id}: once, until ${link.expiresAt}; \`${commandLine(["logins", "--revoke", link.id])}\` revokes it):\n${link.url}\n${qrLines(link.url).join("\n")}\n`,
+      );
+    }
+  }
   await whenAborted(signal);
   await board.close();
   return EXIT.ok;

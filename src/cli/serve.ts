@@ -1,6 +1,8 @@
 // Starts the board for the command and for `npm start`: a loopback address only, and the
 // default port falls back to a free one when it is taken (a port the user named never does).
 // The board module is loaded only here, so the other commands never load it.
+import type { DeviceLinks } from "../board/device-links.ts";
+import type { ProxyConfig } from "../board/identity.ts";
 import type { BoardReading } from "../board/index.ts";
 
 /**
@@ -12,6 +14,7 @@ export type Serving = {
   readonly loginUrl: string;
   port: number;
   close(): Promise<void>;
+  mintDeviceLink(identity: string): { id: string; url: string; expiresAt: string };
 };
 /** `reading`: the sources, so the board reads in worker threads off its request loop. */
 export type ServeRequest = {
@@ -25,6 +28,10 @@ export type ServeRequest = {
   observeGrant?: string;
   /** Where the next login link goes once one is used: printed as `nextLoginLine` says. */
   onLoginLinkUsed?: (loginUrl: string) => void;
+  /** Behind a proxy (docs/remote.md). */
+  proxy?: ProxyConfig;
+  /** Device login links (`--phone`). */
+  devices?: DeviceLinks;
 };
 
 /** What `serve` and `npm start` print when a login link was used: the link for the next one. */
@@ -52,6 +59,8 @@ export async function startServing(
     ...(req.grant === undefined ? {} : { grant: req.grant }),
     ...(req.observeGrant === undefined ? {} : { observeGrant: req.observeGrant }),
     ...(req.onLoginLinkUsed === undefined ? {} : { onLoginLinkUsed: req.onLoginLinkUsed }),
+    ...(req.proxy === undefined ? {} : { proxy: req.proxy }),
+    ...(req.devices === undefined ? {} : { devices: req.devices }),
   };
   const attempt = async (port: number) =>
     startBoard({ ...req.reading, ...extra, host: req.host, port });

@@ -36,6 +36,12 @@ export type Grant = {
   active?: boolean;
   /** The conversations the grant covers; absent: every conversation (requests refuse `scope`). */
   scope?: { conversations: string[] };
+  /**
+   * True: a hello on this grant may name the person it acts for (`actor`), who is then
+   * recorded instead of the grant's own actor, beside it (`delegatedBy`). A board that logs
+   * people in holds such a grant; it can never do more than the grant's capabilities allow.
+   */
+  delegate?: boolean;
 };
 
 /** Names what a request acts on; each present field must match the controller's binding. */
@@ -88,6 +94,13 @@ export type Hello = {
   client?: string;
   /** Asks for the events after this point, before any live one (docs: Replay). */
   resume?: ResumePoint;
+  /**
+   * The person this connection acts for, on a grant that delegates (else refused `grant`):
+   * every record and ledger line of the connection names them.
+   */
+  actor?: string;
+  /** Narrows the grant: the connection may do only these (each one the grant allows). */
+  capabilities?: Operation[];
 };
 
 export type ClientMessage = Hello | Request;
@@ -220,6 +233,22 @@ const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as nu
 
 export type Parsed = { ok: true; message: ClientMessage } | { ok: false; reason: string };
 
+/** What an actor's name may be, in a grant or a hello: what a person's name needs, no more. */
+export const ACTOR_RULE = "an actor is 1 to 200 characters, none of them a control character";
+
+/**
+ * Whether `v` may name an actor: 1–200 characters, no C0 or C1 control character, no line or
+ * paragraph separator. A name goes into records, ledger lines and terminals as it is.
+ */
+export function isActorName(v: unknown): v is string {
+  if (typeof v !== "string" || v.length < 1 || v.length > 200) return false;
+  for (const ch of v) {
+    const c = ch.codePointAt(0) ?? 0;
+    if (c < 0x20 || (c >= 0x7f && c <= 0x9f) || c === 0x2028 || c === 0x2029) return false;
+  }
+  return true;
+}
+
 const REQUEST_KEYS = new Set(["type", "id", "op", "target", "generation", "incarnation"]);
 const OP_KEYS: Record<Operation, string[]> = {
   observe: ["limit", "cursor"],
@@ -249,7 +278,7 @@ export function parseClientMessage(line: string): Parsed {
   if (!isObj(v)) return bad("a message is a JSON object");
   if (v.type === "hello") {
     for (const k of Object.keys(v)) {
-      if (!["type", "protocol", "grant", "client", "resume"].includes(k))
+      if (!["type", "protocol", "grant", "client", "resume", "actor", "capabilities"].includes(k))
         return bad(`hello has an unknown field ${k}`);
     }
     if (v.protocol !== PROTOCOL_VERSION) return bad(`hello must name protocol ${PROTOCOL_VERSION}`);
@@ -267,6 +296,21 @@ export function parseClientMessage(line: string): Parsed {
         return bad("hello's resume is { streamEpoch, afterSequence }");
       }
       hello.resume = { streamEpoch: r.streamEpoch, afterSequence: r.afterSequence };
+    }
+    if (v.actor !== undefined) {
+      if (!isActorName(v.actor)) return bad(ACTOR_RULE);
+      hello.actor = v.actor;
+    }
+    if (v.capabilities !== undefined) {
+      const caps = v.capabilities;
+      const known: readonly unknown[] = OPERATIONS;
+      if (
+        !Array.isArray(caps) ||
+        !caps.every((c, i) => known.includes(c) && caps.indexOf(c) === i)
+      ) {
+        return bad("hello's capabilities are operations, each once");
+      }
+      hello.capabilities = caps as Operation[];
     }
     return { ok: true, message: hello };
   }

@@ -101,6 +101,7 @@ export type StartOptions = {
   script?: FakePiScript;
   grants?: Grant[];
   audit?: ControllerOptions["audit"];
+  actions?: ControllerOptions["actions"];
   session?: (cwd: string) => Line[];
   fixture?: Fixture;
   maxQueuedBytes?: number;
@@ -130,6 +131,7 @@ export function controllerOptions(f: Fixture, o: StartOptions = {}): ControllerO
       ...(env ? { env } : {}),
     },
     ...(o.audit ? { audit: o.audit } : {}),
+    ...(o.actions ? { actions: o.actions } : {}),
     ...(o.maxQueuedBytes === undefined ? {} : { maxQueuedBytes: o.maxQueuedBytes }),
     ...(o.replay === undefined ? {} : { replay: o.replay }),
   };

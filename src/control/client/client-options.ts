@@ -1,12 +1,19 @@
 // How a ConversationClient is set up: its socket and grant, timeouts and line limit, where its
 // first connect resumes (an SSE Last-Event-ID read with parseEventId), and reconnecting.
-import type { ResumePoint } from "../protocol.ts";
+import type { Operation, ResumePoint } from "../protocol.ts";
 import { isId } from "./controller-message.ts";
 
 export type ConversationClientOptions = {
   socketPath: string;
   /** The grant id the hello names. */
   grant: string;
+  /**
+   * The person this connection acts for (hello `actor`): only on a grant that delegates. The
+   * controller's audit ledger names them (docs/remote.md).
+   */
+  actor?: string;
+  /** Narrows the grant to these operations (hello `capabilities`), e.g. to a board role's. */
+  capabilities?: readonly Operation[];
   /** Sent in the hello as `client`, for the controller's evidence. */
   clientName?: string;
   /** How long `connect` waits for its welcome and a request for its reply. Default 60 s. */

@@ -100,6 +100,8 @@ export class ConversationClient {
   readonly #socketPath: string;
   readonly #grant: string;
   readonly #clientName: string | undefined;
+  /** The hello's actor and narrowing, sent as given (docs/remote.md). */
+  readonly #acting: Pick<Hello, "actor" | "capabilities">;
   readonly #timeoutMs: number;
   readonly #maxLineBytes: number | undefined;
   readonly #eventFns = new Set<(e: StreamEvent) => void>();
@@ -123,6 +125,10 @@ export class ConversationClient {
     this.#socketPath = options.socketPath;
     this.#grant = options.grant;
     this.#clientName = options.clientName;
+    this.#acting = {
+      ...(options.actor === undefined ? {} : { actor: options.actor }),
+      ...(options.capabilities === undefined ? {} : { capabilities: [...options.capabilities] }),
+    };
     this.#timeoutMs = options.requestTimeoutMs ?? 60_000;
     this.#maxLineBytes = options.maxLineBytes;
     this.#position = options.resume ? { ...options.resume } : null;
@@ -215,6 +221,7 @@ export class ConversationClient {
       socket.on("connect", () => {
         const hello: Hello = { type: "hello", protocol: PROTOCOL_VERSION, grant: this.#grant };
         if (this.#clientName !== undefined) hello.client = this.#clientName;
+        Object.assign(hello, this.#acting);
         if (this.#position !== null) hello.resume = { ...this.#position };
         socket.write(encodeLine(hello));
       });

@@ -1,5 +1,6 @@
 // What a Controller is given: where its fixture, claims and socket live, the session and seat,
 // the verifier and grants, the launcher and engine, and the limits tests lower.
+import type { LedgerAction } from "../../audit/ledger-line.ts";
 import type { Launcher } from "../cohort/launcher.ts";
 import type { HarnessName } from "../engine/harness.ts";
 import type { Grant } from "../protocol.ts";
@@ -34,6 +35,11 @@ export type ControllerOptions = {
   piVersion?: string;
   /** Where records go besides the in-memory evidence; a throw breaks audit (`audit`). */
   audit?: (record: ControlRecord) => void;
+  /**
+   * Where each answered act (every request but observe) goes with its actor and outcome: the
+   * audit ledger (src/audit/). A throw makes every later act refuse `audit`.
+   */
+  actions?: (action: LedgerAction) => void;
   /** Extra homes whose live roots the guard protects (the scratch HOME case). */
   homes?: string[];
   /**

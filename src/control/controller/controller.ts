@@ -16,6 +16,7 @@ import type { CommandOptions, EngineCommandBase, SessionHead } from "../engine/h
 import { type Harness, harnessFor } from "../engine/harnesses.ts";
 import type { ControllerState, Grant, Hello } from "../protocol.ts";
 import { ControlRefusal } from "../refusal.ts";
+import { type AuditHost, auditedConnection } from "./audit-hook.ts";
 import type { ControllerOptions } from "./controller-options.ts";
 import {
   Approvals,
@@ -267,7 +268,10 @@ export class Controller {
         this.#options.socketDir,
         {
           hello: (conn, hello) => this.#hello(conn, hello),
-          request: (conn, request) => this.#ops.handle(conn, request),
+          request: (conn, request) => {
+            const audited = auditedConnection(conn, request, this.#auditHost);
+            if (audited !== null) this.#ops.handle(audited, request);
+          },
           closed: (conn) => this.#closed(conn),
         },
         this.#options.maxQueuedBytes === undefined
@@ -474,6 +478,19 @@ export class Controller {
 
   broadcastState(): void {
     this.#server?.broadcast({ type: "state", state: this.state() });
+  }
+
+  /** Where the audit hook reports each answered act (the ledger), and what a failure means. */
+  get #auditHost(): AuditHost {
+    return {
+      conversation: this.conversation,
+      grant: (id) => this.#grants.get(id) ?? null,
+      sink: this.#options.actions,
+      failed: () => {
+        // The ledger failed: every acting request now refuses `audit` (admission.ts).
+        this.#auditOk = false;
+      },
+    };
   }
 
   #hello(conn: Connection, hello: Hello): HelloAnswer {

@@ -8,6 +8,7 @@ import {
   type Dialog,
   type Grant,
   type Hello,
+  isActorName,
   OPERATIONS,
   PROTOCOL_VERSION,
   type Welcome,
@@ -35,7 +36,17 @@ export type HelloContext = {
 export function answerHello(conn: Connection, hello: Hello, at: HelloContext): HelloAnswer {
   const grant = at.grants.get(hello.grant);
   if (!grant || grant.active === false) return refusedGrant();
+  // Only a delegating grant may name the person it acts for, and a narrowing may only narrow.
+  if (hello.actor !== undefined && grant.delegate !== true) {
+    return refusedGrant(`the grant ${grant.id} does not delegate: its hello may not name an actor`);
+  }
+  const beyond = hello.capabilities?.filter((op) => !grant.capabilities.includes(op)) ?? [];
+  if (beyond.length > 0) {
+    return refusedGrant(`the grant ${grant.id} does not allow ${beyond.join(", ")}`);
+  }
   conn.grant = grant.id;
+  conn.actor = hello.actor ?? grant.actor;
+  conn.capabilities = hello.capabilities ?? null;
   const welcome: Welcome = {
     type: "welcome",
     protocol: PROTOCOL_VERSION,
@@ -73,17 +84,17 @@ export function answerHello(conn: Connection, hello: Hello, at: HelloContext): H
   return { message: welcome, lines: [...plan.lines, ...dialogs] };
 }
 
-function refusedGrant() {
+function refusedGrant(message = "the hello names no active grant") {
   return {
     type: "reply" as const,
     id: null,
     outcome: "refused:grant" as const,
     refusal: "grant" as const,
-    message: "the hello names no active grant",
+    message,
   };
 }
 
-/** Grants: unique CHAT-01 ids, an actor, and capabilities from OPERATIONS. */
+/** Grants: unique CHAT-01 ids, an actor (isActorName), capabilities from OPERATIONS. */
 export function checkGrants(grants: unknown): Map<string, Grant> {
   if (!Array.isArray(grants)) throw new ControlRefusal("configuration", "grants are required");
   const out = new Map<string, Grant>();
@@ -93,7 +104,8 @@ export function checkGrants(grants: unknown): Map<string, Grant> {
       g !== null &&
       typeof g.id === "string" &&
       ID_PATTERN.test(g.id) &&
-      typeof g.actor === "string" &&
+      isActorName(g.actor) &&
+      (g.delegate === undefined || typeof g.delegate === "boolean") &&
       Array.isArray(g.capabilities) &&
       g.capabilities.every((c) => (OPERATIONS as readonly string[]).includes(c)) &&
       !out.has(g.id);

@@ -13,6 +13,7 @@ import { encodeLine, FramingError, LineSplitter } from "../engine/framing.ts";
 import {
   type ControllerMessage,
   type Hello,
+  type Operation,
   parseClientMessage,
   type Reply,
   type Request,
@@ -37,6 +38,13 @@ export type Connection = {
   readonly id: string;
   /** Set by the welcome; null until then. */
   grant: string | null;
+  /**
+   * Who acts on this connection, set by the welcome: the person a delegating grant's hello
+   * named, else the grant's own actor (hello.ts).
+   */
+  actor: string | null;
+  /** The hello's narrowing of the grant's capabilities, or null for all of the grant's. */
+  capabilities: readonly Operation[] | null;
   /** False once the controller closed this connection's channel (revocation, shutdown). */
   channelOpen: boolean;
   readonly closed: boolean;
@@ -186,6 +194,8 @@ export class ControlServer {
     const conn: Connection = {
       id: `c-${randomUUID()}`,
       grant: null,
+      actor: null,
+      capabilities: null,
       channelOpen: true,
       get closed() {
         return closed;

@@ -17,6 +17,10 @@ export type Places = {
   sockets: string;
   /** Private agent directories copied by `--agent-from`, one per controller. */
   agents: string;
+  /** The audit ledgers, one `<conversation>.jsonl` each (src/audit/): kept, like the claims. */
+  audit: string;
+  /** The board's device login links (`serve --phone`, `conversation logins`). */
+  board: string;
 };
 
 /** The default places for `env`, or all of them under `stateDir` when it is given. */
@@ -44,6 +48,8 @@ function placesUnder(state: string, runtime: string): Places {
     registry: join(runtime, "controllers"),
     sockets: join(runtime, "sockets"),
     agents: join(runtime, "agents"),
+    audit: join(state, "audit"),
+    board: join(state, "board"),
   };
 }
 
@@ -52,6 +58,6 @@ function placesUnder(state: string, runtime: string): Places {
  * listing that finds a dead controller knows where what it left can be, and nowhere else.
  */
 export function besideRegistry(registry: string): Pick<Places, "sockets" | "agents"> {
-  const { sockets, agents } = placesUnder("", dirname(resolve(registry)));
+  const { sockets, agents } = placesUnder(dirname(resolve(registry)), dirname(resolve(registry)));
   return { sockets, agents };
 }
