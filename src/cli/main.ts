@@ -50,10 +50,10 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
     return EXIT.ok;
   }
   if (cmd.name === "control") {
-    if (cmd.grants === undefined) return runControl(cmd, DEFAULT_GRANTS, io, signal);
+    if (cmd.grants === undefined) return runControl(cmd, DEFAULT_GRANTS, io, signal, argv);
     const grants = readGrantsFile(cmd.grants);
     if (!grants.ok) return usageError(io, grants.error, HELP.control);
-    return runControl(cmd, grants.value, io, signal);
+    return runControl(cmd, grants.value, io, signal, argv);
   }
   if (cmd.name === "attach") return runAttach(cmd, io.err, signal);
   if (cmd.name === "controllers") return listRunning(cmd, io);
