@@ -28,12 +28,19 @@ import { DEFAULT_GRANTS, readGrantsFile } from "./grants-file.ts";
 import { asInvoked, commandLine, commandPrefix, withDocsPlace } from "./invocation.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
 import { checkHost, nextLoginLine, startServing, whenAborted } from "./serve.ts";
-import { refuseOpen, reportRefusedRoots, seatsOf, sourceArgs } from "./source-hints.ts";
+import {
+  defaultView,
+  refuseOpen,
+  reportRefusedRoots,
+  seatsOf,
+  sourceArgs,
+} from "./source-hints.ts";
 
 export const EXIT = { ok: 0, refused: 1, usage: 2 } as const;
 /** How often `follow` asks the reader for what was appended. */
 export const FOLLOW_POLL_MS = 500;
 
+import { refuseAmbiguous, resolveConversation } from "./ids.ts";
 import type { Io } from "./io.ts";
 
 export type { Io };
@@ -93,6 +100,12 @@ async function run(
   const reader = createReader({
     roots,
   });
+  if (cmd.name === "read" || cmd.name === "follow" || cmd.name === "export") {
+    const named = resolveConversation(cmd.id, () => reader.catalogue().conversations);
+    if (named.kind === "ambiguous") return refuseAmbiguous(io, cmd.id, named.rows);
+    if (named.kind === "id" && named.id !== cmd.id)
+      return run({ ...cmd, id: named.id }, sources, io, signal, implicit);
+  }
   switch (cmd.name) {
     case "catalogue": {
       const registry = placesFor(cmd.stateDir).registry;
@@ -158,7 +171,9 @@ function readPages(
 
 function read(reader: Reader, cmd: ReadCommand, io: Io, sources: Sources): number {
   const first = openBranch(reader, cmd);
-  if (!first.ok) return refuseOpen(io, first.refusal, cmd, rootsOf(sources));
+  if (!first.ok) {
+    return refuseOpen(io, first.refusal, cmd, rootsOf(sources), defaultView(reader, cmd.id));
+  }
   const { conversation, branch } = first.page;
   if (cmd.json) {
     const pages: string[] = [];
@@ -194,7 +209,9 @@ async function follow(
   sources: Sources,
 ): Promise<number> {
   const first = openBranch(reader, cmd);
-  if (!first.ok) return refuseOpen(io, first.refusal, cmd, rootsOf(sources));
+  if (!first.ok) {
+    return refuseOpen(io, first.refusal, cmd, rootsOf(sources), defaultView(reader, cmd.id));
+  }
   const { conversation, branch } = first.page;
   const printer = createPartPrinter(io.out, io.width);
   const show = (page: Page) => {
