@@ -1,7 +1,15 @@
 // The flags of `conversation control` and its help: parsed with node:util parseArgs (strict),
 // checked before anything runs (a usage error names the flag); paths are resolved here.
+
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { isPiVersion, PI_VERSIONS } from "../control/engine/pi-pin.ts";
+import {
+  isPiVersion,
+  PACKAGE_ROOT,
+  PI_VERSION,
+  PI_VERSIONS,
+  piCliPath,
+} from "../control/engine/pi-pin.ts";
 import { parseFlags } from "./flags.ts";
 
 export type ControlTarget = { kind: "session"; file: string } | { kind: "new"; title?: string };
@@ -73,7 +81,9 @@ exits 0.
                       registry in $XDG_RUNTIME_DIR/mosaic-conversation when
                       set, else there too)
   --pi-version V      which pinned Pi runs: 0.85.1 (the default) or 1.6.0,
-                      each checked against its integrity (docs/seal-and-pin.md)
+                      each checked against its integrity (docs/seal-and-pin.md);
+                      1.6.0 is a development dependency: it runs in a checkout
+                      of this package, not where the package is installed
   -h, --help          this help
 
 For tests: --fixture-root DIR (the session must be in DIR; fixtures only),
@@ -166,6 +176,10 @@ export function parseControl(args: string[]): ControlParsed {
       `--pi-version is one of ${PI_VERSIONS.join(", ")}, not ${JSON.stringify(piVersion)}`,
     );
   }
+  // The default is a dependency: absent, the pin check says so (engine-pin-mismatch).
+  const absent =
+    piVersion === undefined || piVersion === PI_VERSION ? null : notInstalled(piVersion);
+  if (absent !== null) return bad(absent);
   const target: ControlTarget =
     values.session === undefined
       ? { kind: "new", ...(values.title === undefined ? {} : { title: values.title }) }
@@ -193,4 +207,20 @@ export function parseControl(args: string[]): ControlParsed {
 
 function camel(flag: string): string {
   return flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+}
+
+/**
+ * Why the pinned Pi `version` cannot run from `pinRoot`, or null when its CLI is there. 1.6.0
+ * is a development dependency (issue 24 item 9): present in the package's checkout, absent
+ * where the package is installed, so there it is a usage error, said before anything starts,
+ * instead of an `engine-pin-mismatch` after the claim.
+ */
+export function notInstalled(version: string, pinRoot: string = PACKAGE_ROOT): string | null {
+  if (existsSync(piCliPath(pinRoot, version))) return null;
+  const other = PI_VERSIONS.filter((v) => v !== version && existsSync(piCliPath(pinRoot, v)));
+  return (
+    `Pi ${version} is not installed here: it is a development dependency of ` +
+    "@mosaic/conversation, present only in a checkout of it" +
+    (other.length > 0 ? `; run without --pi-version (Pi ${other.join(", ")})` : "")
+  );
 }

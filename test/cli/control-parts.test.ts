@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { AGENT_FILES, copyAgentFiles } from "../../src/cli/control.ts";
+import { notInstalled, parseControl } from "../../src/cli/control-args.ts";
 import { describeLauncher } from "../../src/cli/control-report.ts";
 import { commandLine, commandPrefix } from "../../src/cli/invocation.ts";
 import { modelOf, writeNewSession } from "../../src/cli/new-session.ts";
@@ -219,5 +220,22 @@ describe("control-report", () => {
     // No parentheses nest inside another pair, and the rule id is said once.
     for (const l of lines) assert.doesNotMatch(l, /\([^()]*\(/, l);
     assert.equal(lines.join("\n").match(/K13/g)?.length, 1);
+  });
+});
+
+describe("control-args", () => {
+  it("refuses --pi-version 1.6.0 as a usage error, saying why, where that Pi is not installed", (t) => {
+    const installed = mkdtempSync(join(tmpdir(), "pin-"));
+    t.after(() => rmSync(installed, { recursive: true, force: true }));
+    // An installed package: no package-lock, no pi-coding-agent-1.6.0 beside it.
+    const said = notInstalled("1.6.0", installed) ?? "";
+    assert.match(
+      said,
+      /^Pi 1\.6\.0 is not installed here: it is a development dependency of @mosaic\/conversation/,
+    );
+    // In this checkout it is there, and the flag parses.
+    assert.equal(notInstalled("1.6.0"), null);
+    const argv = ["--project", installed, "--seat", "main", "--new", "--pi-version", "1.6.0"];
+    assert.equal(parseControl(argv).ok, true);
   });
 });
