@@ -46,23 +46,29 @@ export type Parsed =
   | { ok: true; command: Command }
   | { ok: false; error: string; usage: string; more?: string[] };
 
-const SOURCES_HELP = `Sources (with none, Pi's own store at its default place, as --pi):
+const SOURCES_HELP = `Sources (with none, each default store that exists: --pi, --claude):
   --pi               Pi's own sessions: $PI_CODING_AGENT_DIR/sessions, else
                      ~/.pi/agent/sessions (one group per project)
   --pi-sessions DIR  Pi's sessions kept in another folder
+  --claude           Claude Code's sessions: $CLAUDE_CONFIG_DIR/projects, else
+                     ~/.claude/projects
+  --claude-projects DIR
+                     Claude Code's sessions kept in another projects folder
   --config FILE      a JSON file: { "specs": [...], "registrations": [...] }
-                     (board specs, "repository" or "pi-agent", and seat
-                     registrations; relative paths are from the file's folder)
+                     (board specs, "repository", "pi-agent" or "claude-code",
+                     and seat registrations; relative paths are from the
+                     file's folder)
   --project DIR      a project root; its conversations are the files in
-                     DIR/.pi/state/<seat>/sessions
+                     DIR/.pi/state/<seat>/sessions (a seat registered on
+                     claude-code: DIR/.pi/state/<seat>/claude/projects)
   --seat NAME        a seat under --project (repeatable; default: main;
                      '*' for every seat in DIR/.pi/state)
-  --pi or --pi-sessions may be added to --config or --project.`;
+  The store flags may be added to each other, --config or --project.`;
 
 export const HELP = {
   top: `Usage: conversation <command> [options]
 
-Reads Pi coding-agent conversations; only control runs one (a sealed Pi).
+Reads Pi and Claude Code conversations; only control runs one (a sealed Pi).
 
 Commands:
   catalogue          list the conversations in the sources
@@ -218,6 +224,8 @@ export const SOURCE_OPTIONS = {
   seat: { type: "string", multiple: true },
   pi: { type: "boolean" },
   "pi-sessions": { type: "string" },
+  claude: { type: "boolean" },
+  "claude-projects": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -289,6 +297,8 @@ export function sourcesOf(v: {
   seat?: string[];
   pi?: boolean;
   "pi-sessions"?: string;
+  claude?: boolean;
+  "claude-projects"?: string;
 }): SourceFlags {
   const out: SourceFlags = {};
   if (v.config !== undefined) out.config = v.config;
@@ -296,6 +306,8 @@ export function sourcesOf(v: {
   if (v.seat !== undefined) out.seat = v.seat;
   if (v.pi !== undefined) out.pi = v.pi;
   if (v["pi-sessions"] !== undefined) out.piSessions = v["pi-sessions"];
+  if (v.claude !== undefined) out.claude = v.claude;
+  if (v["claude-projects"] !== undefined) out.claudeProjects = v["claude-projects"];
   return out;
 }
 

@@ -11,6 +11,7 @@ import { placesFor } from "../control/registry/places.ts";
 import { listControllers, type RegistryEntry } from "../control/registry/registry.ts";
 import {
   createReader,
+  isFileRoot,
   type Page,
   type Reader,
   type ReadResult,
@@ -18,7 +19,7 @@ import {
   rootsFromSpecs,
 } from "../index.ts";
 import { makeVisible } from "../present/visible.ts";
-import { expandRoots } from "../reader/pi-store.ts";
+import { expandRoots } from "../reader/expand.ts";
 import { type Command, DEFAULT_HOST, HELP, parseCommand } from "./args.ts";
 import { runAttach } from "./attach.ts";
 import { DEFAULT_SEAT, resolveSources, type SourceFlags, type Sources } from "./config.ts";
@@ -324,7 +325,7 @@ function unreadControllers(
 ): string[] {
   const read = new Set<string>();
   for (const root of expandRoots(rootsOf(sources))) {
-    if (root.kind === "pi") read.add(resolve(root.sessionsDir));
+    if (isFileRoot(root)) read.add(resolve(root.sessionsDir));
   }
   let live: RegistryEntry[];
   try {

@@ -3,7 +3,7 @@
 // through wrap.ts, which makes hostile characters visible (src/present/visible.ts); headers
 // show LF as `^J`. Fragments are rejoined before they are shown, across parts and pages.
 import type { Block, Catalogue, CatalogueRow, Fragment, Part, View } from "../index.ts";
-import { branchTitle } from "../present/labels.ts";
+import { branchTitle, harnessLabel } from "../present/labels.ts";
 import { formatSize } from "../present/size.ts";
 import { readRange, toolCallView } from "../present/tool-view.ts";
 import { makeVisible } from "../present/visible.ts";
@@ -63,6 +63,10 @@ function renderRow(row: CatalogueRow & { live?: boolean }, width: number): strin
   const facts: string[] = [];
   // Marked by the controller registry (live-catalogue.ts); `controllers` says how to attach.
   if (row.live === true) facts.push("live: a controller runs it now");
+  // Pi is the default; a row another harness wrote says which (the Console's badge).
+  if (row.harness !== null && row.harness !== "pi" && row.unsupportedReason === null) {
+    facts.push(harnessLabel(row.harness));
+  }
   if (row.modifiedAt !== null) facts.push(`last activity ${formatTime(row.modifiedAt)}`);
   if (row.size !== null) facts.push(formatSize(row.size));
   const lines = [

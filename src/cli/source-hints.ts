@@ -8,7 +8,7 @@ import { branchTitle } from "../present/labels.ts";
 import { makeVisible } from "../present/visible.ts";
 import type { Catalogue, RefusalRecord, View } from "../protocol/chat-01.ts";
 import type { Reader } from "../reader/reader.ts";
-import type { Root } from "../reader/sources.ts";
+import { type Root, rootDirOf } from "../reader/sources.ts";
 import { DEFAULT_SEAT, type SourceFlags } from "./config.ts";
 import { commandLine, commandPrefix, shellWord } from "./invocation.ts";
 import type { Io } from "./io.ts";
@@ -36,6 +36,8 @@ export function sourceArgs(flags: SourceFlags): string[] {
   for (const seat of flags.seat ?? []) args.push("--seat", seat);
   if (flags.pi === true) args.push("--pi");
   if (flags.piSessions !== undefined) args.push("--pi-sessions", flags.piSessions);
+  if (flags.claude === true) args.push("--claude");
+  if (flags.claudeProjects !== undefined) args.push("--claude-projects", flags.claudeProjects);
   return args;
 }
 
@@ -104,7 +106,7 @@ export function refuseOpen(
   const searched =
     roots.length === 0
       ? "no session folders (the sources name none)"
-      : roots.map((r) => (r.kind === "pi-store" ? r.storeDir : r.sessionsDir)).join(", ");
+      : roots.map(rootDirOf).join(", ");
   const lines = [`no conversation ${cmd.id} in ${searched}.`];
   const project = cmd.sources.project;
   const prefix = commandPrefix();

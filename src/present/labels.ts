@@ -80,3 +80,10 @@ export function branchTitle(b: { name: string; label?: string | null | undefined
   const label = b.label?.trim() ?? "";
   return label === "" ? b.name : `${label} (${b.name})`;
 }
+
+/** A harness as people name it ("Claude Code" for `claude-code`); "" for none. */
+export function harnessLabel(harness: string | null | undefined): string {
+  if (harness === "claude-code") return "Claude Code";
+  if (harness === "pi") return "Pi";
+  return typeof harness === "string" ? harness : "";
+}

@@ -18,7 +18,7 @@ import { after, before, describe, it } from "node:test";
 import MarkdownIt from "markdown-it";
 import { commandPrefix } from "../../src/cli/invocation.ts";
 import { hitText } from "../../src/cli/search.ts";
-import { encodeCwd } from "../../src/reader/pi-store.ts";
+import { encodeCwd } from "../../src/reader/harness/pi/pi-store.ts";
 import { QUERY_MAX_CHARS } from "../../src/search/query.ts";
 import { writeBoardFixture } from "../board/fixture.ts";
 import { writeReadingFixture } from "../board/reading-fixture.ts";
