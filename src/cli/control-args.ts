@@ -1,8 +1,11 @@
 // The flags of `conversation control` and its help: parsed with node:util parseArgs (strict),
 // checked before anything runs (a usage error names the flag); paths are resolved here.
+
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { HARNESS_NAMES, type HarnessName, isHarnessName } from "../control/engine/harness.ts";
-import { isPiVersion, PI_VERSIONS } from "../control/engine/pi/pi-pin.ts";
+import { PACKAGE_ROOT } from "../control/engine/package-files.ts";
+import { isPiVersion, PI_VERSION, PI_VERSIONS, piCliPath } from "../control/engine/pi/pi-pin.ts";
 import { parseFlags } from "./flags.ts";
 
 export type ControlTarget = { kind: "session"; file: string } | { kind: "new"; title?: string };
@@ -89,7 +92,9 @@ exits 0.
                       registry in $XDG_RUNTIME_DIR/mosaic-conversation when
                       set, else there too)
   --pi-version V      which pinned Pi runs: 0.85.1 (the default) or 1.6.0,
-                      each checked against its integrity (docs/seal-and-pin.md)
+                      each checked against its integrity (docs/seal-and-pin.md);
+                      1.6.0 is a development dependency: it runs in a checkout
+                      of this package, not where the package is installed
   -h, --help          this help
 
 For tests: --fixture-root DIR (the session must be in DIR; fixtures only),
@@ -193,6 +198,10 @@ export function parseControl(args: string[]): ControlParsed {
         return bad(`--${flag} goes with Pi, not --harness claude-code`);
     }
   }
+  // The default is a dependency: absent, the pin check says so (engine-pin-mismatch).
+  const absent =
+    piVersion === undefined || piVersion === PI_VERSION ? null : notInstalled(piVersion);
+  if (absent !== null) return bad(absent);
   const target: ControlTarget =
     values.session === undefined
       ? { kind: "new", ...(values.title === undefined ? {} : { title: values.title }) }
@@ -221,4 +230,20 @@ export function parseControl(args: string[]): ControlParsed {
 
 function camel(flag: string): string {
   return flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+}
+
+/**
+ * Why the pinned Pi `version` cannot run from `pinRoot`, or null when its CLI is there. 1.6.0
+ * is a development dependency (issue 24 item 9): present in the package's checkout, absent
+ * where the package is installed, so there it is a usage error, said before anything starts,
+ * instead of an `engine-pin-mismatch` after the claim.
+ */
+export function notInstalled(version: string, pinRoot: string = PACKAGE_ROOT): string | null {
+  if (existsSync(piCliPath(pinRoot, version))) return null;
+  const other = PI_VERSIONS.filter((v) => v !== version && existsSync(piCliPath(pinRoot, v)));
+  return (
+    `Pi ${version} is not installed here: it is a development dependency of ` +
+    "@mosaic/conversation, present only in a checkout of it" +
+    (other.length > 0 ? `; run without --pi-version (Pi ${other.join(", ")})` : "")
+  );
 }

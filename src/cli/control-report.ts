@@ -60,21 +60,22 @@ export function describeStarted(
  * probe's own reasons follow in parentheses.
  */
 export function describeLauncher(kind: string, reason: string | undefined): string[] {
-  const detail = reason === undefined ? "" : ` (${visible(reason)})`;
+  // The probe's reasons are a detail on a line of their own: inline they nested parentheses
+  // three deep. The rule id they end with is said once, by the note, after its plain words.
+  const probe = reason === undefined ? "" : visible(reason).replace(/ \(K13 not enforced\)/g, "");
   const lines: string[] = [];
   if (kind === "pgroup") {
     lines.push(
-      `Launcher: pgroup: Pi runs in a process group; this host gives no cgroup to put it in, so a stop can't be proven and the session stays claimed after it (docs/claim.md)${detail}`,
+      "Launcher: pgroup: Pi runs in a process group; this host gives no cgroup to put it in, so a stop can't be proven and the session stays claimed after it (docs/claim.md)",
     );
   } else {
     const what = kind === "scope" ? "a systemd scope" : "a cgroup";
-    lines.push(
-      `Launcher: ${kind}: Pi runs in ${what} of its own, so stopping it can be proven${detail}`,
-    );
+    lines.push(`Launcher: ${kind}: Pi runs in ${what} of its own, so stopping it can be proven`);
   }
+  if (probe !== "") lines.push(`  how it was chosen: ${probe}`);
   if (reason?.includes("no nsdelegate")) {
     lines.push(
-      "Note: this host's cgroup2 is mounted without nsdelegate, so a process Pi starts that runs as root could move itself out of Pi's cgroup and outlive a stop (K13 not enforced). Mounting cgroup2 with nsdelegate closes this.",
+      "Note: this host's cgroup2 is mounted without nsdelegate, so a process Pi starts that runs as root could move itself out of Pi's cgroup and outlive a stop. Mounting cgroup2 with nsdelegate closes this. (rule K13 is not enforced here)",
     );
   }
   if (reason?.includes("no cgroup namespace")) {

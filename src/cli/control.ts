@@ -29,6 +29,7 @@ import {
   refused,
   visible,
 } from "./control-report.ts";
+import { credentialWarning } from "./credentials.ts";
 import type { Io } from "./io.ts";
 import { whenAborted } from "./serve.ts";
 
@@ -41,13 +42,14 @@ export async function runControl(
   grants: readonly Grant[],
   io: Io,
   signal: AbortSignal,
+  argv: readonly string[] = [],
 ): Promise<number> {
   const undo: (() => void)[] = [];
   const undoAll = () => {
     for (const u of undo.splice(0).reverse()) u();
   };
   try {
-    return await controlUntilStopped(cmd, grants, io, signal, undo);
+    return await controlUntilStopped(cmd, grants, io, signal, undo, argv);
   } finally {
     undoAll();
   }
@@ -59,6 +61,7 @@ async function controlUntilStopped(
   io: Io,
   signal: AbortSignal,
   undo: (() => void)[],
+  argv: readonly string[],
 ): Promise<number> {
   const { Controller } = await import("../control/controller/controller.ts");
   const { LiveSessionGuard } = await import("../control/engine/guard.ts");
@@ -72,6 +75,7 @@ async function controlUntilStopped(
   const places = placesFor(cmd.stateDir);
   let ctl: Controller;
   let sessionFile: string;
+  let engineAgentDir: string | null = null;
   try {
     const project = cmd.project ?? projectOfSession(cmd);
     const badProject = checkProject(project);
@@ -171,6 +175,7 @@ async function controlUntilStopped(
     } else {
       sessionFile = cmd.target.file;
     }
+    engineAgentDir = agentDir ?? null;
     const choice = await chooseLauncher();
     const specs = [{ kind: "repository" as const, projectRoot: project, seat: cmd.seat }];
     const verifier =
@@ -233,6 +238,18 @@ async function controlUntilStopped(
   const how: AttachHow =
     cmd.stateDir === undefined ? { by: "registry" } : { by: "registry", stateDir: cmd.stateDir };
   io.out(describeStarted(ctl, grants, how));
+  const credentials = credentialWarning({
+    agentDir: engineAgentDir,
+    ...(cmd.agentFrom !== undefined
+      ? { named: "agent-from" as const, given: cmd.agentFrom }
+      : cmd.agentDir !== undefined
+        ? { named: "agent-dir" as const, given: cmd.agentDir }
+        : { named: "none" as const }),
+    ...providerOf(cmd),
+    argv: ["control", ...argv.slice(argv[0] === "control" ? 1 : 0)],
+    ...(cmd.target.kind === "new" ? { written: sessionFile } : {}),
+  });
+  if (credentials !== null) io.err(credentials);
   const warning = loadWarning(ctl);
   if (warning !== null) io.err(`${warning}\n`);
   void ctl.execution?.link.exited.then((exit) => {
@@ -254,6 +271,13 @@ async function controlUntilStopped(
   }
   io.out(`${describeStopped(ctl)}\n`);
   return 0;
+}
+
+/** The provider the person chose: --provider, else the `provider/` of --model. */
+function providerOf(cmd: ControlCommand): { provider?: string } {
+  if (cmd.provider !== undefined) return { provider: cmd.provider };
+  const slash = cmd.model?.indexOf("/") ?? -1;
+  return slash > 0 ? { provider: (cmd.model as string).slice(0, slash) } : {};
 }
 
 /** The project of a fixture session path: `<project>/.pi/state/<seat>/sessions/<file>`. */

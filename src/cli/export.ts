@@ -22,7 +22,7 @@ import { sourceDirOf } from "../search/cache-dir.ts";
 import type { SourceFlags } from "./config.ts";
 import { shellWord } from "./invocation.ts";
 import type { Io } from "./io.ts";
-import { refuseOpen } from "./source-hints.ts";
+import { defaultView, refuseOpen } from "./source-hints.ts";
 
 export type ExportCommand = {
   name: "export";
@@ -57,7 +57,7 @@ export async function runExport(
     const rest = ["--format", cmd.format];
     if (cmd.branch !== undefined) rest.push("--branch", cmd.branch);
     if (cmd.out !== undefined) rest.push("--out", cmd.out);
-    return refuseOpen(io, opened.refusal, { ...cmd, rest }, roots);
+    return refuseOpen(io, opened.refusal, { ...cmd, rest }, roots, defaultView(reader, cmd.id));
   }
   const file = opened.value;
   if (cmd.out === undefined) {

@@ -35,12 +35,19 @@ import { qrLines } from "./qr.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
 import { checkHost, nextLoginLine, startServing, whenAborted } from "./serve.ts";
 import { proxyConfigOf } from "./serve-proxy.ts";
-import { refuseOpen, reportRefusedRoots, seatsOf, sourceArgs } from "./source-hints.ts";
+import {
+  defaultView,
+  refuseOpen,
+  reportRefusedRoots,
+  seatsOf,
+  sourceArgs,
+} from "./source-hints.ts";
 
 export const EXIT = { ok: 0, refused: 1, usage: 2 } as const;
 /** How often `follow` asks the reader for what was appended. */
 export const FOLLOW_POLL_MS = 500;
 
+import { refuseAmbiguous, resolveConversation } from "./ids.ts";
 import type { Io } from "./io.ts";
 
 export type { Io };
@@ -57,10 +64,10 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
     return EXIT.ok;
   }
   if (cmd.name === "control") {
-    if (cmd.grants === undefined) return runControl(cmd, DEFAULT_GRANTS, io, signal);
+    if (cmd.grants === undefined) return runControl(cmd, DEFAULT_GRANTS, io, signal, argv);
     const grants = readGrantsFile(cmd.grants);
     if (!grants.ok) return usageError(io, grants.error, HELP.control);
-    return runControl(cmd, grants.value, io, signal);
+    return runControl(cmd, grants.value, io, signal, argv);
   }
   if (cmd.name === "attach") return runAttach(cmd, io.err, signal);
   if (cmd.name === "controllers") return listRunning(cmd, io);
@@ -105,6 +112,12 @@ async function run(
   const reader = createReader({
     roots,
   });
+  if (cmd.name === "read" || cmd.name === "follow" || cmd.name === "export") {
+    const named = resolveConversation(cmd.id, () => reader.catalogue().conversations);
+    if (named.kind === "ambiguous") return refuseAmbiguous(io, cmd.id, named.rows);
+    if (named.kind === "id" && named.id !== cmd.id)
+      return run({ ...cmd, id: named.id }, sources, io, signal, implicit);
+  }
   switch (cmd.name) {
     case "catalogue": {
       const registry = placesFor(cmd.stateDir).registry;
@@ -174,7 +187,9 @@ function readPages(
 
 function read(reader: Reader, cmd: ReadCommand, io: Io, sources: Sources): number {
   const first = openBranch(reader, cmd);
-  if (!first.ok) return refuseOpen(io, first.refusal, cmd, rootsOf(sources));
+  if (!first.ok) {
+    return refuseOpen(io, first.refusal, cmd, rootsOf(sources), defaultView(reader, cmd.id));
+  }
   const { conversation, branch } = first.page;
   if (cmd.json) {
     const pages: string[] = [];
@@ -210,7 +225,9 @@ async function follow(
   sources: Sources,
 ): Promise<number> {
   const first = openBranch(reader, cmd);
-  if (!first.ok) return refuseOpen(io, first.refusal, cmd, rootsOf(sources));
+  if (!first.ok) {
+    return refuseOpen(io, first.refusal, cmd, rootsOf(sources), defaultView(reader, cmd.id));
+  }
   const { conversation, branch } = first.page;
   const printer = createPartPrinter(io.out, io.width);
   const show = (page: Page) => {

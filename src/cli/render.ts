@@ -3,7 +3,7 @@
 // through wrap.ts, which makes hostile characters visible (src/present/visible.ts); headers
 // show LF as `^J`. Fragments are rejoined before they are shown, across parts and pages.
 import type { Block, Catalogue, CatalogueRow, Fragment, Part, View } from "../index.ts";
-import { harnessLabel } from "../present/labels.ts";
+import { branchTitle, harnessLabel } from "../present/labels.ts";
 import { formatSize } from "../present/size.ts";
 import { readRange, toolCallView } from "../present/tool-view.ts";
 import { makeVisible } from "../present/visible.ts";
@@ -117,19 +117,20 @@ export function renderHeader(
   const where = row ? `  ${row.project} · seat ${row.seat}` : "";
   out.push(...headerLines(`${conversation}${where}`, width));
   const isDefault = branch === view.defaultBranch ? " (default)" : "";
-  if (view.branches.length <= 1) out.push(...headerLines(`branch ${branch}${isDefault}`, width));
-  else {
+  const shown = view.branches.find((b) => b.name === branch) ?? { name: branch };
+  if (view.branches.length <= 1) {
+    out.push(...headerLines(`branch ${branchTitle(shown)}${isDefault}`, width));
+  } else {
     const listed =
       view.branchCount > view.branches.length ? `, ${view.branches.length} listed` : "";
     out.push(`${view.branchCount} branches (* the one shown${listed}):`);
-    const pad = Math.min(24, Math.max(...view.branches.map((b) => b.name.length)));
     for (const b of view.branches) {
       const facts = [b.name === view.defaultBranch ? "default" : ""];
       if (b.forksFrom) facts.push(`forks from ${b.forksFrom.entry} on ${b.forksFrom.branch}`);
       else if (b.name !== "main") facts.push("a new root");
       facts.push(b.depth === 1 ? "1 entry" : `${b.depth} entries`);
       const mark = b.name === branch ? "* " : "  ";
-      const line = `${mark}${b.name.padEnd(pad)}  ${facts.filter(Boolean).join(" · ")}`;
+      const line = `${mark}${branchTitle(b)}  ${facts.filter(Boolean).join(" · ")}`;
       out.push(...headerLines(line, width));
     }
   }

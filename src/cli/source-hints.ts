@@ -4,8 +4,10 @@
 // that widen the search. One place, so every command says it the same way.
 import { readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { branchTitle } from "../present/labels.ts";
 import { makeVisible } from "../present/visible.ts";
-import type { Catalogue, RefusalRecord } from "../protocol/chat-01.ts";
+import type { Catalogue, RefusalRecord, View } from "../protocol/chat-01.ts";
+import type { Reader } from "../reader/reader.ts";
 import { type Root, rootDirOf } from "../reader/sources.ts";
 import { DEFAULT_SEAT, type SourceFlags } from "./config.ts";
 import { commandLine, commandPrefix, shellWord } from "./invocation.ts";
@@ -90,7 +92,12 @@ export function refuseOpen(
   refusal: RefusalRecord,
   cmd: NamedConversation,
   roots: readonly Root[],
+  branches?: () => View | null,
 ): 1 {
+  if (refusal.code === "unknown-branch" && branches !== undefined) {
+    const view = branches();
+    if (view !== null) return refuseBranch(io, refusal, cmd, view);
+  }
   if (refusal.code !== "unknown-conversation") {
     const message = makeVisible(refusal.message, { showNewlines: true });
     io.err(`refused: ${makeVisible(refusal.code)}: ${message}\n`);
@@ -123,4 +130,44 @@ export function refuseOpen(
   const text = makeVisible(lines.join("\n"), { showNewlines: false });
   io.err(`refused: unknown-conversation: ${text}\n`);
   return 1;
+}
+
+/**
+ * `unknown-branch`: the reader's words, then the branches there are (as the header names
+ * them, label and name) and the line that reads the default one, this command's options kept.
+ */
+const VERB: Readonly<Record<string, string>> = { read: "Read", follow: "Follow", export: "Export" };
+
+function refuseBranch(io: Io, refusal: RefusalRecord, cmd: NamedConversation, view: View): 1 {
+  const rest: string[] = [];
+  const given = cmd.rest ?? [];
+  for (let i = 0; i < given.length; i++) {
+    if (given[i] === "--branch") i++;
+    else rest.push(given[i] as string);
+  }
+  const again = commandLine([
+    ...[cmd.name, cmd.id, ...sourceArgs(cmd.sources), ...rest],
+    ...["--branch", view.defaultBranch],
+  ]);
+  const unlisted = view.branchCount - view.branches.length;
+  const lines = [
+    refusal.message,
+    `It has ${view.branchCount === 1 ? "1 branch" : `${view.branchCount} branches`}${unlisted > 0 ? ` (${view.branches.length} listed)` : ""}:`,
+    ...view.branches.map(
+      (b) =>
+        `  ${makeVisible(branchTitle(b), { showNewlines: true })}${b.name === view.defaultBranch ? " · default" : ""}`,
+    ),
+    `${VERB[cmd.name] ?? "Read"} the default one: ${again}`,
+  ];
+  const text = makeVisible(lines.join("\n"), { showNewlines: false });
+  io.err(`refused: unknown-branch: ${text}\n`);
+  return 1;
+}
+
+/** The view of a conversation's default branch, for a hint; null when it cannot be opened. */
+export function defaultView(reader: Reader, conversation: string): () => View | null {
+  return () => {
+    const r = reader.open({ conversation });
+    return r.ok ? r.view : null;
+  };
 }

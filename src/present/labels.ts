@@ -71,6 +71,16 @@ export function metaPhrases(part: { meta?: PartMeta | undefined }): string[] {
   return out;
 }
 
+/**
+ * A branch as a person tells it apart: its label (BranchInfo.label) first, then its name in
+ * parentheses, the name being what `--branch` and the Console's address take. The Console
+ * shows the same two, label then name; a branch without a label is its name.
+ */
+export function branchTitle(b: { name: string; label?: string | null | undefined }): string {
+  const label = b.label?.trim() ?? "";
+  return label === "" ? b.name : `${label} (${b.name})`;
+}
+
 /** A harness as people name it ("Claude Code" for `claude-code`); "" for none. */
 export function harnessLabel(harness: string | null | undefined): string {
   if (harness === "claude-code") return "Claude Code";

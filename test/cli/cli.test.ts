@@ -192,19 +192,66 @@ describe("conversation cli", { concurrency: 4 }, () => {
     const other = await runCli(t, ["read", f.id, "--branch", "main", ...f.sources]);
     assert.equal(other.code, 0, other.stderr);
     assert.match(other.stdout, /first answer/);
-    assert.doesNotMatch(other.stdout, /second answer/);
+    // Only in the branch list (its label), not as a message of the branch shown.
+    assert.doesNotMatch(other.stdout, /\n {2}second answer\n/);
     assert.match(
       other.stdout,
-      /^2 branches \(\* the one shown\):\n\* main {2}2 entries\n {2}b\.a2 {2}default/m,
+      /^2 branches \(\* the one shown\):\n\* q \(main\) {2}2 entries\n {2}second answer \(b\.a2\) {2}default/m,
     );
     const fork = await runCli(t, ["read", f.id, "--branch", "b.a2", ...f.sources]);
     assert.equal(fork.code, 0, fork.stderr);
     assert.match(fork.stdout, /second answer/);
-    assert.match(fork.stdout, /^\* b\.a2 {2}default · forks from n\.u1 on main · 2 entries$/m);
+    assert.match(
+      fork.stdout,
+      /^\* second answer \(b\.a2\) {2}default · forks from n\.u1 on main · 2 entries$/m,
+    );
     const none = await runCli(t, ["read", f.id, "--branch", "b.nope", ...f.sources]);
     assert.equal(none.code, 1);
     assert.match(none.stderr, /^refused: unknown-branch: /);
     assert.equal(none.stdout, "");
+    // The branches there are, by label and name, and a line that reads one, as printed.
+    const listed = none.stderr.split("\n");
+    assert.deepEqual(listed.slice(1, 4), [
+      "It has 2 branches:",
+      "  q (main)",
+      "  second answer (b.a2) · default",
+    ]);
+    const again = /^Read the default one: npm run conversation -- (.+)$/m.exec(none.stderr)?.[1];
+    assert.ok(again, none.stderr);
+    const printed = await runCli(t, again.split(" "));
+    assert.equal(printed.code, 0, printed.stderr);
+    assert.match(printed.stdout, /second answer/);
+  });
+
+  it("opens a conversation by a unique prefix of its id and refuses an ambiguous one, listing them", async (t) => {
+    const f = fixture(t, [user("u1", null, "the only one"), assistant("a1", "u1", "hi")]);
+    const sessions = join(f.root, ".pi", "state", "main", "sessions");
+    writeSession(sessions, "t.jsonl", [header(f.root), user("u1", null, "the other one")]);
+    const other = conversationId(f.root, "main", "t.jsonl");
+    // The shortest prefix that tells them apart, with and without `pi-`.
+    let n = 1;
+    while (f.id.slice(3, 3 + n) === other.slice(3, 3 + n)) n++;
+    for (const prefix of [f.id.slice(3, 3 + n), f.id.slice(0, 3 + n)]) {
+      const r = await runCli(t, ["read", prefix, ...f.sources]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.ok(r.stdout.includes(`${f.id}  `), r.stdout);
+      assert.match(r.stdout, /the only one/);
+    }
+    const exported = await runCli(t, ["export", f.id.slice(0, 3 + n), ...f.sources]);
+    assert.equal(exported.code, 0, exported.stderr);
+    assert.match(exported.stdout, /the only one/);
+    const both = await runCli(t, ["read", "pi-", ...f.sources]);
+    assert.equal(both.code, 1);
+    assert.equal(both.stdout, "");
+    const lines = both.stderr.trimEnd().split("\n");
+    assert.equal(
+      lines[0],
+      "refused: ambiguous-conversation: 2 conversations have ids starting with pi-; type more of the id, one of:",
+    );
+    assert.deepEqual(
+      lines.slice(1).sort(),
+      [`  ${f.id}  the only one`, `  ${other}  the other one`].sort(),
+    );
   });
 
   it("exits 1 with the refusal on stderr when the conversation is unknown", async (t) => {

@@ -7,6 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { AGENT_FILES, copyAgentFiles } from "../../src/cli/control.ts";
+import { notInstalled, parseControl } from "../../src/cli/control-args.ts";
+import { describeLauncher } from "../../src/cli/control-report.ts";
 import { commandLine, commandPrefix } from "../../src/cli/invocation.ts";
 import { modelOf, writeNewSession } from "../../src/cli/new-session.ts";
 import { RepositoryVerifier } from "../../src/control/controller/records.ts";
@@ -196,5 +198,44 @@ describe("RepositoryVerifier", () => {
       verified: false,
       why: "a synthetic proof proves nothing about this host",
     });
+  });
+});
+
+describe("control-report", () => {
+  it("says the launcher in plain words, its probe on a line of its own and the rule id once, last, when cgroup2 has no nsdelegate", () => {
+    const reason =
+      "scope: no systemd user manager answers (1: Failed to connect to bus); cgroup: cgroup2 at " +
+      "/sys/fs/cgroup (rw,relatime); no nsdelegate: a root member can move itself out (K13 not enforced)";
+    const lines = describeLauncher("cgroup", reason);
+    assert.equal(
+      lines[0],
+      "Launcher: cgroup: Pi runs in a cgroup of its own, so stopping it can be proven",
+    );
+    assert.match(lines[1] ?? "", /^ {2}how it was chosen: scope: .+can move itself out$/);
+    const note = lines[2] ?? "";
+    assert.match(
+      note,
+      /^Note: this host's cgroup2 is mounted without nsdelegate, .+ closes this\. \(rule K13 is not enforced here\)$/,
+    );
+    // No parentheses nest inside another pair, and the rule id is said once.
+    for (const l of lines) assert.doesNotMatch(l, /\([^()]*\(/, l);
+    assert.equal(lines.join("\n").match(/K13/g)?.length, 1);
+  });
+});
+
+describe("control-args", () => {
+  it("refuses --pi-version 1.6.0 as a usage error, saying why, where that Pi is not installed", (t) => {
+    const installed = mkdtempSync(join(tmpdir(), "pin-"));
+    t.after(() => rmSync(installed, { recursive: true, force: true }));
+    // An installed package: no package-lock, no pi-coding-agent-1.6.0 beside it.
+    const said = notInstalled("1.6.0", installed) ?? "";
+    assert.match(
+      said,
+      /^Pi 1\.6\.0 is not installed here: it is a development dependency of @mosaic\/conversation/,
+    );
+    // In this checkout it is there, and the flag parses.
+    assert.equal(notInstalled("1.6.0"), null);
+    const argv = ["--project", installed, "--seat", "main", "--new", "--pi-version", "1.6.0"];
+    assert.equal(parseControl(argv).ok, true);
   });
 });

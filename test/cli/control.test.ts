@@ -265,7 +265,8 @@ describe("conversation control", { concurrency: 4 }, () => {
         assert.match(out, /^Controlling pi-[0-9a-f]+$/m);
         assert.ok(out.includes(`\nEngine: Pi ${piVersion}\n`), out);
         // The launcher chooseLauncher() picked, and why: what the stop's outcome depends on.
-        const launcher = /^Launcher: (cgroup|pgroup): .+? \((scope: .+)\)$/m.exec(out);
+        const launcher =
+          /^Launcher: (cgroup|pgroup): .+\n {2}how it was chosen: (scope: .+)$/m.exec(out);
         assert.ok(launcher, out);
         const kind = launcher[1];
         t.diagnostic(`launcher: ${kind}`);
@@ -364,7 +365,7 @@ describe("npm start's demo controller", () => {
     );
     assert.match(demo.text, /^Socket: .+control\.sock$/m);
     assert.match(demo.text, /--grant demo-op\n/);
-    assert.match(demo.text, /^Launcher: (cgroup|pgroup): .+ \(scope: .+\)$/m);
+    assert.match(demo.text, /^Launcher: (cgroup|pgroup): .+\n {2}how it was chosen: scope: .+$/m);
     assert.doesNotMatch(demo.text, /warning/);
     assert.ok(existsSync(join(projectRoot, DEMO_FILE)));
 
