@@ -2,13 +2,13 @@ import assert from "node:assert/strict";
 import { readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { COUNT_BUDGET } from "../../src/reader/message-count.ts";
 import {
   conversationId,
   rootsFromSpecs,
   type SeatRegistration,
   sessionsDirOf,
 } from "../../src/index.ts";
+import { COUNT_BUDGET } from "../../src/reader/message-count.ts";
 import {
   assistant,
   checkedReader,
