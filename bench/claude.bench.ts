@@ -2,7 +2,7 @@
 // Side by side in one run, on long sessions in the shape Claude Code 2.1.328 writes
 // (claude-sessions.ts): the reader's full traversal (open + every page of every branch + a
 // follow each, traverse.ts) against the one-pass floor (read + SHA-256 + JSON.parse of every
-// line, floor.ts), as ratios, and per MiB across sizes (linear: the ratio holds as the file
+// line, reader/baselines.ts), as ratios, and per MiB across sizes (linear: the ratio holds as the file
 // grows); a follow after a one-line append against the bare prefix check; the catalogue of a
 // Claude store (200 folders × 10 files) against readdir + lstat.
 //
@@ -11,13 +11,14 @@
 // No peer parser runs beside it: the pinned Claude Code ships its reader inside a compiled
 // binary (bin/claude.exe), with no entry point that parses a file and returns, so the only
 // engine-side figure would be the time of a whole resumed process, mostly start-up.
-import { appendFileSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { appendFileSync, lstatSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createReader, encodeClaudeCwd, type Reader, rootsFromSpecs } from "../src/index.ts";
+import { timeCatalogue } from "./catalogue-time.ts";
 import { writeClaudeSession, writeClaudeStore } from "./claude-sessions.ts";
-import { barePrefixCheck, floorPass } from "./floor.ts";
+import { barePrefixCheck, floorPass } from "./reader/baselines.ts";
 import { int, mib, ms, ratio, spread, table } from "./report.ts";
 import { gc, type Series, summarize, timed } from "./stats.ts";
 import { expectOk, traverse } from "./traverse.ts";
@@ -182,31 +183,7 @@ function measureCatalogue(tmp: string) {
   mkdirSync(projectsDir, { recursive: true });
   const fx = writeClaudeStore(projectsDir, 200, 10, encodeClaudeCwd);
   const roots = rootsFromSpecs([{ kind: "claude-code", projectsDir }], []);
-  const cold: number[] = [];
-  const warm: number[] = [];
-  const lstat: number[] = [];
-  for (let run = 0; run < Math.max(runs, 3); run++) {
-    gc();
-    lstat.push(
-      timed(() => {
-        for (const dir of fx.dirs) for (const name of readdirSync(dir)) lstatSync(join(dir, name));
-      }).ms,
-    );
-    gc();
-    const c = timed(() => {
-      const reader = createReader({ roots });
-      return { reader, cat: reader.catalogue() };
-    });
-    cold.push(c.ms);
-    gc();
-    const w = timed(() => c.value.reader.catalogue());
-    warm.push(w.ms);
-    for (const cat of [c.value.cat, w.value]) {
-      const good = cat.conversations.filter((r) => r.unsupportedReason === null && r.title);
-      if (good.length !== fx.files) throw new Error(`catalogue: ${good.length} good rows`);
-    }
-  }
-  return { files: fx.files, cold: summarize(cold), warm: summarize(warm), lstat: summarize(lstat) };
+  return { files: fx.files, ...timeCatalogue(roots, fx, runs) };
 }
 
 const began = performance.now();

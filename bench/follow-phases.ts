@@ -4,8 +4,8 @@
 // tiny-chain: 2.78 M tiny entries on one branch (255 MiB, bench/hostile-files.ts); pi-100: the
 // cached 100 MiB Pi-written session (bench/fixtures.ts, generated on first use). Each sample
 // appends one entry to the default leaf, then times: the bare check (read the pinned prefix and
-// SHA-256 it), verify + extend (snapshot.ts: the prefix compared in place, the tail read), the
-// parse extended (tree.ts), the branch's items, the follow's digest check and the new follow
+// SHA-256 it), verify + read + scan (snapshot.ts: the prefix's blocks checked against their tags,
+// the tail read and its lines scanned), the extended parse indexed (tree.ts), the branch's items, the follow's digest check and the new follow
 // cursor's digest, and the view.
 import { createHash } from "node:crypto";
 import {
@@ -19,13 +19,14 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseHeader } from "../src/reader/harness/pi/pi.ts";
-import { parsePiSession } from "../src/reader/harness/pi/rows.ts";
+import { piFormat } from "../src/reader/harness/pi/harness.ts";
 import { branchItems, extendBranchItems } from "../src/reader/items.ts";
+import { PageBytes, WindowCache } from "../src/reader/page-bytes.ts";
+import { ExtendedParse, FreshParse } from "../src/reader/parse-sink.ts";
 import { closeFile, openSessionFile } from "../src/reader/safe-fs.ts";
-import { openSnapshot, type SnapshotData, verifyAndExtend } from "../src/reader/snapshot.ts";
+import { followPinned, openSnapshot, type SnapshotData } from "../src/reader/snapshot.ts";
 import { sessionsDirOf } from "../src/reader/sources.ts";
-import { defaultBranch, extendSession } from "../src/reader/tree.ts";
+import { defaultBranch } from "../src/reader/tree.ts";
 import { viewFor } from "../src/reader/view.ts";
 import { ensureCached, materialize } from "./fixtures.ts";
 import { writeTinyEntries } from "./hostile-files.ts";
@@ -59,17 +60,25 @@ try {
   const root = { projectRoot };
   const policy = { prefixCheck: "auto" } as const;
   let f = openSessionFile(projectRoot, sessionsDir, name);
-  let data: SnapshotData = openSnapshot(f, undefined, policy);
+  const opened = openSnapshot(f, undefined, policy, {
+    fresh: () => new FreshParse(piFormat(root)),
+    extend: () => {
+      throw new Error("no parse to extend");
+    },
+  });
   closeFile(f);
-  let session = parsePiSession(data.buf, parseHeader(data.buf, data.incomplete, root));
+  let data: SnapshotData = opened.data;
+  if (!(opened.sink instanceof FreshParse)) throw new Error("the open parsed nothing");
+  let session = opened.sink.finish(data.incomplete);
   const b = defaultBranch(session);
   let items = branchItems(session, b);
   let digest = items.digestOf(items.length);
+  const windows = new WindowCache();
   const ms = (t: number) => (performance.now() - t).toFixed(0).padStart(6);
   console.log(
-    `${which}: ${data.buf.length} bytes, ${session.scan.entries.count} entries, branch of ${items.length} items`,
+    `${which}: ${data.snapshot.bytes} bytes, ${session.scan.entries.count} entries, branch of ${items.length} items`,
   );
-  console.log("  bare  verify+extend  parse  items  digest-check  digest-new  view  total");
+  console.log("  bare  verify+read+scan  index  items  digest-check  digest-new  view  total");
   for (let k = 0; k < samples; k++) {
     const leaf = session.defaultLeaf!;
     const id = `f${k}x${Date.now().toString(16)}`;
@@ -85,17 +94,12 @@ try {
     const t0 = performance.now();
     t = t0;
     f = openSessionFile(projectRoot, sessionsDir, name);
-    const next = verifyAndExtend(
-      f,
-      { dev: data.dev, ino: data.ino, snapshot: data.snapshot },
-      data,
-      policy,
-    );
-    closeFile(f);
+    const prevSession = session;
+    const next = followPinned(f, data, policy, () => new ExtendedParse(prevSession));
     const tVerify = ms(t);
     t = performance.now();
-    data.buf = next.buf.subarray(0, data.buf.length);
-    const nextSession = extendSession(session, next.buf);
+    if (!(next.sink instanceof ExtendedParse)) throw new Error("the follow read nothing new");
+    const nextSession = next.sink.finish();
     const tParse = ms(t);
     t = performance.now();
     const nextItems =
@@ -108,12 +112,15 @@ try {
     digest = nextItems.digestOf(nextItems.length);
     const tNew = ms(t);
     t = performance.now();
-    viewFor(nextSession, b, next.incomplete, next.buf);
+    const bytes = new PageBytes(f, next.data, next, windows);
+    viewFor(nextSession, b, next.data.incomplete, (rec) => bytes.entry(rec));
+    bytes.finish();
+    closeFile(f);
     const tView = ms(t);
     console.log(
-      `${tBare} ${tVerify.padStart(14)} ${tParse} ${tItems} ${tCheck.padStart(13)} ${tNew.padStart(11)} ${tView} ${ms(t0)}`,
+      `${tBare} ${tVerify.padStart(17)} ${tParse} ${tItems} ${tCheck.padStart(13)} ${tNew.padStart(11)} ${tView} ${ms(t0)}`,
     );
-    data = next;
+    data = next.data;
     session = nextSession;
     items = nextItems;
   }

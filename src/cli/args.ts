@@ -87,7 +87,8 @@ ${SOURCES_HELP}
 
 Text output is for people (hostile control characters shown as ^[ or
 <U+202E>); --json is for scripts. Exit status: 0 ok; 1 refused or failed
-(stderr: "refused: <code>: <message>"); 2 usage error.
+(stderr: "refused: <code>: <message>"); 2 usage error. More: README.md and
+docs/*.md.
 `,
   catalogue: `Usage: conversation catalogue [SOURCES] [--json]
 
@@ -193,7 +194,7 @@ ${SOURCES_HELP}
 
   -h, --help         this help
 `,
-  export: `Usage: conversation export <id> [SOURCES] --format md|html|json
+  export: `Usage: conversation export <id> [SOURCES] [--format md|html|json]
                            [--branch NAME] [--out FILE]
 
 Writes one branch of a conversation as a file: md (Markdown, code and tool
@@ -201,7 +202,7 @@ calls in fenced blocks), html (one self-contained page: inline CSS, no
 script, a strict Content-Security-Policy) or json (the branch's CHAT-01
 pages). Hostile text stays inert in all three.
 
-  --format FORMAT    md, html or json
+  --format FORMAT    md (the default), html or json
   --branch NAME      the branch (default: Pi's default branch)
   --out FILE         write to FILE (never inside a sessions directory);
                      default: standard output
@@ -423,8 +424,9 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
       const [id, extra] = positionals;
       if (id === undefined || id === "") return bad("missing the conversation <id>");
       if (extra !== undefined) return bad(`unexpected argument ${JSON.stringify(extra)}`);
-      const format = values.format;
-      if (format === undefined || !isExportFormat(format)) {
+      // Markdown unless told otherwise: what a person exporting a conversation usually wants.
+      const format = values.format ?? "md";
+      if (!isExportFormat(format)) {
         return bad(`--format must be one of ${EXPORT_FORMATS.join(", ")}`);
       }
       const command: ExportCommand = { name, sources: sourcesOf(values), id, format };

@@ -6,6 +6,7 @@ import type { Block, Catalogue, CatalogueRow, Fragment, Part, View } from "../in
 import { harnessLabel } from "../present/labels.ts";
 import { messagesLabel, previewOf } from "../present/row-facts.ts";
 import { formatSize } from "../present/size.ts";
+import { readRange, toolCallView } from "../present/tool-view.ts";
 import { makeVisible } from "../present/visible.ts";
 import { textWidth, wrapText } from "./wrap.ts";
 
@@ -77,12 +78,37 @@ function renderRow(row: CatalogueRow & { live?: boolean }, width: number): strin
   const preview = previewOf(row);
   if (preview !== null) lines.push(...headerLines(`“${preview}”`, width, NESTED));
   lines.push(...headerLines(`${row.conversation}  seat ${row.seat}`, width, NESTED));
-  if (facts.length > 0) lines.push(...headerLines(facts.join(" · "), width, NESTED));
+  if (facts.length > 0) lines.push(...factLines(facts, width, NESTED));
   if (row.unsupportedReason !== null) {
     const harness = row.unsupportedReason === "unsupported-harness" ? ` (${row.harness})` : "";
     lines.push(...headerLines(`cannot be read: ${row.unsupportedReason}${harness}`, width, NESTED));
   }
   return lines;
+}
+
+/**
+ * Facts joined by ` · `, a line broken only between two facts, so "554 B" or a time never
+ * splits across lines; a fact wider than a line on its own is wrapped as any header.
+ */
+export function factLines(facts: readonly string[], width: number, indent: number): string[] {
+  const room = width - indent;
+  const out: string[] = [];
+  let line = "";
+  for (const fact of facts.map((f) => makeVisible(f, { showNewlines: true }))) {
+    const joined = line === "" ? fact : `${line} · ${fact}`;
+    if (textWidth(joined) <= room) {
+      line = joined;
+      continue;
+    }
+    if (line !== "") out.push(line);
+    line = fact;
+    if (textWidth(fact) > room) {
+      out.push(...headerLines(fact, width, indent).map((l) => l.slice(indent)));
+      line = "";
+    }
+  }
+  if (line !== "") out.push(line);
+  return out.map((l) => " ".repeat(indent) + l);
 }
 
 /** Above a conversation's parts: title, id, root, the branch read and every other branch. */
@@ -178,7 +204,7 @@ function partFacts(p: Part): string | null {
 }
 
 function unreachable(x: never): never {
-  throw new Error(`unhandled part kind ${String(x)}`);
+  throw new Error(`unhandled kind ${JSON.stringify(x)}`);
 }
 
 type Run = { first: Block; bodies: string[]; count: number };
@@ -277,7 +303,7 @@ export function renderBlock(b: Block, width: number): string[] {
     case "unavailable":
       return label("thinking unavailable: redacted by the provider");
     case "tool-call":
-      return [...label(`tool call: ${b.name} · ${b.id}`), ...renderArguments(b.text, width)];
+      return [...label(`tool call: ${b.name} · ${b.id}`), ...renderToolCall(b.name, b.text, width)];
     case "tool-result":
       return label(`${b.isError ? "error from" : "result of"} ${b.toolName} · ${b.toolCallId}`);
     case "image":
@@ -290,6 +316,41 @@ export function renderBlock(b: Block, width: number): string[] {
       return headerLines(`! ${b.code}: ${b.text}`, width, BODY);
     default:
       return unreachable(b);
+  }
+}
+
+/**
+ * A tool call as the Console and the exports show it (src/present/tool-view.ts): an edit as a
+ * line diff, a write as its file, bash as its command line, read as path and range; any other
+ * call's arguments as `key: value` lines.
+ */
+function renderToolCall(name: string, text: string, width: number): string[] {
+  const view = toolCallView(name, text);
+  const line = (s: string, indent = NESTED) => headerLines(s, width, indent);
+  const code = (s: string, indent = NESTED + 2) => wrapText(trimBody(s), { width, indent });
+  switch (view.kind) {
+    case "edit":
+      return [
+        ...line(`edit ${view.path}`),
+        ...view.hunks.flatMap((hunk, i) => [
+          ...(i > 0 ? [""] : []),
+          ...hunk.flatMap((l) => wrapText(`${l.op} ${l.text}`, { width, indent: NESTED })),
+        ]),
+      ];
+    case "write":
+      return [...line(`write ${view.path}`), ...code(view.content)];
+    case "bash": {
+      const timeout = view.timeout === null ? [] : line(`(timeout ${view.timeout} s)`);
+      return [...wrapText(`$ ${trimBody(view.command)}`, { width, indent: NESTED }), ...timeout];
+    }
+    case "read": {
+      const range = readRange(view.offset, view.limit);
+      return line(`read ${view.path}${range === "" ? "" : ` ${range}`}`);
+    }
+    case "json":
+      return renderArguments(text, width);
+    default:
+      return unreachable(view);
   }
 }
 

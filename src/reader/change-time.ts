@@ -33,8 +33,11 @@ const MULTIGRAIN_FS = new Map<number, string>([
 
 export type PrefixCheck = "auto" | "bytes";
 
-/** How the reader may use change times: `racyWindowNs` overrides the kernel's (tests only). */
-export type ProofPolicy = { prefixCheck: PrefixCheck; racyWindowNs?: bigint };
+/**
+ * How the reader may use change times: `racyWindowNs` overrides the kernel's (tests only);
+ * `clock` (ms, monotonic) times the re-verification of racy snapshots (snapshot.ts).
+ */
+export type ProofPolicy = { prefixCheck: PrefixCheck; racyWindowNs?: bigint; clock?: () => number };
 
 /** Whether the running kernel is at least 6.13. */
 export function hasMultigrainKernel(kernelRelease = release()): boolean {

@@ -175,8 +175,10 @@ export type ScanState = {
  * or scan type stands in for this one.
  */
 export interface Scanner<H extends SessionHead = SessionHead, S extends ScanState = ScanState> {
+  /** A scan before any line; `buf` is the snapshot's first lines (from byte 0) or empty. */
   first(buf: Buffer, head: H): S;
-  lines(buf: Buffer, head: H, scan: S): S;
+  /** Scans the whole lines of `buf`, the snapshot's bytes from offset `base`, into `scan`. */
+  lines(buf: Buffer, head: H, scan: S, base: number): S;
   continued(prev: S): S;
   shared(prev: S): S | null;
 }
@@ -235,6 +237,12 @@ export function isBlank(buf: Buffer, start: number, end: number): boolean {
 export function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
+
+/**
+ * Reads an entry's line again for a page: `rec` (offsets in the snapshot) to the buffer that
+ * holds its bytes, proved the snapshot's (page-bytes.ts), with `rec`'s range moved into it.
+ */
+export type EntryLines = (rec: EntryRec) => { buf: Buffer; rec: EntryRec };
 
 /** The JSON object of an entry, parsed again from the snapshot. */
 export function entryObject(buf: Buffer, rec: EntryRec): Record<string, unknown> {

@@ -1,8 +1,8 @@
 // The parse cache: parsed snapshots shared by every cursor on them, at most two per file
-// (the one being paged and the one a follow just took) and at most 512 MiB of snapshot bytes in
-// all (the buffers they hold, a follow's spare room included), least recently used first out.
+// (the one being paged and the one a follow just took) and at most 512 MiB of parse memory in
+// all (estimated: heldBytes), least recently used first out. Snapshots hold no bytes.
 // A follow extends its file's cached parse with only the appended lines instead of parsing the
-// whole file again, in place: the two snapshots of a file share their bytes and structures as
+// whole file again, in place: the two snapshots of a file share their structures as
 // prefixes (tree.ts), so they hold about one copy, not two.
 import type { BranchItems } from "./items.ts";
 import type { SnapshotData } from "./snapshot.ts";
@@ -17,6 +17,7 @@ export type Parsed = {
 };
 
 export const SNAPSHOTS_PER_FILE = 2;
+/** The bound on the cached parses' memory, as heldBytes estimates it. */
 export const CACHE_BYTES = 512 * 1024 * 1024;
 
 export class ParseCache {
@@ -78,23 +79,23 @@ export class ParseCache {
   }
 }
 
+/** Memory a parsed entry row costs, about (docs/reader.md, Hostile inputs: about 110 bytes). */
+const ROW_BYTES = 128;
+
 /**
- * The memory a file's cached snapshots hold: every buffer their bytes are views of, whole (a
- * follow's room holds spare bytes past its snapshot, up to an eighth more and 64 KiB), each
- * counted once (a file's snapshots share one room). Counting only the snapshots' lengths let
- * many followed small files hold several times the bound.
+ * The memory a file's cached parses hold, estimated: snapshots keep no bytes (snapshot.ts), only
+ * their parse — rows shared by a file's lineage (counted once: the longest), each branch's item
+ * list, and the block tags.
  */
 function heldBytes(list: readonly Parsed[]): number {
-  const seen = new Set<ArrayBufferLike>();
+  let rows = 0;
   let n = 0;
   for (const p of list) {
-    for (const b of [p.data.buf, p.data.room?.buf]) {
-      if (b === undefined || seen.has(b.buffer)) continue;
-      seen.add(b.buffer);
-      n += b.buffer.byteLength;
-    }
+    rows = Math.max(rows, p.session.scan.entries.count);
+    n += p.data.tags.whole.length + 4096;
+    for (const items of p.items.values()) n += 4 * items.length;
   }
-  return n;
+  return n + rows * ROW_BYTES;
 }
 
 function keyOf(root: string, dev: bigint, ino: bigint): string {

@@ -13,21 +13,27 @@ import type {
 import { listRoot, readCatalogue } from "./catalogue.ts";
 import type { PrefixCheck, ProofPolicy } from "./change-time.ts";
 import { type Binding, type CursorState, CursorStore } from "./cursors.ts";
+import type { EntryRec } from "./entries.ts";
 import { approvalKey, expandRoots } from "./expand.ts";
 import { listAgentFiles } from "./harness/claude-code/store.ts";
 import { harnessOf } from "./harness/index.ts";
 import { type BranchItems, branchItems, extendBranchItems } from "./items.ts";
+import { PageBytes, WindowCache } from "./page-bytes.ts";
 import { ParseCache, type Parsed } from "./parse-cache.ts";
+import { ExtendedParse, FreshParse } from "./parse-sink.ts";
 import { fillPage, type Position, type SizedPart } from "./parts.ts";
 import { isRefusal, Refusal } from "./refusal.ts";
 import { createItemRenderer } from "./render.ts";
-import { closeFile, openSessionFile } from "./safe-fs.ts";
+import { closeFile, type FileIdentity, openSessionFile } from "./safe-fs.ts";
 import {
+  type ByteProof,
+  checkPinned,
   epochOf,
+  followPinned,
   openSnapshot,
-  type SnapshotData,
-  verifyAndExtend,
-  verifyPinned,
+  readPinned,
+  type Sinks,
+  type Verified,
 } from "./snapshot.ts";
 import {
   type ClaudeRoot,
@@ -38,6 +44,8 @@ import {
 } from "./sources.ts";
 import { branchName, defaultBranch, findBranch } from "./tree.ts";
 import { viewFor } from "./view.ts";
+
+type Sink = FreshParse | ExtendedParse;
 
 export const ACTOR = "local-operator";
 export const PURPOSE = "history";
@@ -55,6 +63,7 @@ export type ReaderOptions = {
    * settings. A shorter window than writeback needs lets writes through a mapping go unseen.
    */
   racyWindowMs?: number;
+  /** Milliseconds now: cursor expiry, and when a racy snapshot is verified in full again. */
   now?: () => number;
   cursorCap?: number;
   cursorTtlMs?: number;
@@ -88,6 +97,8 @@ export function createReader(options: ReaderOptions): Reader {
   const now = options.now ?? Date.now;
   const policy: ProofPolicy = {
     prefixCheck: options.prefixCheck ?? "auto",
+    // The clock of cursor expiry times racy re-verification too, so tests can move both.
+    ...(options.now ? { clock: options.now } : {}),
     ...(options.racyWindowMs === undefined
       ? {}
       : { racyWindowNs: BigInt(Math.round(options.racyWindowMs * 1e6)) }),
@@ -100,6 +111,7 @@ export function createReader(options: ReaderOptions): Reader {
   const rowCache = new Map<string, { stamp: string; row: CatalogueRow }>();
   const located = new Map<string, { key: string; root: FileRoot; name: string }>();
   const parses = new ParseCache();
+  const windows = new WindowCache();
   const renderItem = createItemRenderer();
   const currentRoots = (): Root[] =>
     typeof options.roots === "function" ? options.roots() : options.roots;
@@ -168,32 +180,44 @@ export function createReader(options: ReaderOptions): Reader {
   }
 
   /**
-   * The parse of a snapshot: cached, or extended from `prev` (the cached parse of a verified
-   * prefix of it), or parsed whole.
+   * The parse of a verified snapshot: the cached one when nothing was read (or when the same
+   * bytes were parsed before), else what the read's sink parsed — the file from its start, or
+   * `prev` (the parse of the snapshot it continues) extended with the lines appended.
    */
-  function parse(data: SnapshotData, root: FileRoot, prev?: Parsed): Parsed {
+  function adopt(v: Verified<Sink>, root: FileRoot, prev?: Parsed): Parsed {
+    const { data, sink } = v;
     const hit = parses.get(cacheKey(root), data);
     if (hit) {
       // Bytes verified again: later checks may rely on the newer stamp. A whole-file read's
       // stamp comes with whether the file ends part way through a line: kept together, so a
       // later read that the stamp proves untouched (and returns this data as it is) reports it.
-      hit.data.stamp = data.stamp;
-      if (data.stamp.whole) hit.data.incomplete = data.incomplete;
+      if (hit.data !== data) {
+        hit.data.stamp = data.stamp;
+        hit.data.checkedAt = data.checkedAt;
+        hit.data.checkMs = data.checkMs;
+        if (data.stamp.whole) hit.data.incomplete = data.incomplete;
+      }
       return hit;
     }
-    // The new snapshot starts with the verified bytes of the old: share them, keep one copy.
-    // The older snapshot's room, if any, is let go with its old buffer.
-    if (prev) {
-      prev.data.buf = data.buf.subarray(0, prev.data.buf.length);
-      if (data.room) prev.data.room = data.room;
-    }
-    const harness = harnessOf(root);
-    const session = prev
-      ? harness.extend(prev.session, data.buf, root)
-      : harness.parse(data.buf, data.incomplete, root);
+    if (!sink) throw new Error("a snapshot proved unchanged is not in the parse cache");
+    const session = sink instanceof ExtendedParse ? sink.finish() : sink.finish(data.incomplete);
+    if (sink instanceof ExtendedParse && !prev) throw new Error("an extension without its parse");
     const parsed: Parsed = { data, session, items: new Map() };
     parses.put(cacheKey(root), parsed);
     return parsed;
+  }
+
+  /** Sinks for a read of a file under `root`: from its start, or continuing `prev`'s parse. */
+  function sinksFor(root: FileRoot, prev: Parsed | undefined): Sinks<Sink> {
+    // Every harness's file is read by the same passes; only its format parses the lines.
+    const format = harnessOf(root).format(root);
+    return {
+      fresh: () => new FreshParse(format),
+      extend: () => {
+        if (!prev) throw new Error("no parse to extend");
+        return new ExtendedParse(prev.session);
+      },
+    };
   }
 
   /**
@@ -215,14 +239,18 @@ export function createReader(options: ReaderOptions): Reader {
 
   function respond(
     parsed: Parsed,
+    bytes: PageBytes,
     binding: Binding,
     sourceEpoch: string,
     items: BranchItems,
     start: Position,
     incomplete: boolean,
   ): ReadResult {
-    const partsOf = (i: number): SizedPart[] =>
-      renderItem(parsed.session, parsed.data.buf, items.at(i));
+    const lines = (rec: EntryRec) => bytes.entry(rec);
+    const partsOf = (i: number): SizedPart[] => {
+      const { buf, item } = bytes.item(items.at(i));
+      return renderItem(parsed.session, buf, item, lines);
+    };
     const { parts, next } = fillPage(items.length, start, partsOf);
     const pinned = {
       snapshot: parsed.data.snapshot,
@@ -261,7 +289,7 @@ export function createReader(options: ReaderOptions): Reader {
       page,
       cursor,
       follow,
-      view: viewFor(parsed.session, shown, incomplete, parsed.data.buf),
+      view: viewFor(parsed.session, shown, incomplete, lines),
     };
   }
 
@@ -270,33 +298,36 @@ export function createReader(options: ReaderOptions): Reader {
     const conversation = checkString(req.conversation, "unknown-conversation", "conversation id");
     const { root, name } = locate(conversation);
     const file = openSessionFile(root.projectRoot, root.sessionsDir, name);
-    let data: SnapshotData;
-    let latest: Parsed | undefined;
     try {
-      // Opening again a file a settled read proved untouched reuses its latest snapshot (the
-      // fstat of the open is the proof; see change-time.ts), else reads the file whole.
+      // Opening again a file proved untouched reuses its latest snapshot (the fstat of the open
+      // is the proof; see snapshot.ts), else the file is verified and read on, or read whole.
       const { identity } = file;
-      latest = parses.latest(cacheKey(root), identity.dev, identity.ino);
-      data = openSnapshot(file, latest?.data, policy);
+      const latest = parses.latest(cacheKey(root), identity.dev, identity.ino);
+      const v = openSnapshot(file, latest?.data, policy, sinksFor(root, latest));
+      // A file that grew since its latest snapshot is parsed by extending that snapshot's parse.
+      const prev = v.sink instanceof ExtendedParse ? latest : undefined;
+      const parsed = adopt(v, root, prev);
+      const { data } = parsed;
+      const branch =
+        req.branch === undefined
+          ? branchName(parsed.session, defaultBranch(parsed.session))
+          : checkString(req.branch, "unknown-branch", "branch");
+      const items = itemsOf(parsed, branch, prev);
+      if (!items)
+        throw new Refusal(
+          "unknown-branch",
+          `This conversation has no branch ${JSON.stringify(branch.slice(0, 80))}.`,
+        );
+      const epoch = epochOf(data.dev, data.ino, data.snapshot.digest);
+      const binding = { actor, purpose, conversation, branch };
+      const bytes = new PageBytes(file, data, v, windows);
+      const start = { item: 0, part: 0 };
+      const result = respond(parsed, bytes, binding, epoch, items, start, data.incomplete);
+      bytes.finish();
+      return result;
     } finally {
       closeFile(file);
     }
-    // A file that grew since its latest snapshot is parsed by extending that snapshot's parse.
-    const prev = latest && data.grownFrom === latest.data.snapshot.digest ? latest : undefined;
-    const parsed = parse(data, root, prev);
-    const branch =
-      req.branch === undefined
-        ? branchName(parsed.session, defaultBranch(parsed.session))
-        : checkString(req.branch, "unknown-branch", "branch");
-    const items = itemsOf(parsed, branch, prev);
-    if (!items)
-      throw new Refusal(
-        "unknown-branch",
-        `This conversation has no branch ${JSON.stringify(branch.slice(0, 80))}.`,
-      );
-    const epoch = epochOf(data.dev, data.ino, data.snapshot.digest);
-    const binding = { actor, purpose, conversation, branch };
-    return respond(parsed, binding, epoch, items, { item: 0, part: 0 }, data.incomplete);
   }
 
   function next(req: NextRequest): ReadResult {
@@ -319,37 +350,56 @@ export function createReader(options: ReaderOptions): Reader {
 
   function resume(state: CursorState, root: FileRoot, name: string, binding: Binding): ReadResult {
     const pinned = { dev: state.dev, ino: state.ino, snapshot: state.record.snapshot };
-    const known = parses.get(cacheKey(root), pinned)?.data;
     const file = openSessionFile(root.projectRoot, root.sessionsDir, name);
-    let data: SnapshotData;
     try {
-      data =
-        state.record.kind === "page"
-          ? verifyPinned(file, pinned, known, policy)
-          : verifyAndExtend(file, pinned, known, policy);
+      // The pinned snapshot's parse, or (let go by the cache) the pinned snapshot read again.
+      let known = parses.get(cacheKey(root), pinned);
+      if (!known) {
+        const read = readPinned(file, pinned, policy, sinksFor(root, undefined).fresh);
+        known = adopt(read, root);
+      }
+      let parsed = known;
+      let prev: Parsed | undefined;
+      let proof: { proof: ByteProof; since: FileIdentity };
+      if (state.record.kind === "page") {
+        proof = checkPinned(file, known.data, policy);
+      } else {
+        const v = followPinned(file, known.data, policy, sinksFor(root, known).extend);
+        prev = v.sink ? known : undefined;
+        parsed = adopt(v, root, prev);
+        proof = v;
+      }
+      const items = itemsOf(parsed, binding.branch, prev);
+      if (!items) throw replacedBranch("this branch is gone");
+      const bytes = new PageBytes(file, parsed.data, proof, windows);
+      let result: ReadResult;
+      if (state.record.kind === "page") {
+        const { sourceEpoch } = state.record;
+        result = respond(
+          parsed,
+          bytes,
+          binding,
+          sourceEpoch,
+          items,
+          state.position,
+          state.incomplete,
+        );
+      } else {
+        if (
+          items.length < state.itemCount ||
+          items.digestOf(state.itemCount) !== state.itemsDigest
+        ) {
+          throw replacedBranch("this branch's earlier history changed");
+        }
+        const start = { item: state.itemCount, part: 0 };
+        const { sourceEpoch } = state.record;
+        result = respond(parsed, bytes, binding, sourceEpoch, items, start, parsed.data.incomplete);
+      }
+      bytes.finish();
+      return result;
     } finally {
       closeFile(file);
     }
-    // The parse of the pinned snapshot (looked up again: verifying may have taken a while).
-    const prev = parses.get(cacheKey(root), pinned);
-    const parsed = parse(data, root, prev);
-    const items = itemsOf(parsed, binding.branch, prev);
-    if (!items) throw replacedBranch("this branch is gone");
-    if (state.record.kind === "page") {
-      return respond(
-        parsed,
-        binding,
-        state.record.sourceEpoch,
-        items,
-        state.position,
-        state.incomplete,
-      );
-    }
-    if (items.length < state.itemCount || items.digestOf(state.itemCount) !== state.itemsDigest) {
-      throw replacedBranch("this branch's earlier history changed");
-    }
-    const start = { item: state.itemCount, part: 0 };
-    return respond(parsed, binding, state.record.sourceEpoch, items, start, data.incomplete);
   }
 
   return {

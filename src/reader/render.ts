@@ -3,13 +3,21 @@
 // reader) while its pages are read: rendering parses the entry's line, so rendering it again for
 // each page made reading a 24 MB message quadratic in its size.
 import { isUtf8 } from "node:buffer";
-import type { EntryRec } from "./entries.ts";
+import type { EntryLines, EntryRec } from "./entries.ts";
 import type { Item } from "./items.ts";
 import { type DraftPart, type SizedPart, SMALL_LINE_BYTES, sourceBound, toParts } from "./parts.ts";
 import type { ParsedSession } from "./tree.ts";
 
-/** Renders one item of a snapshot `buf` into its parts (none for a hidden entry). */
-export type ItemRenderer = (s: ParsedSession, buf: Buffer, item: Item) => SizedPart[];
+/**
+ * Renders one item into its parts (none for a hidden entry): an entry's range is its line in
+ * `buf`; `lines` reads other rows' lines, which a harness's rows may need (RowFormat).
+ */
+export type ItemRenderer = (
+  s: ParsedSession,
+  buf: Buffer,
+  item: Item,
+  lines: EntryLines,
+) => SizedPart[];
 
 /** Entries whose parts are at least this big are kept for the next page. */
 const KEEP_BYTES = 1024 * 1024;
@@ -18,13 +26,13 @@ export function createItemRenderer(): ItemRenderer {
   // The snapshot is held weakly: the slot must not keep a snapshot the parse cache let go.
   // Keyed by the snapshot and the entry's byte range: the same bytes render the same parts.
   let kept: { buf: WeakRef<Buffer>; start: number; end: number; parts: SizedPart[] } | null = null;
-  return (s, buf, item) => {
+  return (s, buf, item, lines) => {
     if (item.kind === "notice") return renderNotice(item);
     const { rec } = item;
     if (kept && kept.start === rec.start && kept.end === rec.end && kept.buf.deref() === buf) {
       return kept.parts;
     }
-    const parts = s.rows.render(s, buf, rec);
+    const parts = s.rows.render(s, buf, rec, lines);
     let bytes = 0;
     for (const p of parts) bytes += p.bytes;
     if (parts.length > 1 || bytes >= KEEP_BYTES) {

@@ -1,20 +1,27 @@
 // Snapshots and their verification (seed: Snapshots, epochs, cursors). A snapshot is the file
 // up to its last newline when the descriptor was read; its digest is the SHA-256 of those bytes.
+// The reader does not keep a snapshot's bytes: it keeps their block tags (block-tags.ts) and
+// reads the bytes a page renders from the file again, proved to be the snapshot's by their tags
+// or by a settled change time (page-bytes.ts).
 //
-// Two promises, against every writer (write, pwrite, truncate and rewrite, rename over, a
+// Three promises, against every writer (write, pwrite, truncate and rewrite, rename over, a
 // shared mapping):
 // - A snapshot is a state the file held. A read counts only when the fstat before it and the
-//   fstat after it agree; a racy read (change-time.ts) is also read a second time and must come
-//   back equal. A write in flight copies forward and never undoes itself, so a read that mixed
-//   two versions is followed by one that shows more of the newer: two equal reads inside one
-//   unchanged ctime are a state. A file that never holds still for a read is refused (open) or
-//   not extended (follow).
-// - `next` serves a pinned snapshot only while the file still holds its bytes: they are
-//   compared with the bytes in memory (no hashing, no allocation), unless a settled read proves
-//   them unchanged by the change time alone (change-time.ts).
-import { createHash, type Hash } from "node:crypto";
-import { readSync } from "node:fs";
+//   fstat after it agree; a racy read (change-time.ts) is also verified by a second read,
+//   backward in other steps (file-pass.ts), and must come back equal. A file that never holds
+//   still for a read is refused (open) or not extended (follow).
+// - A page serves only the snapshot's own bytes: each one is read from the file and checked
+//   against the snapshot's tags, or read under a settled change time that did not move.
+// - Every call refuses source-replaced for another inode or a shorter file, and verifies every
+//   pinned byte again whenever the change time or the size moved since the last verification:
+//   every write(2), pwrite, truncate and first store to a clean mapped page moves it (Linux
+//   6.13+). What moves nothing — the rest of a write already in flight, a store to a page a
+//   mapping has already dirtied — is possible only while the snapshot is racy, and is caught by
+//   the next call once the last full verification is RECHECK_MS old (a snapshot is verified in
+//   full at least every second it is read, and never more than 1/RECHECK_SHARE of the time).
+import { createHash } from "node:crypto";
 import { LIMITS, type Snapshot } from "../protocol/chat-01.ts";
+import { BLOCK, emptyTags } from "./block-tags.ts";
 import {
   isSettled,
   isUnchangedSince,
@@ -22,9 +29,9 @@ import {
   racyWindowNs,
   trustsChangeTime,
 } from "./change-time.ts";
+import { type LineSink, readForward, type SnapshotEnd, verifyBackward } from "./file-pass.ts";
 import { Refusal } from "./refusal.ts";
-import { type FileIdentity, type OpenFile, readRange, statOpenFile } from "./safe-fs.ts";
-import { work } from "./work.ts";
+import { type FileIdentity, type OpenFile, statOpenFile } from "./safe-fs.ts";
 
 /** The (ctime, size) an fstat saw right before the bytes were read, and what that read proves. */
 export type FileStamp = {
@@ -36,45 +43,60 @@ export type FileStamp = {
   whole: boolean;
 };
 
-export type SnapshotData = {
-  /** The whole lines of the snapshot (ends with a newline, or is empty). */
-  buf: Buffer;
+export type SnapshotData = SnapshotEnd & {
   snapshot: Snapshot;
   /** Bytes after the last newline were left out. */
   incomplete: boolean;
   dev: bigint;
   ino: bigint;
-  /** Updated each time the bytes are verified again. */
+  /** The fstat before the last full verification of the bytes (or the read that made them). */
   stamp: FileStamp;
-  /** SHA-256 state after `buf`: a follow extends the digest without hashing `buf` again. */
-  hash: Hash;
-  /** The buffer `buf` starts, with room to append; set once a follow extended a snapshot. */
-  room?: Room;
-  /** The digest of the snapshot this one was made from by appending whole lines (extendWith). */
+  /** When that verification ended (the policy's clock, ms) and how long it took. */
+  checkedAt: number;
+  checkMs: number;
+  /** The digest of the snapshot this one was made from by appending whole lines. */
   grownFrom?: string;
 };
 
-/**
- * A buffer that the snapshots of one file share as prefixes: `used` bytes are taken (the
- * longest snapshot's), the rest is free for the next follow to append to without copying. A
- * snapshot may append only when it ends at `used`; the bytes any shorter one reads never move.
- */
-type Room = { buf: Buffer; used: number };
-
 export type Pinned = { dev: bigint; ino: bigint; snapshot: Snapshot };
+
+/**
+ * How a call may read the snapshot's bytes again: "change-time", a settled stamp the fstat
+ * still shows (the call's last fstat must show it too); "tags", every block checked.
+ */
+export type ByteProof = "change-time" | "tags";
+
+/** A verified snapshot, the fstat its proof rests on, and the sink that parsed what was read. */
+export type Verified<S extends LineSink> = {
+  data: SnapshotData;
+  proof: ByteProof;
+  since: FileIdentity;
+  /** Null when nothing was read (the snapshot was proved unchanged). */
+  sink: S | null;
+};
+
+/** A sink per attempt: `fresh` parses a file from its start, `extend` continues the known parse. */
+export type Sinks<S extends LineSink> = { fresh: () => S; extend: () => S };
 
 /** How many reads a file that keeps changing gets before the reader gives up on this call. */
 const ATTEMPTS = 4;
 
-/** Scratch for comparing the file with bytes in memory: one buffer for the process. */
-const CHUNK = Buffer.allocUnsafe(1024 * 1024);
+/** A racy snapshot is verified in full again once its last full verification is this old. */
+export const RECHECK_MS = 1_000;
+/** …or older than this many times that verification's own duration, whichever is longer. */
+export const RECHECK_SHARE = 20;
+
+/** How long after its last full verification a racy snapshot is served without another. */
+export function recheckAfter(data: SnapshotData): number {
+  return Math.max(RECHECK_MS, RECHECK_SHARE * data.checkMs);
+}
 
 /** The epoch a new open starts: (dev, ino) and the digest at open. */
 export function epochOf(dev: bigint, ino: bigint, digest: string): string {
   return `e-${createHash("sha256").update(`${dev}:${ino}:${digest}`).digest("hex").slice(0, 40)}`;
 }
 
-function replaced(why: string): Refusal {
+export function replaced(why: string): Refusal {
   return new Refusal(
     "source-replaced",
     `The session file changed under this view (${why}); read it again from the start.`,
@@ -86,130 +108,87 @@ function wallNs(): bigint {
   return BigInt(Date.now()) * 1_000_000n;
 }
 
-type Proof = { trust: boolean; windowNs: bigint | null };
+type Proof = { trust: boolean; windowNs: bigint | null; clock: () => number };
+
+const monotonic = (): number => performance.now();
 
 function proofFor(file: OpenFile, policy: ProofPolicy): Proof {
   const trust = policy.prefixCheck === "auto" && trustsChangeTime(file.fd, file.identity.dev);
-  return { trust, windowNs: trust ? (policy.racyWindowNs ?? racyWindowNs()) : null };
+  return {
+    trust,
+    windowNs: trust ? (policy.racyWindowNs ?? racyWindowNs()) : null,
+    clock: policy.clock ?? monotonic,
+  };
 }
 
 function settledRead(proof: Proof, pre: FileIdentity, startedNs: bigint): boolean {
   return proof.trust && isSettled(pre.ctimeNs, startedNs, proof.windowNs);
 }
 
-/**
- * Whether the file holds `held`'s first `n` bytes at `position`, read through CHUNK
- * (allocates nothing).
- */
-function isFileEqualTo(fd: number, held: Buffer, n: number, position = 0): boolean {
-  for (let pos = 0; pos < n; ) {
-    const got = readSync(fd, CHUNK, 0, Math.min(CHUNK.length, n - pos), position + pos);
-    if (got === 0) return false;
-    if (CHUNK.compare(held, pos, pos + got, 0, got) !== 0) return false;
-    pos += got;
-  }
-  return true;
-}
-
 function tooLarge(size: number): Refusal {
   return new Refusal("too-large", `The session file is ${size} bytes; the limit is 256 MiB.`);
 }
 
-/**
- * What the file holds past `held` (a snapshot's bytes), read as one state with them: the held
- * bytes are compared in place, only the rest is read into memory. "differs" when the file no
- * longer starts with `held`; null when it changed during every attempt.
- */
-function readPast(
-  file: OpenFile,
-  proof: Proof,
-  held: Buffer,
-): { tail: Buffer; stamp: FileStamp } | "differs" | null {
-  const n = held.length;
-  for (let i = 0; i < ATTEMPTS; i++) {
-    const startedNs = wallNs();
-    const pre = statOpenFile(file);
-    if (pre.size > LIMITS.fileBytes) throw tooLarge(pre.size);
-    if (pre.size < n || !isFileEqualTo(file.fd, held, n)) return "differs";
-    const tail = readRange(file.fd, n, pre.size - n);
-    if (tail.length !== pre.size - n) continue;
-    const settled = settledRead(proof, pre, startedNs);
-    const again =
-      settled || (isFileEqualTo(file.fd, held, n) && isFileEqualTo(file.fd, tail, tail.length, n));
-    if (!again) continue;
-    const post = statOpenFile(file);
-    if (post.ctimeNs !== pre.ctimeNs || post.size !== pre.size) continue;
-    return { tail, stamp: { ctimeNs: pre.ctimeNs, size: pre.size, settled, whole: true } };
-  }
-  return null;
+function sameFile(a: FileIdentity, b: FileIdentity): boolean {
+  return a.ctimeNs === b.ctimeNs && a.size === b.size;
 }
 
 /**
- * The whole file as one state it held (see the header), with its stamp; null when it changed
- * during every attempt.
+ * How a call may serve `data` without verifying it again, given the fstat `now`: "change-time"
+ * while a settled stamp stands; "tags" while a racy one stands (no write began since: the change
+ * time moved for none) and its last full verification is recent; null when it must be verified.
  */
-function readWhole(file: OpenFile, proof: Proof): { raw: Buffer; stamp: FileStamp } | null {
-  for (let i = 0; i < ATTEMPTS; i++) {
-    const startedNs = wallNs();
-    const pre = statOpenFile(file);
-    if (pre.size > LIMITS.fileBytes) {
-      throw new Refusal(
-        "too-large",
-        `The session file is ${pre.size} bytes; the limit is 256 MiB.`,
-      );
-    }
-    const raw = readRange(file.fd, 0, pre.size);
-    if (raw.length !== pre.size) continue;
-    const settled = settledRead(proof, pre, startedNs);
-    if (!settled && !isFileEqualTo(file.fd, raw, raw.length)) continue;
-    const post = statOpenFile(file);
-    if (post.ctimeNs !== pre.ctimeNs || post.size !== pre.size) continue;
-    return { raw, stamp: { ctimeNs: pre.ctimeNs, size: pre.size, settled, whole: true } };
-  }
-  return null;
-}
-
-/** A snapshot of a whole-file read. */
-function fromRead(read: { raw: Buffer; stamp: FileStamp }, file: OpenFile): SnapshotData {
-  const { raw, stamp } = read;
-  const end = raw.lastIndexOf(0x0a) + 1;
-  const buf = raw.subarray(0, end);
-  const hash = createHash("sha256").update(buf);
-  return {
-    buf,
-    snapshot: { bytes: end, digest: hash.copy().digest("hex") },
-    incomplete: end < raw.length,
-    dev: file.identity.dev,
-    ino: file.identity.ino,
-    stamp,
-    hash,
-  };
+function quietProof(data: SnapshotData, now: FileIdentity, proof: Proof): ByteProof | null {
+  const s = data.stamp;
+  if (!proof.trust || !isUnchangedSince(s, now)) return null;
+  if (s.settled) return "change-time";
+  // A clock set back (age below 0) proves nothing: verify.
+  const age = proof.clock() - data.checkedAt;
+  return age >= 0 && age < recheckAfter(data) ? "tags" : null;
 }
 
 /**
- * The snapshot `open` serves: `latest` (this file's newest cached snapshot) while a settled
- * whole-file read proves the file unchanged since; else a fresh read. Refuses source-replaced
- * when the file changed during every attempt.
+ * The snapshot `open` serves: `latest` (this file's newest snapshot) while it is proved
+ * unchanged; else `latest` verified and continued with what was appended; else a fresh read.
+ * Refuses source-replaced when the file changed during every attempt.
  */
-export function openSnapshot(
+export function openSnapshot<S extends LineSink>(
   file: OpenFile,
   latest: SnapshotData | undefined,
   policy: ProofPolicy,
-): SnapshotData {
+  sinks: Sinks<S>,
+): Verified<S> {
   const proof = proofFor(file, policy);
-  const s = latest?.stamp;
-  if (latest && proof.trust && s?.settled && s.whole && isUnchangedSince(s, file.identity)) {
-    return latest;
+  if (latest && latest.dev === file.identity.dev && latest.ino === file.identity.ino) {
+    const quiet = latest.stamp.whole ? quietProof(latest, file.identity, proof) : null;
+    if (quiet) return { data: latest, proof: quiet, since: file.identity, sink: null };
+    const grown = extend(file, proof, latest, sinks.extend);
+    if (grown === null) throw replaced("it kept changing while it was read");
+    if (grown !== "differs") return grown;
   }
-  // The file usually still starts with the latest snapshot: compare it in place, read the rest.
-  if (latest) {
-    const past = readPast(file, proof, latest.buf);
-    if (past === null) throw replaced("it kept changing while it was read");
-    if (past !== "differs") return extendWith(latest, past);
-  }
-  const read = readWhole(file, proof);
+  const read = readFresh(file, proof, null, sinks.fresh);
   if (!read) throw replaced("it kept changing while it was read");
-  return fromRead(read, file);
+  return read;
+}
+
+/**
+ * Exactly the pinned snapshot, read afresh (its parse is no longer cached): its bytes must hash
+ * to the pinned digest. Refuses source-replaced otherwise.
+ */
+export function readPinned<S extends LineSink>(
+  file: OpenFile,
+  pinned: Pinned,
+  policy: ProofPolicy,
+  sink: () => S,
+): Verified<S> {
+  statPinned(file, pinned);
+  const read = readFresh(file, proofFor(file, policy), pinned.snapshot.bytes, sink);
+  if (!read) throw replaced("it kept changing while it was read");
+  const { snapshot } = read.data;
+  if (snapshot.bytes !== pinned.snapshot.bytes || snapshot.digest !== pinned.snapshot.digest) {
+    throw replaced("earlier bytes were rewritten");
+  }
+  return read;
 }
 
 function statPinned(file: OpenFile, pinned: Pinned): FileIdentity {
@@ -221,158 +200,152 @@ function statPinned(file: OpenFile, pinned: Pinned): FileIdentity {
 }
 
 /**
- * The pinned snapshot, verified: `known` as it is while a settled read proves the file
- * untouched; otherwise the file's pinned bytes compared with `known`'s (or, with no `known`,
- * read and hashed). Refuses source-replaced for another inode, a shorter file, or any pinned
- * byte that differs.
+ * The page path: the pinned snapshot `known` still stands (see the header). Refuses
+ * source-replaced for another inode, a shorter file, or any pinned byte that differs; returns
+ * how this call may read the snapshot's bytes.
  */
-export function verifyPinned(
+export function checkPinned(
   file: OpenFile,
-  pinned: Pinned,
-  known: SnapshotData | undefined,
+  known: SnapshotData,
   policy: ProofPolicy,
-): SnapshotData {
+): { proof: ByteProof; since: FileIdentity } {
   const proof = proofFor(file, policy);
   const startedNs = wallNs();
-  const pre = statPinned(file, pinned);
-  if (known && proof.trust && known.stamp.settled && isUnchangedSince(known.stamp, pre)) {
-    return known;
-  }
-  const n = pinned.snapshot.bytes;
-  if (known) {
-    if (!isFileEqualTo(file.fd, known.buf, n)) throw replaced("earlier bytes were rewritten");
-    known.stamp = stampAfter(file, pre, proof, startedNs);
-    return known;
-  }
-  const buf = readRange(file.fd, 0, n);
-  if (buf.length < n) throw replaced("it was truncated while being read");
-  const hash = createHash("sha256").update(buf);
-  if (hash.copy().digest("hex") !== pinned.snapshot.digest)
-    throw replaced("earlier bytes were rewritten");
-  return {
-    buf,
-    snapshot: pinned.snapshot,
-    incomplete: false,
-    dev: pinned.dev,
-    ino: pinned.ino,
-    stamp: stampAfter(file, pre, proof, startedNs),
-    hash,
-  };
-}
-
-/**
- * The stamp of a prefix that was a state when pinned and equals the file now. It proves more
- * later only when nothing moved during the comparison and the read was settled.
- */
-function stampAfter(file: OpenFile, pre: FileIdentity, proof: Proof, startedNs: bigint): FileStamp {
+  const t0 = proof.clock();
+  const pre = statPinned(file, known);
+  const quiet = quietProof(known, pre, proof);
+  if (quiet) return { proof: quiet, since: pre };
+  if (!verifyBackward(file.fd, known.tags)) throw replaced("earlier bytes were rewritten");
   const post = statOpenFile(file);
-  const still = post.ctimeNs === pre.ctimeNs && post.size === pre.size;
-  return {
+  const settled = sameFile(pre, post) && settledRead(proof, pre, startedNs);
+  known.stamp = {
     ctimeNs: pre.ctimeNs,
     size: pre.size,
-    settled: still && settledRead(proof, pre, startedNs),
-    whole: false,
+    settled,
+    whole: pre.size === known.snapshot.bytes,
   };
+  known.checkedAt = proof.clock();
+  known.checkMs = known.checkedAt - t0;
+  return { proof: settled ? "change-time" : "tags", since: post };
 }
 
 /**
- * Verifies the pinned prefix and takes a fresh snapshot of the whole file (the prefix compared
- * in place with `known`'s bytes, or read and hashed without them); or returns `known` when a
- * settled whole-file read proves nothing was written since. When the file keeps changing during
- * every read, the pinned snapshot is verified alone and returned: the follow finds nothing new
- * this time rather than continue from a mix of versions.
+ * The follow path: the pinned snapshot `known` verified, and continued with the whole lines
+ * appended since; or `known` itself when it is proved unchanged, or when the file kept changing
+ * during every read (the follow then finds nothing new this time rather than continue from a
+ * mix of versions). Refuses source-replaced for another inode, a shorter file or any pinned
+ * byte that differs.
  */
-export function verifyAndExtend(
+export function followPinned<S extends LineSink>(
   file: OpenFile,
-  pinned: Pinned,
-  known: SnapshotData | undefined,
+  known: SnapshotData,
   policy: ProofPolicy,
-): SnapshotData {
+  sink: () => S,
+): Verified<S> {
   const proof = proofFor(file, policy);
-  const now = statPinned(file, pinned);
-  const s = known?.stamp;
-  if (known && proof.trust && s?.settled && s.whole && isUnchangedSince(s, now)) return known;
-  if (known) return extendKnown(file, proof, known, policy, pinned);
-  const read = readWhole(file, proof);
-  if (!read) return verifyPinned(file, pinned, known, policy);
-  const { raw } = read;
-  const n = pinned.snapshot.bytes;
-  if (raw.length < n) throw replaced("it is shorter than before");
-  const hash = createHash("sha256").update(raw.subarray(0, n));
-  if (hash.copy().digest("hex") !== pinned.snapshot.digest)
-    throw replaced("earlier bytes were rewritten");
-  const end = raw.lastIndexOf(0x0a) + 1;
-  hash.update(raw.subarray(n, end));
-  return {
-    buf: raw.subarray(0, end),
-    snapshot: end === n ? pinned.snapshot : { bytes: end, digest: hash.copy().digest("hex") },
-    incomplete: end < raw.length,
-    dev: pinned.dev,
-    ino: pinned.ino,
-    stamp: read.stamp,
-    hash,
-  };
+  const now = statPinned(file, known);
+  const quiet = known.stamp.whole ? quietProof(known, now, proof) : null;
+  if (quiet) return { data: known, proof: quiet, since: now, sink: null };
+  const grown = extend(file, proof, known, sink);
+  if (grown === "differs") {
+    const size = statOpenFile(file).size;
+    throw replaced(
+      size < known.snapshot.bytes ? "it is shorter than before" : "earlier bytes were rewritten",
+    );
+  }
+  if (grown) return grown;
+  return { data: known, sink: null, ...checkPinned(file, known, policy) };
 }
 
 /**
- * A follow from a snapshot in memory: the file is compared with its bytes in place and only
- * what follows them is read; a new buffer is made only when whole new lines arrived.
+ * `known` verified in full (its blocks read backward) and continued forward with what follows
+ * it, as one state: bracketed by two equal fstats, and, while racy, the new blocks verified
+ * backward too. "differs" when the file no longer starts with `known`; null when it changed
+ * during every attempt.
  */
-function extendKnown(
+function extend<S extends LineSink>(
   file: OpenFile,
   proof: Proof,
   known: SnapshotData,
-  policy: ProofPolicy,
-  pinned: Pinned,
-): SnapshotData {
-  const read = readPast(file, proof, known.buf);
-  if (read === "differs") {
-    const size = statOpenFile(file).size;
-    throw replaced(
-      size < known.buf.length ? "it is shorter than before" : "earlier bytes were rewritten",
-    );
+  sink: () => S,
+): Verified<S> | "differs" | null {
+  for (let i = 0; i < ATTEMPTS; i++) {
+    const startedNs = wallNs();
+    const t0 = proof.clock();
+    const pre = statOpenFile(file);
+    if (pre.size > LIMITS.fileBytes) throw tooLarge(pre.size);
+    if (pre.size < known.snapshot.bytes || !verifyBackward(file.fd, known.tags)) return "differs";
+    const s = sink();
+    const read = readForward(file.fd, known, pre.size, s);
+    if (read === "differs") return "differs";
+    if (read === "short") continue;
+    const settled = settledRead(proof, pre, startedNs);
+    const newBlocks = Math.floor(known.snapshot.bytes / BLOCK);
+    if (!settled && !verifyBackward(file.fd, read.tags, newBlocks)) continue;
+    const post = statOpenFile(file);
+    if (!sameFile(pre, post)) continue;
+    const stamp = { ctimeNs: pre.ctimeNs, size: pre.size, settled, whole: true };
+    const checkedAt = proof.clock();
+    const byteProof: ByteProof = settled ? "change-time" : "tags";
+    if (read.bytes === known.snapshot.bytes) {
+      // Nothing new: `known` is verified again (a partial line may have grown).
+      Object.assign(known, { stamp, checkedAt, checkMs: checkedAt - t0 });
+      known.incomplete = read.bytes < pre.size;
+      return { data: known, proof: byteProof, since: post, sink: null };
+    }
+    const data: SnapshotData = {
+      ...read,
+      snapshot: { bytes: read.bytes, digest: read.hash.copy().digest("hex") },
+      incomplete: read.bytes < pre.size,
+      dev: known.dev,
+      ino: known.ino,
+      stamp,
+      checkedAt,
+      checkMs: checkedAt - t0,
+      grownFrom: known.snapshot.digest,
+    };
+    return { data, proof: byteProof, since: post, sink: s };
   }
-  if (!read) return verifyPinned(file, pinned, known, policy);
-  return extendWith(known, read);
+  return null;
 }
 
 /**
- * `known` followed by the whole lines of `tail`: appended in the room after `known`'s bytes
- * when it has some and no longer snapshot took it, else copied into a new buffer with room.
+ * The whole file (or its first `limit` bytes) read as one state it held (see the header), with
+ * its stamp; null when it changed during every attempt.
  */
-function extendWith(known: SnapshotData, read: { tail: Buffer; stamp: FileStamp }): SnapshotData {
-  const { tail, stamp } = read;
-  const nl = tail.lastIndexOf(0x0a) + 1;
-  const incomplete = nl < tail.length;
-  if (nl === 0) return { ...known, incomplete, stamp };
-  const n = known.buf.length;
-  let room = known.room;
-  const inPlace =
-    room !== undefined &&
-    room.used === n &&
-    room.buf.length >= n + nl &&
-    known.buf.buffer === room.buf.buffer &&
-    known.buf.byteOffset === room.buf.byteOffset;
-  if (!room || !inPlace) {
-    // Room for about an eighth more (at most 16 MiB): later follows append in place.
-    const cap = n + nl + Math.min(n >>> 3, 16 * 1024 * 1024) + 64 * 1024;
-    room = { buf: Buffer.allocUnsafeSlow(cap), used: n };
-    known.buf.copy(room.buf, 0);
-    work.bytesCopied += n;
+function readFresh<S extends LineSink>(
+  file: OpenFile,
+  proof: Proof,
+  limit: number | null,
+  sink: () => S,
+): Verified<S> | null {
+  for (let i = 0; i < ATTEMPTS; i++) {
+    const startedNs = wallNs();
+    const t0 = proof.clock();
+    const pre = statOpenFile(file);
+    if (pre.size > LIMITS.fileBytes) throw tooLarge(pre.size);
+    const upTo = limit ?? pre.size;
+    if (upTo > pre.size) return null;
+    const s = sink();
+    const start: SnapshotEnd = { bytes: 0, hash: createHash("sha256"), tags: emptyTags() };
+    const read = readForward(file.fd, start, upTo, s);
+    if (read === "short" || read === "differs") continue;
+    const settled = settledRead(proof, pre, startedNs);
+    if (!settled && !verifyBackward(file.fd, read.tags)) continue;
+    const post = statOpenFile(file);
+    if (!sameFile(pre, post)) continue;
+    const checkedAt = proof.clock();
+    const data: SnapshotData = {
+      ...read,
+      snapshot: { bytes: read.bytes, digest: read.hash.copy().digest("hex") },
+      incomplete: read.bytes < pre.size,
+      dev: file.identity.dev,
+      ino: file.identity.ino,
+      stamp: { ctimeNs: pre.ctimeNs, size: pre.size, settled, whole: limit === null },
+      checkedAt,
+      checkMs: checkedAt - t0,
+    };
+    return { data, proof: settled ? "change-time" : "tags", since: post, sink: s };
   }
-  tail.copy(room.buf, n, 0, nl);
-  room.used = n + nl;
-  const buf = room.buf.subarray(0, n + nl);
-  const hash = known.hash.copy().update(tail.subarray(0, nl));
-  return {
-    room,
-    grownFrom: known.snapshot.digest,
-    buf,
-    snapshot: { bytes: n + nl, digest: hash.copy().digest("hex") },
-    incomplete,
-    dev: known.dev,
-    ino: known.ino,
-    stamp,
-    hash,
-  };
+  return null;
 }

@@ -4,6 +4,7 @@
 // a few words per entry, and no step walks more than linear work (no per-branch depth walk).
 import { toChatId } from "../protocol/chat-01.ts";
 import {
+  type EntryLines,
   type EntryRec,
   entryAt,
   type LineNotice,
@@ -77,10 +78,13 @@ const MISSING_MAX = 65_536;
 export interface RowFormat {
   /** The CHAT-01 entry (`n.<id>`) the parts of row `row` belong to, as views name leaves. */
   entryKey(s: ParsedSession, row: number): string;
-  /** The parts of an entry row (none for a hidden one). */
-  render(s: ParsedSession, buf: Buffer, rec: EntryRec): SizedPart[];
+  /**
+   * The parts of an entry row (none for a hidden one): `rec`'s range is its line in `buf`;
+   * `lines` reads any other row's line (rows hold offsets in the snapshot), proved as a page's.
+   */
+  render(s: ParsedSession, buf: Buffer, rec: EntryRec, lines: EntryLines): SizedPart[];
   /** The text a branch starting at this row is labelled by, or null (no text, or hidden). */
-  labelText(s: ParsedSession, buf: Buffer, rec: EntryRec): string | null;
+  labelText(s: ParsedSession, buf: Buffer, rec: EntryRec, lines: EntryLines): string | null;
 }
 
 export type ParsedSession = {
@@ -117,14 +121,28 @@ export type ParsedSession = {
   forkChildren?: { offsets: Int32Array; list: Int32Array };
 };
 
-/** Indexes a snapshot whose head the harness accepted, with the harness's scan. */
+/** Indexes a whole snapshot whose head the harness accepted, with the harness's scan. */
 export function parseSession<H extends SessionHead, S extends ScanState>(
   buf: Buffer,
   header: H,
   scanner: Scanner<H, S>,
   rows: RowFormat,
 ): ParsedSession {
-  const scan = scanner.lines(buf, header, scanner.first(buf, header));
+  return indexScan(
+    header,
+    scanner,
+    rows,
+    scanner.lines(buf, header, scanner.first(buf, header), 0),
+  );
+}
+
+/** Indexes a finished scan of a whole snapshot (scanned in steps: parse-sink.ts FreshParse). */
+export function indexScan<H extends SessionHead, S extends ScanState>(
+  header: H,
+  scanner: Scanner<H, S>,
+  rows: RowFormat,
+  scan: S,
+): ParsedSession {
   trimTable(scan.entries);
   return indexEntries({ header, scanner, rows }, scan);
 }
@@ -137,21 +155,34 @@ export function parseSession<H extends SessionHead, S extends ScanState>(
  * them; otherwise (a duplicate id, a parent not yet seen, a found missing parent, or a second
  * extension of the same parse) the tree is built again over a copy.
  */
-export function extendSession(prev: ParsedSession, buf: Buffer): ParsedSession {
+export function extendSession(prev: ParsedSession, buf: Buffer, base = 0): ParsedSession {
+  const ext = beginExtension(prev);
+  prev.scanner.lines(buf, prev.header, ext.scan, base);
+  return finishExtension(prev, ext);
+}
+
+/** An extension of `prev` under way: the appended lines are scanned into `scan` in steps. */
+export type Extension = { scan: ScanState; shared: boolean };
+
+/** Starts extending `prev` (extendSession in steps: scanLines, then finishExtension). */
+export function beginExtension(prev: ParsedSession): Extension {
   const c = prev.cols;
   const { scanner } = prev;
   const shared = c.tip === prev.scan.entries.count ? scanner.shared(prev.scan) : null;
-  if (shared) {
-    // Claimed: whatever happens below, no other parse may append to these columns any more.
-    c.tip = -1;
-    const scan = scanner.lines(buf, prev.header, shared);
-    const extended = extendInPlace(prev, scan);
+  if (!shared) return { scan: scanner.continued(prev.scan), shared: false };
+  // Claimed: whatever happens below, no other parse may append to these columns any more.
+  c.tip = -1;
+  return { scan: shared, shared: true };
+}
+
+export function finishExtension(prev: ParsedSession, ext: Extension): ParsedSession {
+  if (ext.shared) {
+    const extended = extendInPlace(prev, ext.scan);
     if (extended) return extended;
-    return indexEntries(prev, scan);
+    return indexEntries(prev, ext.scan);
   }
-  const scan = scanner.lines(buf, prev.header, scanner.continued(prev.scan));
-  trimTable(scan.entries);
-  return indexEntries(prev, scan);
+  trimTable(ext.scan.entries);
+  return indexEntries(prev, ext.scan);
 }
 
 /** Room for `n` rows with a little to spare, so the next follow appends without copying. */

@@ -5,11 +5,16 @@
 // the branches it forks from (nearest first), then the others in file order. `branchCount` says how many exist;
 // any branch opens by its name (`b.<entry id>`) whether listed or not.
 import { type BranchInfo, LIMITS, type View } from "../protocol/chat-01.ts";
-import { entryAt } from "./entries.ts";
+import { type EntryLines, entryAt } from "./entries.ts";
 import { branchName, defaultBranch, depthOf, forksOf, leafOf, type ParsedSession } from "./tree.ts";
 
 /** The view of a page of branch `shown` (an index into `s.branches`). */
-export function viewFor(s: ParsedSession, shown: number, incomplete: boolean, buf: Buffer): View {
+export function viewFor(
+  s: ParsedSession,
+  shown: number,
+  incomplete: boolean,
+  lines: EntryLines,
+): View {
   const cap = LIMITS.branchesPerView;
   const picked = new Set<number>();
   const pick = (b: number) => {
@@ -35,7 +40,7 @@ export function viewFor(s: ParsedSession, shown: number, incomplete: boolean, bu
   return {
     defaultBranch: branchName(s, dflt),
     defaultLeaf: leaf ? s.rows.entryKey(s, leaf.index) : null,
-    branches: [...picked].sort((a, b) => a - b).map((b) => branchInfo(s, b, buf)),
+    branches: [...picked].sort((a, b) => a - b).map((b) => branchInfo(s, b, lines)),
     branchCount: s.branches.count,
     incomplete,
     forkedFromEarlierSession: s.header.parentSession,
@@ -43,7 +48,7 @@ export function viewFor(s: ParsedSession, shown: number, incomplete: boolean, bu
   };
 }
 
-function branchInfo(s: ParsedSession, b: number, buf: Buffer): BranchInfo {
+function branchInfo(s: ParsedSession, b: number, lines: EntryLines): BranchInfo {
   const { start, forksFrom } = s.branches;
   const key = (i: number) => (i >= 0 ? s.rows.entryKey(s, i) : null);
   const from = forksFrom[b]!;
@@ -56,7 +61,7 @@ function branchInfo(s: ParsedSession, b: number, buf: Buffer): BranchInfo {
         ? { branch: branchName(s, s.branchOf[from]!), entry: s.rows.entryKey(s, from) }
         : null,
     depth: depthOf(s, b),
-    label: labelOf(s, start[b]!, buf),
+    label: labelOf(s, start[b]!, lines),
   };
 }
 
@@ -71,7 +76,7 @@ const LABEL_LINE_MAX = 256 * 1024;
 const labels = new WeakMap<object, Map<number, string | null>>();
 
 /** A branch's label: the first words of its first entry's text, as Pi's `/tree` shows it. */
-function labelOf(s: ParsedSession, row: number, buf: Buffer): string | null {
+function labelOf(s: ParsedSession, row: number, lines: EntryLines): string | null {
   if (row < 0) return null;
   let known = labels.get(s.cols);
   if (!known) {
@@ -83,7 +88,9 @@ function labelOf(s: ParsedSession, row: number, buf: Buffer): string | null {
   const rec = entryAt(s.scan.entries, row);
   let label: string | null = null;
   if (rec.end - rec.start <= LABEL_LINE_MAX) {
-    const text = s.rows.labelText(s, buf, rec);
+    // The entry's line, read from the file again (the reader keeps no snapshot bytes).
+    const line = lines(rec);
+    const text = s.rows.labelText(s, line.buf, line.rec, lines);
     const words = text === null ? "" : text.slice(0, 400).replace(/\s+/g, " ").trim();
     if (words.length > 0 && words.length <= LABEL_MAX) label = words;
     else if (words.length > LABEL_MAX) {

@@ -8,114 +8,14 @@
 // step up, or step down twice, mixed versions the file never held at once.
 import assert from "node:assert/strict";
 import { lstatSync, readFileSync } from "node:fs";
-import { describe, it, type TestContext } from "node:test";
+import { describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { createReader, type Reader, type ReadResult, rootsFromSpecs } from "../../src/index.ts";
 import { racyWindowNs } from "../../src/reader/change-time.ts";
-import { header, type Project, project, tempDir, user, writeSession } from "../helpers/reader.ts";
+import { RECHECK_MS } from "../../src/reader/snapshot.ts";
+import { fixture, newTally, readAllSlots, readBytes, readChain, slotsOf } from "./racer/chains.ts";
 import { racerOrSkip, startRacer, stepper } from "./racer/racer.ts";
 
 const SECONDS = 2;
-const MESSAGES = 230;
-const SLOT = /slot (\d{6})/g;
-
-function slotsOf(text: string): string[] {
-  return [...text.matchAll(SLOT)].map((m) => m[1] ?? "");
-}
-
-/** Bytes this process has read through read(2) so far (rchar of /proc/self/io). */
-function readBytes(): number {
-  return Number(/rchar: (\d+)/.exec(readFileSync("/proc/self/io", "utf8"))?.[1]);
-}
-
-/** Why these slots (in file order) are no state of the file, or null when they are one. */
-function whyNotAState(slots: string[]): string | null {
-  const digits = slots.join("");
-  let steps = 0;
-  for (let i = 1; i < digits.length; i++) {
-    const a = Number(digits[i - 1]);
-    const b = Number(digits[i]);
-    if (a === b) continue;
-    if (b !== (a + 9) % 10) return `slot byte ${i} (${b}) is not ${a} or the version before it`;
-    if (++steps > 1) return `the slot bytes step down twice (at byte ${i})`;
-  }
-  return null;
-}
-
-type Fixture = { p: Project; file: string; offsets: number[]; reader: Reader; id: string };
-
-function fixture(t: TestContext, options: { racyWindowMs?: number } = {}): Fixture {
-  const p = project(tempDir(t, "writers-"));
-  const lines: object[] = [header(p.projectRoot)];
-  const pad = "x".repeat(1200);
-  for (let i = 0; i < MESSAGES; i++) {
-    lines.push(user(`u${i}`, i ? `u${i - 1}` : null, `slot 000000 ${pad} ${i}`));
-  }
-  const file = writeSession(p.sessionsDir, "s.jsonl", lines);
-  const text = readFileSync(file, "latin1");
-  const offsets = [...text.matchAll(/slot (\d{6})/g)].map((m) => (m.index ?? 0) + 5);
-  assert.equal(offsets.length, MESSAGES);
-  const reader = createReader({
-    roots: () =>
-      rootsFromSpecs([{ kind: "repository", projectRoot: p.projectRoot, seat: p.seat }], []),
-    ...options,
-  });
-  const id = reader.catalogue().conversations[0]?.conversation ?? "";
-  assert.ok(id);
-  return { p, file, offsets, reader, id };
-}
-
-type Tally = { served: number; chains: number; refusals: Map<string, number> };
-
-function refused(tally: Tally, r: ReadResult): boolean {
-  if (r.ok) return false;
-  tally.refusals.set(r.refusal.code, (tally.refusals.get(r.refusal.code) ?? 0) + 1);
-  return true;
-}
-
-/** Opens, pages to the end and follows once; every page of the chain must show one state. */
-function readChain(fx: Fixture, tally: Tally, growing: boolean): void {
-  const { reader, id } = fx;
-  let r = reader.open({ conversation: id });
-  if (refused(tally, r)) return;
-  const chain: string[] = [];
-  for (;;) {
-    if (!r.ok) return;
-    tally.served++;
-    chain.push(...slotsOf(JSON.stringify(r.page.parts)));
-    const why = whyNotAState(chain);
-    assert.equal(why, null, `served a snapshot that was never the file: ${why}`);
-    if (r.cursor) {
-      r = reader.next({ cursor: r.cursor.id, conversation: id, branch: "main" });
-    } else if (r.follow) {
-      r = reader.next({ cursor: r.follow.id, conversation: id, branch: "main" });
-      if (!r.ok) return void refused(tally, r);
-      tally.served++;
-      // A follow continues the same state: what it adds (a truncate writer's lines written
-      // since a partial snapshot) reads on from the chain without a second step.
-      chain.push(...slotsOf(JSON.stringify(r.page.parts)));
-      const after = whyNotAState(chain);
-      assert.equal(after, null, `a follow continued a snapshot that was never the file: ${after}`);
-      if (!growing) assert.equal(r.page.parts.length, 0, "a same-length writer appended");
-      tally.chains++;
-      return;
-    }
-    if (refused(tally, r)) return;
-  }
-}
-
-/** Everything the default branch shows, from a fresh open; refused pages fail the test. */
-function readAllSlots(fx: Fixture): string[] {
-  const { reader, id } = fx;
-  let r = reader.open({ conversation: id });
-  const out: string[] = [];
-  for (;;) {
-    assert.ok(r.ok, r.ok ? "" : `${r.refusal.code}: ${r.refusal.message}`);
-    out.push(...slotsOf(JSON.stringify(r.page.parts)));
-    if (!r.cursor) return out;
-    r = reader.next({ cursor: r.cursor.id, conversation: id, branch: "main" });
-  }
-}
 
 const EXPECTED: Record<string, string[]> = {
   pwrite: ["source-replaced"],
@@ -131,7 +31,7 @@ describe("writers racing the reader (default proof)", () => {
       const racer = racerOrSkip(t);
       if (!racer) return;
       const fx = fixture(t);
-      const tally: Tally = { served: 0, chains: 0, refusals: new Map() };
+      const tally = newTally();
       const running = startRacer(t, racer, [
         mode,
         String(SECONDS),
@@ -149,7 +49,11 @@ describe("writers racing the reader (default proof)", () => {
       for (const code of tally.refusals.keys()) {
         assert.ok(EXPECTED[mode]?.includes(code), `unexpected refusal ${code}`);
       }
-      // The writer has stopped: an open serves exactly what the file holds.
+      // The writer has stopped: once the last full verification is old enough (RECHECK_MS, or
+      // 20 times its own duration; here a minute on the reader's clock), a change no ctime
+      // showed (the rest of a write in flight, a store to a dirty mapped page) is caught, and an
+      // open serves exactly what the file holds.
+      fx.later(60 * RECHECK_MS);
       const onDisk = slotsOf(readFileSync(fx.file, "latin1"));
       assert.deepEqual(readAllSlots(fx), onDisk);
     });
@@ -157,7 +61,7 @@ describe("writers racing the reader (default proof)", () => {
 });
 
 describe("a shared mapping", () => {
-  it("refuses a page after a silent store through the mapping, and an open then serves it", async (t) => {
+  it("after a silent store through the mapping, serves only the snapshot's bytes, refuses the first call RECHECK_MS after the last verification, and an open then serves the store", async (t) => {
     const racer = racerOrSkip(t);
     if (!racer) return;
     const fx = fixture(t);
@@ -172,19 +76,38 @@ describe("a shared mapping", () => {
       await step(`w ${at} ${round}`);
       const first = fx.reader.open({ conversation: fx.id });
       assert.ok(first.ok && first.cursor);
-      // Racy (the ctime moved just now): each page compares the whole pinned prefix.
       assert.equal(slotsOf(JSON.stringify(first.page.parts))[0], `${round}00000`);
       const before = ctime();
       await step(`w ${at} ${round + 1}`);
       silent = ctime() === before;
-      const next = fx.reader.next({ cursor: first.cursor.id, conversation: fx.id, branch: "main" });
-      assert.equal(next.ok ? "page" : next.refusal.code, "source-replaced");
+      const second = fx.reader.next({
+        cursor: first.cursor.id,
+        conversation: fx.id,
+        branch: "main",
+      });
+      if (!silent) {
+        // The change time moved: the very next call verified every byte and refused.
+        assert.equal(second.ok ? "page" : second.refusal.code, "source-replaced");
+      } else {
+        // Silent, and the last full verification is recent: the chain goes on with bytes the
+        // snapshot's tags proved, never the store.
+        assert.ok(second.ok && second.cursor, "the page after a silent store was refused early");
+        assert.deepEqual(new Set(slotsOf(JSON.stringify(second.page.parts))), new Set(["000000"]));
+        // RECHECK_MS later (on the reader's clock) the next call verifies in full and refuses.
+        fx.later(RECHECK_MS);
+        const third = fx.reader.next({
+          cursor: second.cursor.id,
+          conversation: fx.id,
+          branch: "main",
+        });
+        assert.equal(third.ok ? "page" : third.refusal.code, "source-replaced");
+      }
       assert.equal(readAllSlots(fx)[0], `${round + 1}00000`);
       await step("s");
     }
     assert.ok(silent, "every second store moved the ctime: the hazard never arose");
     // After msync (writeback) and with the writer quiet, opens still serve what the file holds.
-    await sleep(50);
+    fx.later(RECHECK_MS);
     assert.deepEqual(readAllSlots(fx), slotsOf(readFileSync(fx.file, "latin1")));
   });
 

@@ -2,6 +2,7 @@
 // refusals — asks of one agent's session format. Each harness (harness/pi/, harness/claude-code/)
 // answers it for its own files; nothing above this interface knows which one it reads.
 import type { MessageLine } from "../message-count.ts";
+import type { SessionFormat } from "../parse-sink.ts";
 import type { DraftPart } from "../parts.ts";
 import type { FileRoot } from "../sources.ts";
 import type { ParsedSession } from "../tree.ts";
@@ -28,16 +29,17 @@ export interface Harness {
   /** The session files among a root directory's entries, sorted (the catalogue's rows). */
   sessionNames(names: readonly string[]): string[];
   /**
-   * Parses a snapshot (whole lines; `incomplete` when bytes followed the last newline) read
-   * through `root`. Refuses what the seed says the file is not (`not-a-pi-session`,
-   * `incomplete-header`, `foreign-project`).
+   * How a file under `root` is parsed from its first byte, fed its whole lines step by step as
+   * the shared snapshot read passes them (parse-sink.ts): the head check refuses what the seed
+   * says the file is not (`not-a-pi-session`, `incomplete-header`, `foreign-project`). A follow
+   * continues a parse with the same scanner (ExtendedParse); nothing here sees a whole file.
+   */
+  format(root: FileRoot): SessionFormat;
+  /**
+   * Parses a snapshot held whole (whole lines; `incomplete` when bytes followed the last
+   * newline), as `format` does stepwise: search's indexer reads a file it indexes whole.
    */
   parse(buf: Buffer, incomplete: boolean, root: FileRoot): ParsedSession;
-  /**
-   * Parses `buf`, a longer snapshot of the file `prev` parsed, whose first bytes are `prev`'s,
-   * verified: only the appended lines are read. `prev` reads exactly as before.
-   */
-  extend(prev: ParsedSession, buf: Buffer, root: FileRoot): ParsedSession;
   /**
    * A catalogue row's facts from the file's first bytes (`head`, whole lines up to 64 KiB, or
    * 1 MiB when the first line is longer; `partial` when more of the file follows them) and its

@@ -9,6 +9,15 @@
  *   truncate SECONDS FILE SLOTS...   ftruncate(0), then the whole file again with the next version
  *   rename   SECONDS FILE SLOTS...   the next version into FILE.tmp, renamed over FILE
  *   mmap     SECONDS FILE SLOTS...   the next version stored through a shared mapping
+ *   rewrite  SECONDS FILE VERSIONS CHUNK SHIFT GAP_US SLOTS...
+ *                                    the whole file again per version, versions cycling
+ *                                    through VERSIONS digits (2: two same-length versions, A B A
+ *                                    B ...), as pwrites of CHUNK bytes (0: one pwrite of the whole
+ *                                    file) starting with one of SHIFT bytes (0: aligned to CHUNK),
+ *                                    a random 0..GAP_US microseconds between versions
+ *   remap    SECONDS FILE VERSIONS GAP_US SLOTS...
+ *                                    the next version stored through a shared mapping, versions
+ *                                    cycling through VERSIONS digits, 0..GAP_US between them
  *   step     SECONDS FILE             stdin commands on a shared mapping: "w OFFSET CHAR" stores
  *                                    one byte, "s" msyncs; each answers "ok\n" on stdout
  *
@@ -48,6 +57,14 @@ static void die(const char *what) {
 
 static void put_counter(char *at, long k) {
   memset(at, '0' + (int)(k % 10), 6);
+}
+
+/* Sleeps a random 0..max_us microseconds (nothing when max_us is 0). */
+static void gap(long max_us) {
+  if (max_us <= 0) return;
+  long us = random() % (max_us + 1);
+  struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+  nanosleep(&ts, NULL);
 }
 
 static char *read_whole(const char *file, size_t *len) {
@@ -93,6 +110,58 @@ int main(int argc, char **argv) {
       for (int i = 0; i < pairs; i++)
         syscall(SYS_renameat2, AT_FDCWD, argv[3 + 2 * i], AT_FDCWD, argv[4 + 2 * i],
                 RENAME_EXCHANGE);
+    printf("%ld\n", n);
+    return 0;
+  }
+
+  if (strcmp(mode, "rewrite") == 0 || strcmp(mode, "remap") == 0) {
+    int rewrite = strcmp(mode, "rewrite") == 0;
+    int fixed = rewrite ? 4 : 2;
+    if (argc < 4 + fixed) {
+      fprintf(stderr, "usage: racer %s SECONDS FILE ...\n", mode);
+      return 2;
+    }
+    const char *file = argv[3];
+    long versions = atol(argv[4]);
+    long chunk = rewrite ? atol(argv[5]) : 0;
+    long shift = rewrite ? atol(argv[6]) : 0;
+    long gap_us = atol(argv[rewrite ? 7 : 5]);
+    if (versions < 2 || versions > 10 || chunk < 0 || shift < 0) {
+      fprintf(stderr, "bad %s arguments\n", mode);
+      return 2;
+    }
+    srandom((unsigned)getpid());
+    size_t len;
+    char *content = read_whole(file, &len);
+    int nslots = argc - 4 - fixed;
+    long *slots = calloc(nslots > 0 ? nslots : 1, sizeof(long));
+    for (int i = 0; i < nslots; i++) slots[i] = atol(argv[4 + fixed + i]);
+    int fd = open(file, rewrite ? O_WRONLY : O_RDWR);
+    if (fd < 0) die("open");
+    volatile char *map = NULL;
+    if (!rewrite) {
+      map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (map == MAP_FAILED) die("mmap");
+    }
+    for (long k = 1; now() < end; k++, n++) {
+      char digit = '0' + (char)(k % versions);
+      if (!rewrite) {
+        for (int i = 0; i < nslots; i++)
+          for (int j = 0; j < 6; j++) map[slots[i] + j] = digit;
+      } else {
+        for (int i = 0; i < nslots; i++) memset(content + slots[i], digit, 6);
+        /* The whole file, in file order: the first write SHIFT bytes, then CHUNK at a time. */
+        size_t at = 0;
+        while (at < len) {
+          size_t step = chunk == 0 ? len : (at == 0 && shift > 0 ? (size_t)shift : (size_t)chunk);
+          if (step > len - at) step = len - at;
+          if (pwrite(fd, content + at, step, at) != (ssize_t)step) die("pwrite");
+          at += step;
+        }
+      }
+      gap(gap_us);
+    }
+    if (map) munmap((void *)map, len);
     printf("%ld\n", n);
     return 0;
   }

@@ -1,13 +1,13 @@
 // Claude Code's session files behind the harness seam (docs/claude-code-files.md): no header,
 // records by uuid and parentUuid, bookkeeping lines between them.
 import { firstValue } from "../../message-count.ts";
+import { parseWhole, type SessionFormat } from "../../parse-sink.ts";
 import type { ClaudeRoot, FileRoot } from "../../sources.ts";
-import { extendSession, parseSession } from "../../tree.ts";
 import type { Harness } from "../harness.ts";
 import { type RecordContext, renderRecord } from "./blocks.ts";
 import { describeClaude, headFor } from "./head.ts";
 import { CLAUDE_ROWS } from "./rows.ts";
-import { CLAUDE_SCANNER } from "./scan.ts";
+import { CLAUDE_SCANNER, type ClaudeHead, type ClaudeScan } from "./scan.ts";
 import { isClaudeSessionName } from "./store.ts";
 
 function claude(root: FileRoot): ClaudeRoot {
@@ -18,10 +18,8 @@ function claude(root: FileRoot): ClaudeRoot {
 export const CLAUDE_HARNESS: Harness = {
   name: "claude-code",
   sessionNames: (names) => names.filter(isClaudeSessionName).sort(),
-  parse: (buf, _incomplete, root) =>
-    parseSession(buf, headFor(claude(root)), CLAUDE_SCANNER, CLAUDE_ROWS),
-  // The first record's cwd is checked when it is scanned, in whichever snapshot brings it.
-  extend: (prev, buf) => extendSession(prev, buf),
+  format: (root) => claudeFormat(root),
+  parse: (buf, incomplete, root) => parseWhole(claudeFormat(root), buf, incomplete),
   describe: (head, _partial, tail, root) => describeClaude(head, tail, claude(root)),
   draftOf: (entry) => renderRecord(entry, ALONE),
   // A prompt (a user record that is not a tool result, a command's meta text or a compaction's
@@ -44,6 +42,15 @@ export const CLAUDE_HARNESS: Harness = {
     return true;
   },
 };
+
+/**
+ * No header line: the head is the folder's (the cwd check, the agents' conversation ids), and
+ * the first record's cwd is checked when it is scanned, in whichever step or follow brings it.
+ */
+function claudeFormat(root: FileRoot): SessionFormat<ClaudeHead, ClaudeScan> {
+  const head = headFor(claude(root));
+  return { head: () => head, scanner: CLAUDE_SCANNER, rows: CLAUDE_ROWS };
+}
 
 /** A record rendered from its own line: no call above it to name its tool, no agent links. */
 const ALONE: RecordContext = {

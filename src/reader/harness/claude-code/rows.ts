@@ -5,7 +5,7 @@
 // number is the count of parts the entry's earlier lines rendered, remembered per row.
 
 import { isObj, type Obj, str } from "../../draft.ts";
-import { type EntryRec, entryAt, entryObject, keyOfId } from "../../entries.ts";
+import { type EntryLines, type EntryRec, entryAt, entryObject, keyOfId } from "../../entries.ts";
 import type { SizedPart } from "../../parts.ts";
 import { partsOfLine } from "../../render.ts";
 import type { ParsedSession, RowFormat } from "../../tree.ts";
@@ -41,24 +41,31 @@ function headRow(s: ParsedSession, row: number): number {
 
 export const CLAUDE_ROWS: RowFormat = {
   entryKey: (s, row) => keyOfId(s.scan.entries.ids[headRow(s, row)]!),
-  render(s, buf, rec) {
-    const first = firstPart(s, buf, rec.index);
-    const parts = partsOf(s, buf, rec, first);
+  render(s, buf, rec, lines) {
+    const first = firstPart(s, lines, rec.index);
+    const parts = partsOf(s, buf, rec, lines, first);
     const memo = memoOf(s);
     memo.row = rec.index;
     memo.first = first;
     memo.count = parts.length;
     return parts;
   },
-  labelText(s, buf, rec) {
+  labelText(s, buf, rec, lines) {
     if (isHiddenType(rec.type)) return null;
-    return labelTextOf(renderRecord(entryObject(buf, rec), contextOf(s, buf, rec)));
+    return labelTextOf(renderRecord(entryObject(buf, rec), contextOf(s, rec, lines)));
   },
 };
 
-function partsOf(s: ParsedSession, buf: Buffer, rec: EntryRec, first: number): SizedPart[] {
+/** `rec`'s range is its line in `buf`; `lines` reads the other rows' lines (toolNameOf). */
+function partsOf(
+  s: ParsedSession,
+  buf: Buffer,
+  rec: EntryRec,
+  lines: EntryLines,
+  first: number,
+): SizedPart[] {
   if (isHiddenType(rec.type)) return [];
-  const draft = renderRecord(entryObject(buf, rec), contextOf(s, buf, rec));
+  const draft = renderRecord(entryObject(buf, rec), contextOf(s, rec, lines));
   const key = keyOfId(s.scan.entries.ids[headRow(s, rec.index)]!);
   return draft ? partsOfLine(key, draft, buf, rec, first) : [];
 }
@@ -68,7 +75,7 @@ function partsOf(s: ParsedSession, buf: Buffer, rec: EntryRec, first: number): S
  * before it was usually the last rendered (memo); else the entry's earlier lines are counted
  * again, once. A part count does not depend on its numbering (parts.ts toParts).
  */
-function firstPart(s: ParsedSession, buf: Buffer, row: number): number {
+function firstPart(s: ParsedSession, lines: EntryLines, row: number): number {
   const t = tableOf(s);
   const prev = t.prevInGroup[row]!;
   if (prev < 0) return 0;
@@ -78,16 +85,17 @@ function firstPart(s: ParsedSession, buf: Buffer, row: number): number {
   for (let r = prev; r >= 0; r = t.prevInGroup[r]!) before.push(r);
   let n = 0;
   for (let i = before.length - 1; i >= 0; i--) {
-    n += partsOf(s, buf, entryAt(t, before[i]!), n).length;
+    const line = lines(entryAt(t, before[i]!));
+    n += partsOf(s, line.buf, line.rec, lines, n).length;
   }
   return n;
 }
 
-function contextOf(s: ParsedSession, buf: Buffer, rec: EntryRec) {
+function contextOf(s: ParsedSession, rec: EntryRec, lines: EntryLines) {
   const head = s.header as ClaudeHead;
   return {
     continues: tableOf(s).group[rec.index]! >= 0,
-    toolName: (id: string) => toolNameOf(s, buf, rec, id),
+    toolName: (id: string) => toolNameOf(s, rec, lines, id),
     agentConversation: (agentId: string) => head.agentConversation(agentId),
   };
 }
@@ -99,7 +107,7 @@ const CALL_SEARCH_ROWS = 256;
  * The name of the call a tool result answers: found in the replies above it, walking up its
  * branch past other results of the same turn (2.0 chains parallel results one below the other).
  */
-function toolNameOf(s: ParsedSession, buf: Buffer, rec: EntryRec, id: string): string {
+function toolNameOf(s: ParsedSession, rec: EntryRec, lines: EntryLines, id: string): string {
   const { tools } = memoOf(s);
   const known = tools.get(id);
   if (known !== undefined) return known;
@@ -108,16 +116,22 @@ function toolNameOf(s: ParsedSession, buf: Buffer, rec: EntryRec, id: string): s
   for (let steps = 0; row >= 0 && steps < CALL_SEARCH_ROWS; steps++, row = s.parent[row]!) {
     const type = t.types[row];
     if (type === "assistant") {
-      const obj = entryObject(buf, entryAt(t, row));
+      const obj = objectAt(lines, t, row);
       for (const [callId, name] of callsOf(obj)) tools.set(callId, name);
       const found = tools.get(id);
       if (found !== undefined) return found;
     } else if (type === "user") {
       // A prompt ends the turn: the call is not above it.
-      if (!isToolResultRecord(entryObject(buf, entryAt(t, row)))) break;
+      if (!isToolResultRecord(objectAt(lines, t, row))) break;
     }
   }
   return "";
+}
+
+/** Row `row`'s object, its line read again through `lines`. */
+function objectAt(lines: EntryLines, t: ClaudeTable, row: number): Obj {
+  const line = lines(entryAt(t, row));
+  return entryObject(line.buf, line.rec);
 }
 
 function callsOf(obj: Obj): [string, string][] {

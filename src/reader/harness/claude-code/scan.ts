@@ -151,12 +151,16 @@ export function isToolResultRecord(obj: Record<string, unknown>): boolean {
   return isObject(first) && first.type === "tool_result";
 }
 
-/** Scans the whole lines of `buf` from `scan.scanned` on, adding to `scan`. */
-function scanLines(buf: Buffer, head: ClaudeHead, scan: ClaudeScan): ClaudeScan {
-  if (buf.length > 0xffffffff) throw new Error("a snapshot over 4 GiB cannot be indexed");
+/**
+ * Scans the whole lines of `buf` from `scan.scanned` on, adding to `scan`. `buf` holds the
+ * snapshot's bytes from offset `base` (the snapshot is read in steps and not kept whole).
+ */
+function scanLines(buf: Buffer, head: ClaudeHead, scan: ClaudeScan, base = 0): ClaudeScan {
+  // Byte offsets are kept in 32 bits: snapshots are at most 256 MiB (LIMITS.fileBytes).
+  if (base + buf.length > 0xffffffff) throw new Error("a snapshot over 4 GiB cannot be indexed");
   const t = scan.entries;
   const other = scan.other;
-  let start = scan.scanned;
+  let start = scan.scanned - base;
   while (start < buf.length) {
     const line = ++scan.line;
     let end = buf.indexOf(NL, start);
@@ -164,17 +168,24 @@ function scanLines(buf: Buffer, head: ClaudeHead, scan: ClaudeScan): ClaudeScan 
     if (!isBlank(buf, start, end)) {
       const obj = parseLine(buf, start, end);
       if (!isObject(obj) || (typeof obj.type !== "string" && str(obj.uuid) === null)) {
-        scan.lineNotices.push({ line, start, end, kind: "malformed-line" });
+        scan.lineNotices.push({
+          line,
+          start: base + start,
+          end: base + end,
+          kind: "malformed-line",
+        });
         scan.notices++;
         scan.malformed++;
       } else {
         const uuid = str(obj.uuid);
-        if (uuid !== null) addRecord(scan, t, other, head, obj, uuid, line, start, end);
+        if (uuid !== null) {
+          addRecord(scan, t, other, head, obj, uuid, line, base + start, base + end);
+        }
       }
     }
     start = end + 1;
   }
-  scan.scanned = Math.max(scan.scanned, buf.length);
+  scan.scanned = Math.max(scan.scanned, base + buf.length);
   return scan;
 }
 

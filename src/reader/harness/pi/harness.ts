@@ -3,21 +3,26 @@
 import { resolve } from "node:path";
 import { toChatId } from "../../../protocol/chat-01.ts";
 import { firstValue } from "../../message-count.ts";
+import { parseWhole, type SessionFormat } from "../../parse-sink.ts";
 import { isSessionFileName } from "../../safe-fs.ts";
+import type { FileRoot, PiRoot } from "../../sources.ts";
 import { oneLine, PREVIEW_CHARS, titleOf } from "../../title.ts";
-import { extendSession } from "../../tree.ts";
 import type { Harness } from "../harness.ts";
 import { renderEntry } from "./blocks.ts";
-import { parseHeader } from "./pi.ts";
-import { parsePiSession } from "./rows.ts";
+import { type Header, PI_SCANNER, type PiScan, parseHeader } from "./pi.ts";
+import { PI_ROWS } from "./rows.ts";
 import { findFirstUserText, findModel, findSessionName } from "./title.ts";
+
+function pi(root: FileRoot): PiRoot {
+  if (root.kind !== "pi") throw new Error("the Pi harness read a Claude Code root");
+  return root;
+}
 
 export const PI_HARNESS: Harness = {
   name: "pi",
   sessionNames: (names) => names.filter(isSessionFileName).sort(),
-  parse: (buf, incomplete, root) => parsePiSession(buf, parseHeader(buf, incomplete, root)),
-  // The header was checked when the snapshot this one grew from was parsed.
-  extend: (prev, buf) => extendSession(prev, buf),
+  format: (root) => piFormat(pi(root)),
+  parse: (buf, incomplete, root) => parseWhole(piFormat(pi(root)), buf, incomplete),
   describe(head, partial, tail, root) {
     const header = parseHeader(head, partial, root);
     let name = findSessionName(head);
@@ -41,3 +46,17 @@ export const PI_HARNESS: Harness = {
     return role === "user" || role === "assistant";
   },
 };
+
+/**
+ * Line 1 is the header, checked against `root` when a parse starts (a follow continues after
+ * it, checked).
+ */
+export function piFormat(
+  root: Pick<PiRoot, "projectRoot" | "store">,
+): SessionFormat<Header, PiScan> {
+  return {
+    head: (first, incomplete) => parseHeader(first, incomplete, root),
+    scanner: PI_SCANNER,
+    rows: PI_ROWS,
+  };
+}

@@ -1,11 +1,12 @@
-// The one-pass floor every reader benchmark measures against: read the file once, SHA-256 it,
-// JSON.parse every line. Less than this no reader that checks its file can do.
+// The baselines the reader is measured against in the same run: the one-pass floor, and the bare
+// prefix check a follow must do at least.
 import { createHash } from "node:crypto";
 import { closeSync, openSync, readFileSync, readSync } from "node:fs";
-import type { Snapshot } from "../src/index.ts";
+import type { Snapshot } from "../../src/index.ts";
 
 export type FloorResult = { lines: number; objects: number; digest: string };
 
+/** The one-pass floor: read the file once, SHA-256 it, JSON.parse every line. */
 export function floorPass(path: string): FloorResult {
   const buf = readFileSync(path);
   const digest = createHash("sha256").update(buf).digest("hex");
