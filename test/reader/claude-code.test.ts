@@ -514,4 +514,50 @@ describe("claude-code", () => {
     const rocko = viaMain.catalogue().conversations.filter((r) => r.seat === "rocko");
     assert.equal(rocko.length, 3);
   });
+
+  it("reads a file larger than a read step, naming a result's call that lies megabytes above it", (t) => {
+    // The snapshot is read in 1 MiB steps and kept by no one: the scan gets whole lines from a
+    // base, and a page reads the rows it needs again (the call a result answers, 3 MiB up) in
+    // windows proved by their tags, as Pi's pages do (docs/reader.md, The harness seam).
+    const base = tempDir(t);
+    const s = store(base);
+    const cwd = join(base, "p");
+    const w = new ClaudeWriter({ cwd });
+    w.prompt("run it");
+    const long = "x".repeat(3 * 1024 * 1024);
+    w.reply([
+      { type: "tool_use", id: "toolu_far", name: "Bash", input: { command: "ls" } },
+      { type: "text", text: long },
+    ]);
+    w.toolResults([{ toolUseId: "toolu_far", content: "a.txt" }]);
+    const file = s.fileOf(cwd);
+    const from = w.lines.length;
+    w.write(file);
+    const reader = s.reader();
+    const { conversation } = onlyRow(reader);
+    const { parts } = readAll(reader, conversation);
+    const said = parts
+      .filter((p) => p.role === "assistant")
+      .flatMap((p) => p.blocks)
+      .map((b) => (b.type === "text" ? b.text : ""))
+      .join("");
+    assert.equal(said, long, "the reply's 3 MiB text, whole, across read steps and pages");
+    const results = parts.flatMap((p) => p.blocks).filter((b) => b.type === "tool-result");
+    assert.deepEqual(
+      results.map((b) => [b.toolCallId, b.toolName]),
+      [["toolu_far", "Bash"]],
+    );
+    // A follow scans only what was appended, from its base, and still finds the call.
+    w.reply([{ type: "tool_use", id: "toolu_near", name: "Read", input: { file_path: "a" } }]);
+    w.toolResults([{ toolUseId: "toolu_near", content: "b" }]);
+    w.appendSince(file, from);
+    const again = readAll(reader, conversation).parts.flatMap((p) => p.blocks);
+    assert.deepEqual(
+      again.filter((b) => b.type === "tool-result").map((b) => [b.toolCallId, b.toolName]),
+      [
+        ["toolu_far", "Bash"],
+        ["toolu_near", "Read"],
+      ],
+    );
+  });
 });
