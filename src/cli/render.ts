@@ -4,6 +4,7 @@
 // show LF as `^J`. Fragments are rejoined before they are shown, across parts and pages.
 import type { Block, Catalogue, CatalogueRow, Fragment, Part, View } from "../index.ts";
 import { branchTitle, harnessLabel } from "../present/labels.ts";
+import { messagesLabel, previewOf } from "../present/row-facts.ts";
 import { formatSize } from "../present/size.ts";
 import { readRange, toolCallView } from "../present/tool-view.ts";
 import { makeVisible } from "../present/visible.ts";
@@ -68,11 +69,15 @@ function renderRow(row: CatalogueRow & { live?: boolean }, width: number): strin
     facts.push(harnessLabel(row.harness));
   }
   if (row.modifiedAt !== null) facts.push(`last activity ${formatTime(row.modifiedAt)}`);
+  const messages = messagesLabel(row);
+  if (messages !== null) facts.push(messages);
+  if (row.model !== null) facts.push(row.model);
   if (row.size !== null) facts.push(formatSize(row.size));
-  const lines = [
-    ...headerLines(row.title ?? "(untitled)", width, BODY),
-    ...headerLines(`${row.conversation}  seat ${row.seat}`, width, NESTED),
-  ];
+  const lines = headerLines(row.title ?? "(untitled)", width, BODY);
+  // The first prompt, quoted, when it says more than the title (a session's name).
+  const preview = previewOf(row);
+  if (preview !== null) lines.push(...headerLines(`“${preview}”`, width, NESTED));
+  lines.push(...headerLines(`${row.conversation}  seat ${row.seat}`, width, NESTED));
   if (facts.length > 0) lines.push(...factLines(facts, width, NESTED));
   if (row.unsupportedReason !== null) {
     const harness = row.unsupportedReason === "unsupported-harness" ? ` (${row.harness})` : "";

@@ -236,6 +236,12 @@ export type CatalogueRow = {
   modifiedAt: string | null;
   engineStartedAt: string | null;
   title: string | null;
+  /** The first prompt on one line, at most 240 code points and "…", or null. */
+  preview: string | null;
+  /** Prompts and replies in the file (every branch; tool results are not counted), or null. */
+  messageCount: number | null;
+  /** The model last set or answering, from the file's first and last 64 KiB, or null. */
+  model: string | null;
   /** Set when the row cannot be opened: `unsupported-harness`, or why the file is refused. */
   unsupportedReason: ReaderRefusalCode | null;
   harness: string | null;

@@ -1,7 +1,9 @@
 // The catalogue: one row per session file in the approved roots (Pi's own store counts each of
 // its `--…--` directories as a root), plus one row per unsupported root. It stays cheap: a file
 // is read only when its (dev, ino, size, mtime) changed since the last listing, and then only
-// its first and last 64 KiB (header, title), never the whole file.
+// its first and last 64 KiB (header, title, preview, model); the message count alone reads every
+// line, once per file version and from where it stopped when the file only grew
+// (message-count.ts).
 
 import type { BigIntStats } from "node:fs";
 import { join } from "node:path";
@@ -13,6 +15,7 @@ import type {
 } from "../protocol/chat-01.ts";
 import { expandRoots } from "./expand.ts";
 import { harnessOf } from "./harness/index.ts";
+import { type Budget, COUNT_BUDGET, type CountState, countMessages } from "./message-count.ts";
 import { isRefusal, Refusal } from "./refusal.ts";
 import {
   closeDirectory,
@@ -55,7 +58,8 @@ function namesIn(root: FileRoot, dir: DirHandle): string[] {
   return harnessOf(root).sessionNames(listDirectory(dir));
 }
 
-type Cached = { stamp: string; row: CatalogueRow };
+/** A row as last read; `count`: its message count so far (done when the row has one). */
+export type Cached = { stamp: string; row: CatalogueRow; count?: CountState };
 
 /**
  * Reads the catalogue; `cache` keeps rows of unchanged files between listings. A store of Pi's
@@ -66,6 +70,7 @@ export function readCatalogue(roots: Root[], cache: Map<string, Cached>, now: Da
   const conversations: CatalogueRow[] = [];
   const refusedRoots: RefusedRoot[] = [];
   const seen = new Set<string>();
+  const budget: Budget = { left: COUNT_BUDGET };
   for (const root of expandRoots(roots)) {
     if (root.kind === "refused-store") {
       refusedRoots.push({
@@ -90,7 +95,7 @@ export function readCatalogue(roots: Root[], cache: Map<string, Cached>, now: Da
       const names = namesIn(root, dir);
       // Every row is read through the same directory descriptor as the listing.
       const at = dir;
-      conversations.push(...names.map((name) => rowFor(root, at, name, cache, seen)));
+      conversations.push(...names.map((name) => rowFor(root, at, name, cache, seen, budget)));
     } catch (e) {
       if (!isRefusal(e)) throw e;
       refusedRoots.push({
@@ -123,6 +128,9 @@ function emptyRow(
     modifiedAt: null,
     engineStartedAt: null,
     title: null,
+    preview: null,
+    messageCount: null,
+    model: null,
     unsupportedReason: null,
     harness:
       root.kind === "pi" ? PI_HARNESS : root.kind === "claude" ? CLAUDE_HARNESS : root.harness,
@@ -135,6 +143,7 @@ function rowFor(
   name: string,
   cache: Map<string, Cached>,
   seen: Set<string>,
+  budget: Budget,
 ): CatalogueRow {
   const row = emptyRow(root, conversationIdOf(root, name), name);
   // Keyed by the id too: one folder approved two ways (a store, a seat) gives two rows.
@@ -157,40 +166,50 @@ function rowFor(
   row.modifiedAt = new Date(Number(st.mtimeMs)).toISOString();
   const stamp = `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
   const hit = cache.get(path);
-  if (hit && hit.stamp === stamp) return hit.row;
-  const fresh = readHead(root, dir, name, st, row);
-  cache.set(path, { stamp, row: fresh });
-  return fresh;
+  // A row whose count is not done yet is read again: its count goes on where it stopped.
+  if (hit && hit.stamp === stamp && (hit.row.messageCount !== null || !hit.count)) return hit.row;
+  const fresh = readHead(root, dir, name, st, row, hit?.count, budget);
+  cache.set(
+    path,
+    fresh.count ? { stamp, row: fresh.row, count: fresh.count } : { stamp, row: fresh.row },
+  );
+  return fresh.row;
 }
 
 function refusedRow(row: CatalogueRow, r: Refusal): CatalogueRow {
   return { ...row, unsupportedReason: r.code as ReaderRefusalCode };
 }
 
-/** Header and title from the first and last 64 KiB; the file must still be the lstat'ed one. */
+/**
+ * Header, title, preview and model from the first and last 64 KiB, and the message count; the
+ * file must still be the lstat'ed one. `prev`: the count of an earlier version of the file.
+ */
 function readHead(
   root: FileRoot,
   dir: DirHandle,
   fileName: string,
   st: BigIntStats,
   row: CatalogueRow,
-): CatalogueRow {
+  prev: CountState | undefined,
+  budget: Budget,
+): { row: CatalogueRow; count?: CountState } {
+  const refused = (r: Refusal) => ({ row: refusedRow(row, r) });
   if (row.size !== null && row.size > 256 * 1024 * 1024) {
-    return refusedRow(row, new Refusal("too-large", "over 256 MiB"));
+    return refused(new Refusal("too-large", "over 256 MiB"));
   }
   let file: ReturnType<typeof openFileIn>;
   try {
     file = openFileIn(dir, fileName, false);
   } catch (e) {
-    if (isRefusal(e)) return refusedRow(row, e);
+    if (isRefusal(e)) return refused(e);
     // An unexpected errno: the row says unreadable rather than failing the whole catalogue.
-    return refusedRow(row, new Refusal("unreadable", "unexpected error"));
+    return refused(new Refusal("unreadable", "unexpected error"));
   }
   const fd = file.fd;
   try {
     const fst = file.identity;
     if (fst.dev !== st.dev || fst.ino !== st.ino) {
-      return refusedRow(row, new Refusal("unsafe-path", "swapped"));
+      return refused(new Refusal("unsafe-path", "swapped"));
     }
     const size = fst.size;
     let head = readRange(fd, 0, Math.min(size, HEAD_BYTES));
@@ -211,17 +230,25 @@ function readHead(
       if (nl >= 0 && end > from) tail = bytes.subarray(from, end);
     }
     const partial = lastNl + 1 < head.length || size > head.length;
-    const facts = harnessOf(root).describe(whole, partial, tail, root);
+    const harness = harnessOf(root);
+    const facts = harness.describe(whole, partial, tail, root);
+    const count = countMessages(fd, size, fst, prev, harness.isMessageLine, whole, budget);
     return {
-      ...row,
-      ...(facts.project === undefined ? {} : { project: facts.project }),
-      sessionId: facts.sessionId,
-      createdAt: facts.createdAt,
-      engineStartedAt: recordedTime(engineStartedAtFor(root, facts.createdAt)),
-      title: facts.title,
+      row: {
+        ...row,
+        ...(facts.project === undefined ? {} : { project: facts.project }),
+        sessionId: facts.sessionId,
+        createdAt: facts.createdAt,
+        engineStartedAt: recordedTime(engineStartedAtFor(root, facts.createdAt)),
+        title: facts.title,
+        preview: facts.preview,
+        messageCount: count.done ? count.state.count : null,
+        model: facts.model,
+      },
+      count: count.state,
     };
   } catch (e) {
-    if (isRefusal(e)) return refusedRow(row, e);
+    if (isRefusal(e)) return refused(e);
     throw e;
   } finally {
     closeFile(file);

@@ -353,6 +353,38 @@ describe("board Console: what a newcomer hit", { skip: browserSkip }, () => {
     assert.deepEqual(broken, [], "no word of the title is broken across lines");
   });
 
+  it("shows a named row's first prompt under its title, and its message count and model as facts", async (t) => {
+    const p = project(tempDir(t, "row-facts-"), "beta", "main");
+    writeSession(p.sessionsDir, "named.jsonl", [
+      header(p.projectRoot),
+      {
+        type: "session_info",
+        id: "n1",
+        parentId: null,
+        timestamp: "2026-01-01T00:00:00.500Z",
+        name: "Parser work",
+      },
+      user("u1", "n1", "Fix the parser \u202e so lists start at 1", 1),
+      reply("a1", "u1", 2, "Done"),
+    ]);
+    const specs = [{ kind: "repository" as const, projectRoot: p.projectRoot, seat: p.seat }];
+    const reader = createReader({ roots: () => rootsFromSpecs(specs, []) });
+    const { page, url } = await openConsole(t, light.context, reader);
+    await page.setViewportSize({ width: 1024, height: 900 });
+    await page.goto(url);
+    await page.getByRole("button", { name: "Parser work" }).waitFor();
+    // The bidi override is a marker, never an override of the row's text.
+    assert.equal(
+      await page.locator("tr.row td.title .preview").textContent(),
+      "Fix the parser <U+202E> so lists start at 1",
+    );
+    assert.equal(await page.locator("tr.row td.count").textContent(), "2 messages");
+    assert.equal(
+      await page.locator("tr.row td.model").textContent(),
+      "claude-sonnet-4-5-20250929-with-a-long-deployment-name",
+    );
+  });
+
   it("shows both the list and the conversation on wide screens, with no Back control", async (t) => {
     const fx = writeNewcomerFixture(t);
     for (const width of [1400, 1024]) {

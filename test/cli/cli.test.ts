@@ -100,7 +100,34 @@ describe("conversation cli", { concurrency: 4 }, () => {
     assert.equal(lines[2], "demo (1)", "the project's group");
     assert.equal(lines[4], "  hello", "the title is the first user message");
     assert.equal(lines[5], `    ${f.id}  seat main`);
-    assert.match(lines[6] ?? "", /^ {4}last activity \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC · \d+ B$/);
+    assert.match(
+      lines[6] ?? "",
+      /^ {4}last activity \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC · 2 messages · \d+ B$/,
+    );
+  });
+
+  it("shows a named conversation's first prompt under its title, and its model, made visible", async (t) => {
+    const reply = assistant("a1", "u1", "hi");
+    (reply.message as Record<string, unknown>).model = "claude-sonnet-4-5";
+    const f = fixture(t, [
+      {
+        type: "session_info",
+        id: "n1",
+        parentId: null,
+        timestamp: "2026-01-01T00:00:00.500Z",
+        name: "Parser work",
+      },
+      user("u1", "n1", "Fix the\nparser \u001b]0;pwned\u0007 now"),
+      reply,
+    ]);
+    const r = await runCli(t, ["catalogue", ...f.sources]);
+    assert.equal(r.code, 0, r.stderr);
+    const lines = r.stdout.split("\n");
+    assert.equal(lines[4], "  Parser work");
+    assert.equal(lines[5], "    “Fix the parser ^[]0;pwned^G now”");
+    assert.equal(lines[6], `    ${f.id}  seat main`);
+    // The facts wrap at 80 columns, each fact whole: read them as one line.
+    assert.match(lines.slice(7).join(" "), / · 2 messages · claude-sonnet-4-5( ·)?\s+\d+ B/);
   });
 
   it("exits 1 naming a refused root on stderr when the project does not exist", async (t) => {

@@ -332,6 +332,9 @@ describe("the catalogue's live join", () => {
       modifiedAt: null,
       engineStartedAt: null,
       title: null,
+      preview: null,
+      messageCount: null,
+      model: null,
       unsupportedReason: null,
       harness: "pi",
     };

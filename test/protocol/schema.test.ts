@@ -126,6 +126,9 @@ const row: CatalogueRow = {
   modifiedAt: "2025-01-02T03:05:00.000Z",
   engineStartedAt: null,
   title: "Fix the parser",
+  preview: "Fix the parser: a missing start reads as 0",
+  messageCount: 12,
+  model: "claude-sonnet-4-5",
   unsupportedReason: null,
   harness: "pi",
 };

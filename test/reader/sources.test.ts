@@ -8,6 +8,7 @@ import {
   type SeatRegistration,
   sessionsDirOf,
 } from "../../src/index.ts";
+import { COUNT_BUDGET } from "../../src/reader/message-count.ts";
 import {
   assistant,
   checkedReader,
@@ -245,7 +246,7 @@ describe("catalogue", () => {
     );
   });
 
-  it("reads only the head and tail of a large file, and nothing of an unchanged one", (t) => {
+  it("reads a large file's head and tail and counts its messages within a budget per listing, then nothing of it unchanged", (t) => {
     const p = project(tempDir(t));
     const lines: object[] = [header(p.projectRoot)];
     let parent: string | null = null;
@@ -258,13 +259,19 @@ describe("catalogue", () => {
       roots: rootsOf([{ kind: "repository", projectRoot: p.projectRoot, seat: "main" }]),
     }).raw;
     const rchar = () => Number(/rchar: (\d+)/.exec(readFileSync("/proc/self/io", "utf8"))?.[1]);
-    const io0 = rchar();
-    reader.catalogue();
-    const io1 = rchar();
-    reader.catalogue();
-    const io2 = rchar();
+    const reads: number[] = [];
+    const counts: (number | null)[] = [];
+    for (let i = 0; i < 3; i++) {
+      const before = rchar();
+      counts.push(reader.catalogue().conversations[0]?.messageCount ?? null);
+      reads.push(rchar() - before);
+    }
+    // 10 MB to count, 8 MiB a listing: the count is known at the second listing, exact.
+    assert.deepEqual(counts, [null, 2000, 2000]);
     // /proc/self/io itself is read between the marks; allow for it.
-    assert.ok(io1 - io0 < 200 * 1024, `first listing read ${io1 - io0} bytes of a 10 MB file`);
-    assert.ok(io2 - io1 < 8 * 1024, `second listing read ${io2 - io1} bytes`);
+    for (const n of reads.slice(0, 2)) {
+      assert.ok(n < COUNT_BUDGET + 200 * 1024, `a listing read ${n} bytes of a 10 MB file`);
+    }
+    assert.ok(reads[2]! < 8 * 1024, `the third listing read ${reads[2]} bytes`);
   });
 });

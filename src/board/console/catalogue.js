@@ -6,7 +6,7 @@
 // than one seat (Pi's own store is one seat, "pi-agent", on every row).
 import { fetchCatalogue } from "./api.js";
 import { refusalBox } from "./controls.js";
-import { harnessLabel } from "./present.js";
+import { harnessLabel, messagesLabel, previewOf } from "./present.js";
 import { navigate } from "./routing.js";
 import { el, formatSize, textEl, timeEl } from "./text.js";
 
@@ -117,15 +117,16 @@ export function createCatalogue({ selected, onChange }) {
     for (const row of rows) {
       if (project !== null && row.project !== project) continue;
       if (seat !== null && row.seat !== seat) continue;
-      const title = row.title ?? row.fileName ?? "";
-      if (text && !title.toLowerCase().includes(text)) continue;
+      // The filter finds a conversation by its title or by its first prompt.
+      const words = `${row.title ?? row.fileName ?? ""}\n${row.preview ?? ""}`;
+      if (text && !words.toLowerCase().includes(text)) continue;
       if (!groups.has(row.project)) groups.set(row.project, []);
       groups.get(row.project).push(row);
     }
     const seats = new Set([...groups.values()].flat().map((r) => r.seat));
     const withSeat = seats.size > 1;
     ui.seatColumn.hidden = !withSeat;
-    const columns = withSeat ? 4 : 3;
+    const columns = withSeat ? 6 : 5;
     let shown = 0;
     for (const [name, list] of groups) {
       const th = textEl("th", "", `${name} (${list.length})`, true);
@@ -179,10 +180,15 @@ export function createCatalogue({ selected, onChange }) {
       if (row.harness) reason.append(textEl("span", "", ` (${row.harness})`, true));
       titleCell.append(reason);
     }
+    // The first prompt under the title when it says more (a session's name), on two lines at most.
+    const preview = previewOf(row);
+    if (preview !== null) titleCell.append(textEl("span", "preview", preview, true));
     tr.append(titleCell);
     const when = el("td", "when");
     when.append(timeEl(row.modifiedAt, ""));
     tr.append(when);
+    tr.append(el("td", "count", messagesLabel(row) ?? ""));
+    tr.append(textEl("td", "model", row.model ?? "", true));
     tr.append(el("td", "size", formatSize(row.size)));
     return tr;
   }

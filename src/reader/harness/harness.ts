@@ -1,6 +1,7 @@
 // The harness seam (SPEC §8): what the shared reader — safe-fs, snapshots, cursors, pages, views,
 // refusals — asks of one agent's session format. Each harness (harness/pi/, harness/claude-code/)
 // answers it for its own files; nothing above this interface knows which one it reads.
+import type { MessageLine } from "../message-count.ts";
 import type { SessionFormat } from "../parse-sink.ts";
 import type { DraftPart } from "../parts.ts";
 import type { FileRoot } from "../sources.ts";
@@ -17,6 +18,10 @@ export type FileFacts = {
   /** The session's creation time as recorded (at most 256 characters), or null. */
   createdAt: string | null;
   title: string | null;
+  /** The first prompt, on one line, at most PREVIEW_CHARS code points (title.ts), or null. */
+  preview: string | null;
+  /** The model last set or answering in those bytes, or null. */
+  model: string | null;
 };
 
 export interface Harness {
@@ -41,6 +46,8 @@ export interface Harness {
    * last (`tail`, whole lines, or null when the head holds the whole file). Refuses as `parse`.
    */
   describe(head: Buffer, partial: boolean, tail: Buffer | null, root: FileRoot): FileFacts;
+  /** Whether a line is a prompt or a reply, from its bytes alone (a row's message count). */
+  isMessageLine: MessageLine;
   /**
    * What one entry line shows, from its object alone (no other line: a tool result's name is
    * ""): search indexes its text, and checks a hit against it. Null for a hidden entry.

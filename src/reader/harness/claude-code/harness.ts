@@ -1,6 +1,6 @@
 // Claude Code's session files behind the harness seam (docs/claude-code-files.md): no header,
 // records by uuid and parentUuid, bookkeeping lines between them.
-
+import { firstValue } from "../../message-count.ts";
 import { parseWhole, type SessionFormat } from "../../parse-sink.ts";
 import type { ClaudeRoot, FileRoot } from "../../sources.ts";
 import type { Harness } from "../harness.ts";
@@ -22,6 +22,25 @@ export const CLAUDE_HARNESS: Harness = {
   parse: (buf, incomplete, root) => parseWhole(claudeFormat(root), buf, incomplete),
   describe: (head, _partial, tail, root) => describeClaude(head, tail, claude(root)),
   draftOf: (entry) => renderRecord(entry, ALONE),
+  // A prompt (a user record that is not a tool result, a command's meta text or a compaction's
+  // summary), or a reply: its lines share the API message's id, so they count once (tool results
+  // may sit between them).
+  isMessageLine(line, state) {
+    const type = firstValue(line, "type");
+    if (type === "user") {
+      return !(
+        line.includes('"tool_use_id"') ||
+        line.includes('"isMeta":true') ||
+        line.includes('"isCompactSummary":true')
+      );
+    }
+    if (type !== "assistant") return false;
+    const m = line.indexOf('"message":{');
+    const id = m >= 0 ? firstValue(line, "id", m) : null;
+    if (id !== null && id === state.last) return false;
+    state.last = id;
+    return true;
+  },
 };
 
 /**

@@ -8,7 +8,7 @@ import { isObject } from "../../entries.ts";
 import { Refusal } from "../../refusal.ts";
 import { isCwdInsideProject } from "../../safe-fs.ts";
 import { type ClaudeRoot, claudeAgentId } from "../../sources.ts";
-import { objectsWith, titleOf } from "../../title.ts";
+import { latestModel, objectsWith, oneLine, PREVIEW_CHARS, titleOf } from "../../title.ts";
 import type { FileFacts } from "../harness.ts";
 import type { ClaudeHead } from "./scan.ts";
 import { checkClaudeStoreCwd } from "./store.ts";
@@ -45,7 +45,13 @@ export function headFor(root: ClaudeRoot): ClaudeHead {
  */
 export function describeClaude(head: Buffer, tail: Buffer | null, root: ClaudeRoot): FileFacts {
   const check = headFor(root);
-  let facts: FileFacts = { sessionId: null, createdAt: null, title: null };
+  let facts: FileFacts = {
+    sessionId: null,
+    createdAt: null,
+    title: null,
+    preview: null,
+    model: null,
+  };
   for (const obj of objectsWith(head, '"uuid"')) {
     if (typeof obj.uuid !== "string" || obj.uuid === "") continue;
     check.checkCwd(obj.cwd);
@@ -55,6 +61,8 @@ export function describeClaude(head: Buffer, tail: Buffer | null, root: ClaudeRo
       sessionId: typeof obj.sessionId === "string" ? toChatId(obj.sessionId) : null,
       createdAt: typeof t === "string" && t.length <= RECORDED_TIME_MAX ? t : null,
       title: null,
+      preview: null,
+      model: null,
     };
     break;
   }
@@ -62,7 +70,20 @@ export function describeClaude(head: Buffer, tail: Buffer | null, root: ClaudeRo
     latest([head, tail], "custom-title", "customTitle") ??
     latest([head, tail], "ai-title", "aiTitle") ??
     latest([head, tail], "summary", "summary");
-  return { ...facts, title: named ?? firstPrompt(head) };
+  const first = firstPrompt(head);
+  return {
+    ...facts,
+    title: named ?? (first === null ? null : titleOf(first)),
+    preview: first === null ? null : oneLine(first, PREVIEW_CHARS),
+    model: latestModel([head, tail], '"model"', modelOf),
+  };
+}
+
+/** The model of an assistant record; Claude Code's own `<synthetic>` replies name none. */
+function modelOf(obj: Record<string, unknown>): unknown {
+  const m = obj.message;
+  if (obj.type !== "assistant" || !isObject(m) || m.model === "<synthetic>") return null;
+  return m.model;
 }
 
 /** The last non-empty `field` of a `type` record in `bufs`, in order, as a title. */
@@ -97,7 +118,7 @@ function firstPrompt(buf: Buffer): string | null {
     if (trimmed === "" || trimmed.startsWith("<") || trimmed.startsWith("[Request interrupted")) {
       continue;
     }
-    return titleOf(trimmed);
+    return trimmed;
   }
   return null;
 }

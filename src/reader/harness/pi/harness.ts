@@ -2,14 +2,16 @@
 
 import { resolve } from "node:path";
 import { toChatId } from "../../../protocol/chat-01.ts";
+import { firstValue } from "../../message-count.ts";
 import { parseWhole, type SessionFormat } from "../../parse-sink.ts";
 import { isSessionFileName } from "../../safe-fs.ts";
 import type { FileRoot, PiRoot } from "../../sources.ts";
+import { oneLine, PREVIEW_CHARS, titleOf } from "../../title.ts";
 import type { Harness } from "../harness.ts";
 import { renderEntry } from "./blocks.ts";
 import { type Header, PI_SCANNER, type PiScan, parseHeader } from "./pi.ts";
 import { PI_ROWS } from "./rows.ts";
-import { findFirstUserText, findSessionName } from "./title.ts";
+import { findFirstUserText, findModel, findSessionName } from "./title.ts";
 
 function pi(root: FileRoot): PiRoot {
   if (root.kind !== "pi") throw new Error("the Pi harness read a Claude Code root");
@@ -25,15 +27,24 @@ export const PI_HARNESS: Harness = {
     const header = parseHeader(head, partial, root);
     let name = findSessionName(head);
     if (tail) name = findSessionName(tail) ?? name;
+    const first = findFirstUserText(head);
     return {
       // In Pi's store the project is the header's cwd, now that it is known to match.
       ...(root.store ? { project: resolve(header.cwd) } : {}),
       sessionId: toChatId(header.id),
       createdAt: header.timestamp,
-      title: name ?? findFirstUserText(head),
+      title: name ?? (first === null ? null : titleOf(first)),
+      preview: first === null ? null : oneLine(first, PREVIEW_CHARS),
+      model: findModel([head, tail]),
     };
   },
   draftOf: renderEntry,
+  // A `message` entry whose message is the user's or the assistant's (not a tool result's).
+  isMessageLine(line) {
+    if (firstValue(line, "type") !== "message") return false;
+    const role = firstValue(line, "role");
+    return role === "user" || role === "assistant";
+  },
 };
 
 /**

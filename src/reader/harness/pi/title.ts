@@ -1,5 +1,7 @@
-// A Pi session's catalogue title: the latest `session_info` name, else the first user message.
-import { objectsWith, titleOf } from "../../title.ts";
+// A Pi session's catalogue title: the latest `session_info` name, else the first user message;
+// its preview (the first user message) and its model (the latest one set or used).
+import { isObject } from "../../entries.ts";
+import { latestModel, objectsWith, titleOf } from "../../title.ts";
 
 /** The latest session_info name, as Pi's getSessionName (SM:861-872); "" clears it. */
 export function findSessionName(buf: Buffer): string | null | undefined {
@@ -12,6 +14,19 @@ export function findSessionName(buf: Buffer): string | null | undefined {
   return name === null ? undefined : name;
 }
 
+/**
+ * The model last set (`model_change`) or answering (an assistant message's `model`) in `bufs`,
+ * the file's first and last bytes in order.
+ */
+export function findModel(bufs: (Buffer | null)[]): string | null {
+  return latestModel(bufs, '"model', (obj) => {
+    if (obj.type === "model_change") return obj.modelId;
+    const m = obj.message;
+    return obj.type === "message" && isObject(m) && m.role === "assistant" ? m.model : null;
+  });
+}
+
+/** The first user message's text (untrimmed, not empty), or null. */
 export function findFirstUserText(buf: Buffer): string | null {
   for (const obj of objectsWith(buf, '"user"')) {
     const m = obj.message;
@@ -35,8 +50,7 @@ export function findFirstUserText(buf: Buffer): string | null {
         }
       }
     }
-    text = titleOf(text);
-    if (text) return text;
+    if (text.trim()) return text;
   }
   return null;
 }

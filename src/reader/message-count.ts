@@ -1,0 +1,104 @@
+// A catalogue row's message count: the prompts and replies in the whole file (every branch; tool
+// results, notices and bookkeeping are not messages). It is the one row fact that needs every
+// line, and a catalogue must stay cheap (a listing reads a file's first and last 64 KiB), so:
+// - a file the head holds whole is counted from the head's bytes, reading nothing more;
+// - a longer one is counted without parsing JSON (a byte search per line; harness/*/ say what a
+//   message line is), within a budget of bytes per listing shared by all rows, and goes on
+//   where it stopped at the next listing: until it is done the row's count is null;
+// - a count is carried forward when the file only grew: a live session's next listing reads just
+//   what was appended.
+// docs/reader.md says why; `npm run bench` measures the catalogue (docs/performance.md).
+import { readRange } from "./safe-fs.ts";
+
+/** What a count knows of the bytes it counted, to go on from there when the file grows. */
+export type CountState = {
+  dev: bigint;
+  ino: bigint;
+  /** Bytes of whole lines counted (up to and including the last newline). */
+  counted: number;
+  count: number;
+  /** The last bytes counted: a file that grew must still end its counted part with them. */
+  edge: Buffer;
+  /** The harness's memory between lines (Claude Code: the reply the last line continued). */
+  last: string | null;
+};
+
+/**
+ * Whether `line` (one line, no newline) is a message; `state.last` carries what a line must know
+ * of the lines before it (a reply written on several lines is one message).
+ */
+export type MessageLine = (line: Buffer, state: CountState) => boolean;
+
+const CHUNK = 1024 * 1024;
+const EDGE = 64;
+
+/** Bytes a listing may read to count messages, over all its rows (beyond heads and tails). */
+export const COUNT_BUDGET = 8 * 1024 * 1024;
+
+/** What a listing has left of COUNT_BUDGET. */
+export type Budget = { left: number };
+
+/**
+ * The count for an open file of `size` bytes, going on from `prev` when it still holds; `head`:
+ * the file's first whole lines, already read (counted from, not read again). `done` when every
+ * byte was looked at: a trailing line without its newline is not a message yet.
+ */
+export function countMessages(
+  fd: number,
+  size: number,
+  id: { dev: bigint; ino: bigint },
+  prev: CountState | undefined,
+  isMessage: MessageLine,
+  head: Buffer,
+  budget: Budget,
+): { state: CountState; done: boolean } {
+  let state: CountState =
+    prev && holds(fd, size, id, prev)
+      ? { ...prev }
+      : { dev: id.dev, ino: id.ino, counted: 0, count: 0, edge: Buffer.alloc(0), last: null };
+  let at = state.counted;
+  let carry: Buffer | null = null;
+  while (at < size) {
+    const fromHead = at === 0 && head.length > 0;
+    if (!fromHead && budget.left <= 0) break;
+    const chunk = fromHead ? head : readRange(fd, at, Math.min(CHUNK, size - at, budget.left));
+    if (!fromHead) budget.left -= chunk.length;
+    if (chunk.length === 0) break;
+    at += chunk.length;
+    const buf: Buffer = carry ? Buffer.concat([carry, chunk]) : chunk;
+    let start = 0;
+    for (let nl = buf.indexOf(0x0a); nl >= 0; nl = buf.indexOf(0x0a, start)) {
+      // A view of the line: a search never runs past its end.
+      if (isMessage(buf.subarray(start, nl), state)) state.count++;
+      start = nl + 1;
+    }
+    state.counted += start;
+    if (start > 0)
+      state = { ...state, edge: Buffer.from(buf.subarray(Math.max(0, start - EDGE), start)) };
+    // A line longer than a chunk is carried whole into the next read.
+    carry = start < buf.length ? Buffer.from(buf.subarray(start)) : null;
+  }
+  return { state, done: at >= size };
+}
+
+/** `prev` counted a prefix of this file: same file, not shorter, the same bytes at its edge. */
+function holds(fd: number, size: number, id: { dev: bigint; ino: bigint }, prev: CountState) {
+  if (id.dev !== prev.dev || id.ino !== prev.ino || size < prev.counted) return false;
+  const from = prev.counted - prev.edge.length;
+  return readRange(fd, from, prev.edge.length).equals(prev.edge);
+}
+
+/**
+ * The value of the first `"<key>":"` in `line` at or after `from`, or null. In JSON a quote inside
+ * a string is escaped, so these bytes are structure, never text: Pi and Claude Code write a
+ * record's own `type` before any nested object's.
+ */
+export function firstValue(line: Buffer, key: string, from = 0): string | null {
+  const needle = `"${key}":"`;
+  const at = line.indexOf(needle, from);
+  if (at < 0) return null;
+  const start = at + needle.length;
+  const close = line.indexOf(0x22, start);
+  if (close < 0) return null;
+  return line.toString("latin1", start, Math.min(close, start + 200));
+}
