@@ -3,6 +3,7 @@
 // returned as a value with the help text to point at. Nothing here reads a file.
 import { resolve } from "node:path";
 import { EXPORT_FORMATS, isExportFormat } from "../export/index.ts";
+import { ID_PATTERN } from "../protocol/chat-01.ts";
 import { QUERY_MAX_CHARS, QUERY_MAX_PREFIXES, QUERY_MAX_TOKENS } from "../search/query.ts";
 import { ATTACH_HELP, type AttachCommand, parseAttach } from "./attach-args.ts";
 import type { SourceFlags } from "./config.ts";
@@ -10,6 +11,7 @@ import { CONTROL_HELP, type ControlCommand, parseControl } from "./control-args.
 import type { ControllersCommand } from "./controllers.ts";
 import type { ExportCommand } from "./export.ts";
 import { parseFlags } from "./flags.ts";
+import type { InboxCommand } from "./inbox.ts";
 import type { SearchCommand } from "./search.ts";
 
 export const DEFAULT_HOST = "127.0.0.1";
@@ -36,6 +38,7 @@ export type Command =
       stateDir?: string;
     }
   | ControllersCommand
+  | InboxCommand
   | ControlCommand
   | AttachCommand
   | SearchCommand
@@ -73,6 +76,7 @@ Commands:
   serve              serve the board and the Console on loopback
   control            run a controller on one session (see control --help)
   controllers        list the running controllers
+  inbox              the controlled conversations that need you
   attach <id>        a terminal on a running controller (see attach --help)
 
 ${SOURCES_HELP}
@@ -157,6 +161,23 @@ and start time, left out, and removed.
   --state-dir DIR    the state directory the controllers were started with
                      (default as control's: $XDG_RUNTIME_DIR or
                      $XDG_STATE_HOME / ~/.local/state, mosaic-conversation)
+  -h, --help         this help
+`,
+  inbox: `Usage: conversation inbox [--watch] [--json] [--state-dir DIR]
+                          [--stall-minutes N] [--grant ID]
+
+Lists the running controllers' conversations that need you, oldest wait
+first: waiting-approval (an approval is open), waiting-input (a run ended),
+failed (an engine error, the engine or the controller died) and stalled (no
+event for N minutes during a run). Each says why, how long it has waited, and
+the attach line that opens it. Running and idle ones are counted, not listed.
+
+  --watch            keep watching: one line for each change, until Ctrl-C
+  --json             { "inbox": [...] }; with --watch, one { "change": ... }
+                     per line after it
+  --state-dir DIR    the state directory the controllers were started with
+  --stall-minutes N  a run with no event for N minutes is stalled (default 5)
+  --grant ID         the observe-only grant to watch with (default observer)
   -h, --help         this help
 `,
   search: `Usage: conversation search <query> [SOURCES] [--json] [--limit N]
@@ -254,6 +275,7 @@ type CommandName =
   | "serve"
   | "control"
   | "controllers"
+  | "inbox"
   | "attach"
   | "search"
   | "export";
@@ -266,6 +288,7 @@ function isCommandName(s: string): s is CommandName {
     "serve",
     "control",
     "controllers",
+    "inbox",
     "attach",
     "search",
     "export",
@@ -381,6 +404,38 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
         return bad(`unexpected argument ${JSON.stringify(positionals[0])}`);
       if (values["state-dir"] === "") return bad("--state-dir needs a value");
       return { ok: true, command: { name, json: values.json ?? false, ...stateDirOf(values) } };
+    }
+    case "inbox": {
+      const { values, positionals } = parseFlags(args, {
+        json: { type: "boolean" },
+        watch: { type: "boolean" },
+        "state-dir": STATE_DIR,
+        "stall-minutes": { type: "string" },
+        grant: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      });
+      if (values.help) return { ok: true, command: { name: "help", text: usage } };
+      if (positionals.length > 0)
+        return bad(`unexpected argument ${JSON.stringify(positionals[0])}`);
+      if (values["state-dir"] === "") return bad("--state-dir needs a value");
+      const minutes = values["stall-minutes"] ?? "5";
+      if (!/^\d{1,4}(\.\d{1,3})?$/.test(minutes) || Number(minutes) <= 0) {
+        return bad(`--stall-minutes ${JSON.stringify(minutes)} is not a number of minutes above 0`);
+      }
+      // `control`'s observe-only grant (grants-file.ts DEFAULT_GRANTS), as the board's streams use.
+      const grant = values.grant ?? "observer";
+      if (!ID_PATTERN.test(grant)) return bad(`--grant ${JSON.stringify(grant)} is not a grant id`);
+      return {
+        ok: true,
+        command: {
+          name,
+          json: values.json ?? false,
+          watch: values.watch ?? false,
+          stallMs: Math.round(Number(minutes) * 60_000),
+          grant,
+          ...stateDirOf(values),
+        },
+      };
     }
     case "search": {
       const { values, positionals } = parseFlags(args, {

@@ -25,6 +25,7 @@ import { resolveSources, type SourceFlags, type Sources } from "./config.ts";
 import { runControl } from "./control.ts";
 import { listRunning } from "./controllers.ts";
 import { DEFAULT_GRANTS, readGrantsFile } from "./grants-file.ts";
+import { runInbox } from "./inbox.ts";
 import { asInvoked, commandLine, commandPrefix } from "./invocation.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
 import { checkHost, nextLoginLine, startServing, whenAborted } from "./serve.ts";
@@ -57,6 +58,7 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
   }
   if (cmd.name === "attach") return runAttach(cmd, io.err, signal);
   if (cmd.name === "controllers") return listRunning(cmd, io);
+  if (cmd.name === "inbox") return runInbox(cmd, io, signal);
   const flags = expandSeats(cmd.sources);
   if (!flags.ok) return usageError(io, flags.error, HELP[cmd.name]);
   const sources = resolveSources(flags.value);
@@ -83,7 +85,7 @@ function expandSeats(
 }
 
 async function run(
-  cmd: Exclude<Command, { name: "help" | "control" | "attach" | "controllers" }>,
+  cmd: Exclude<Command, { name: "help" | "control" | "attach" | "controllers" | "inbox" }>,
   sources: Sources,
   io: Io,
   signal: AbortSignal,
