@@ -14,6 +14,10 @@
 //   waiting-input     a run ended and the agent waits for the next prompt;
 //   idle              no run seen since the controller started (or nothing known yet).
 
+import { waited } from "../present/waiting.ts";
+
+export { waited };
+
 export const ATTENTION_STATES = [
   "waiting-approval",
   "waiting-input",
@@ -223,16 +227,6 @@ export function byOldestWait<T extends { attention: Attention; key: string }>(a:
 export function nextChangeAt(o: Observed, stallMs: number): number | null {
   if (o.gone !== null || o.engineDown !== null || o.approvals.length > 0) return null;
   return o.run.phase === "running" ? o.run.lastEventAt + stallMs : null;
-}
-
-/** "3 min", "45 s", "2 h 5 min": a waiting time for people. */
-export function waited(ms: number): string {
-  const s = Math.max(0, Math.floor(ms / 1000));
-  if (s < 60) return `${s} s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m} min`;
-  const h = Math.floor(m / 60);
-  return m % 60 === 0 ? `${h} h` : `${h} h ${m % 60} min`;
 }
 
 function touched(o: Observed, at: number): Observed {

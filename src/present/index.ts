@@ -47,3 +47,4 @@ export {
   nextMarked,
   type VisibleOptions,
 } from "./visible.ts";
+export { waited } from "./waiting.ts";

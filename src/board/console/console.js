@@ -5,6 +5,7 @@
 // the page only through text.js, markup.js and render.js, as text nodes.
 import { createCatalogue } from "./catalogue.js";
 import { createConversation } from "./conversation.js";
+import { createInbox } from "./inbox.js";
 import { bindKeys } from "./keys.js";
 import { backToList, listenRoutes, readHash } from "./routing.js";
 import { createSearch } from "./search.js";
@@ -23,6 +24,7 @@ const conversation = createConversation({
   onReread: () => void catalogue.load(),
 });
 const search = createSearch();
+createInbox({ titleOf: (id) => catalogue.rowOf(id)?.title ?? null });
 bindKeys({
   actions: conversation.keyActions,
   search: search.input,
