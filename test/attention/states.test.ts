@@ -156,8 +156,14 @@ describe("attention/states", () => {
 
   it("says a waiting time in words", () => {
     assert.deepEqual(
-      [waited(3_000), waited(125_000), waited(3_600_000), waited(3_900_000)],
-      ["3 s", "2 min", "1 h", "1 h 5 min"],
+      [
+        waited(3_000),
+        waited(125_000),
+        waited(3_600_000),
+        waited(3_900_000),
+        waited(73 * 3_600_000),
+      ],
+      ["3 s", "2 min", "1 h", "1 h 5 min", "3 days"],
     );
   });
 });

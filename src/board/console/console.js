@@ -17,14 +17,17 @@ const PHONE = window.matchMedia("(max-width: 760px)");
 
 const catalogue = createCatalogue({
   selected: () => conversation.current(),
-  onChange: () => conversation.refreshHead(),
+  onChange: () => {
+    conversation.refreshHead();
+    inbox.render();
+  },
 });
 const conversation = createConversation({
   rowOf: (id) => catalogue.rowOf(id),
   onReread: () => void catalogue.load(),
 });
 const search = createSearch();
-createInbox({ titleOf: (id) => catalogue.rowOf(id)?.title ?? null });
+const inbox = createInbox({ titleOf: (id) => catalogue.rowOf(id)?.title ?? null });
 bindKeys({
   actions: conversation.keyActions,
   search: search.input,

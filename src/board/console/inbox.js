@@ -25,7 +25,7 @@ const PREFS = "inbox-notify";
 
 /**
  * Starts the inbox; `titleOf(id)` names a conversation from the catalogue (or null).
- * Returns `{ count() }`.
+ * Returns `{ count(), render() }`: render again once the catalogue has the titles.
  */
 export function createInbox({ titleOf }) {
   const ui = {
@@ -135,7 +135,7 @@ export function createInbox({ titleOf }) {
     if (items.length > 0) render();
   }, 15_000);
 
-  return { count: () => items.length };
+  return { count: () => items.length, render: () => items.length > 0 && render() };
 
   function savePrefs(next, into) {
     Object.assign(into, next);
