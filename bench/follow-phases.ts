@@ -19,10 +19,10 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { piFormat } from "../src/reader/harness/pi/harness.ts";
 import { branchItems, extendBranchItems } from "../src/reader/items.ts";
 import { PageBytes, WindowCache } from "../src/reader/page-bytes.ts";
 import { ExtendedParse, FreshParse } from "../src/reader/parse-sink.ts";
-import { entryObject } from "../src/reader/pi.ts";
 import { closeFile, openSessionFile } from "../src/reader/safe-fs.ts";
 import { followPinned, openSnapshot, type SnapshotData } from "../src/reader/snapshot.ts";
 import { sessionsDirOf } from "../src/reader/sources.ts";
@@ -61,7 +61,7 @@ try {
   const policy = { prefixCheck: "auto" } as const;
   let f = openSessionFile(projectRoot, sessionsDir, name);
   const opened = openSnapshot(f, undefined, policy, {
-    fresh: () => new FreshParse(root),
+    fresh: () => new FreshParse(piFormat(root)),
     extend: () => {
       throw new Error("no parse to extend");
     },
@@ -113,10 +113,7 @@ try {
     const tNew = ms(t);
     t = performance.now();
     const bytes = new PageBytes(f, next.data, next, windows);
-    viewFor(nextSession, b, next.data.incomplete, (rec) => {
-      const line = bytes.entry(rec);
-      return entryObject(line.buf, line.rec);
-    });
+    viewFor(nextSession, b, next.data.incomplete, (rec) => bytes.entry(rec));
     bytes.finish();
     closeFile(f);
     const tView = ms(t);

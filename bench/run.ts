@@ -1,7 +1,7 @@
-// `npm run bench`: the reader's benchmark, the controller's, the board's under load, search's
-// and the exports' peak memory, each in its own process. Arguments go to the reader's bench as
-// before, except `--controller-<flag>` and `--board-<flag>`, which go to those benches as
-// `--<flag>`; `--quick` goes to all of them. Exits with the first failure.
+// `npm run bench`: the reader's benchmark (Pi's files, then Claude Code's), the controller's,
+// the board's under load, search's and the exports' peak memory, each in its own process.
+// Arguments go to the reader's bench as before, except `--controller-<flag>`, `--board-<flag>`
+// and `--claude-<flag>`, which go to those benches as `--<flag>`; `--quick` goes to all of them. Exits with the first failure.
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
@@ -11,13 +11,15 @@ const args = {
   board: [] as string[],
   search: [] as string[],
   export: [] as string[],
+  claude: [] as string[],
 };
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i++) {
   const arg = argv[i] ?? "";
-  const routed = /^--(controller|board)-(.+)$/.exec(arg);
+  const routed = /^--(controller|board|claude)-(.+)$/.exec(arg);
   if (routed) {
-    const bench = routed[1] === "controller" ? "controller" : "board";
+    const bench =
+      routed[1] === "controller" ? "controller" : routed[1] === "claude" ? "claude" : "board";
     const name = routed[2] ?? "";
     const value = argv[i + 1];
     // A flag followed by another flag, or by nothing, stands alone (--board-quick).
@@ -34,6 +36,7 @@ for (let i = 0; i < argv.length; i++) {
     args.controller.push(arg);
     args.board.push(arg);
     args.search.push(arg);
+    args.claude.push(arg);
     args.export.push("--sizes", "20", "--runs", "1");
   }
 }
@@ -47,6 +50,8 @@ function run(script: string, scriptArgs: string[]): number {
 
 for (const [script, scriptArgs] of [
   ["./reader.bench.ts", args.reader],
+  // The reader on Claude Code's files against the same floor (--quick: 1 and 5 MiB).
+  ["./claude.bench.ts", args.claude],
   ["./controller.bench.ts", args.controller],
   ["./board.bench.ts", args.board],
   // Search over 1 GiB (SEARCH_BENCH_MIB and SEARCH_BENCH_FILES change it; --quick: 64 MiB).

@@ -1,6 +1,10 @@
 // @mosaic/conversation: the reader (CHAT-02). Read-only histories of Pi conversations.
 export * from "./protocol/chat-01.ts";
-export { defaultPiSessionsDir, encodeCwd } from "./reader/pi-store.ts";
+export {
+  defaultClaudeProjectsDir,
+  encodeClaudeCwd,
+} from "./reader/harness/claude-code/store.ts";
+export { defaultPiSessionsDir, encodeCwd } from "./reader/harness/pi/pi-store.ts";
 export {
   ACTOR,
   createReader,
@@ -14,8 +18,15 @@ export {
 export { RECONCILE, Refusal } from "./reader/refusal.ts";
 export {
   type BoardSpec,
+  type ClaudeRoot,
+  type ClaudeSeatRoot,
+  type ClaudeStoreRoot,
+  claudeConfigDirOf,
+  claudeProjectsDirOf,
   conversationId,
   conversationIdOf,
+  type FileRoot,
+  isFileRoot,
   type PiRoot,
   type PiStoreRoot,
   type Root,

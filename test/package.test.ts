@@ -109,6 +109,16 @@ describe("package: the tarball, installed", { timeout: 600_000 }, () => {
       assert.ok(has(`dist/board/console/${f}`), `the Console's ${f}`);
     }
     assert.ok(has("schema/chat-01.schema.json"));
+    // Every docs/*.md the README, a help text or a message names is there to be read.
+    const named = new Set<string>();
+    const texts = [readFileSync(join(ROOT, "README.md"), "utf8")];
+    for (const f of readdirSync(join(ROOT, "src", "cli"))) {
+      if (f.endsWith(".ts")) texts.push(readFileSync(join(ROOT, "src", "cli", f), "utf8"));
+    }
+    for (const text of texts)
+      for (const m of text.matchAll(/docs\/([\w.-]+\.md)/g)) named.add(m[1] ?? "");
+    assert.ok(named.size >= 5, [...named].join(" "));
+    for (const doc of named) assert.ok(has(`docs/${doc}`), `docs/${doc} is in the tarball`);
     assert.ok(has("dist/control/cohort/shim.js"), "the launcher's shim");
     assert.ok(has("dist/present/vendor.js"), "the Markdown bundle the exports import");
     assert.deepEqual(
@@ -124,6 +134,10 @@ describe("package: the tarball, installed", { timeout: 600_000 }, () => {
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^Usage: npx conversation <command> \[options\]\n/);
     assert.equal(r.stderr, "");
+    // The help says where the docs it names are, and they are there.
+    const docs = /\nThe docs\/ files named here are in\n {2}(\S+)\n$/.exec(r.stdout)?.[1] ?? "";
+    assert.equal(docs, join(app, "node_modules", ...PACKAGE.split("/"), "docs"));
+    assert.ok(existsSync(join(docs, "control-cli.md")));
   });
 
   it("lists, reads and follows a conversation with npx conversation", async (t) => {

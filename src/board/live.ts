@@ -10,8 +10,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
 import { parseEventId } from "../control/client/client.ts";
 import { listRoot } from "../reader/catalogue.ts";
-import { expandRoots } from "../reader/pi-store.ts";
-import { conversationIdOf, type Root } from "../reader/sources.ts";
+import { expandRoots } from "../reader/expand.ts";
+import { conversationIdOf, isFileRoot, type Root } from "../reader/sources.ts";
 import { ControllerWatches, DEFAULT_OBSERVE_GRANT } from "./live-control.ts";
 import { boardRefusal, type Reply, SECURITY_HEADERS } from "./reply.ts";
 import { type BoardRequest, checkRequest, readParams } from "./routes.ts";
@@ -294,7 +294,7 @@ export class LiveHub {
   /** The directory and file name of a conversation: its id is a hash, so the roots are listed. */
   #locate(conversation: string): { dir: string; name: string } | null {
     for (const root of expandRoots(this.#options.roots())) {
-      if (root.kind !== "pi") continue;
+      if (!isFileRoot(root)) continue;
       let names: string[];
       try {
         names = listRoot(root).names;

@@ -75,6 +75,9 @@ export type BoardOptions = BoardReading & {
   search?: BoardSearch;
 };
 
+/** What a request answered `board-starting` is told to wait (`Retry-After`), in seconds. */
+export const STARTING_RETRY_AFTER_S = 1;
+
 /**
  * Largest request head read. Chromium and Firefox send every cookie any port of this host set,
  * up to 180 of 4 KiB (about 720 KiB): under node's default of 16 KiB, a page on another port
@@ -149,9 +152,14 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
   }
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const hosts = new Set<string>();
-  // Until the workers run (they need the port for the Host check), nothing is answered.
+  // Until the workers run (they need the port for the Host check), every request is told to
+  // come back: the port listens first, so a script or a browser may be quicker than they are.
   let dispatch: Dispatch = () =>
-    Promise.resolve(boardRefusal("internal-error", "The board is starting."));
+    Promise.resolve(
+      boardRefusal("board-starting", "The board is starting; try again in a moment.", {
+        "Retry-After": String(STARTING_RETRY_AFTER_S),
+      }),
+    );
   let stopReading = async () => {};
   let readers = () => ({ running: 0, slabChunksInUse: 0 });
 
@@ -161,6 +169,7 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
   let auth: BoardAuth | null = null;
   let control = options.control;
   let stopControl = async () => {};
+  let ready = false;
   const server = createServer(
     { requireHostHeader: false, maxHeaderSize: MAX_HEAD_BYTES },
     (req, res) => {
@@ -177,7 +186,8 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
         void writeReply(req, res, checkRequest(hosts, request) ?? crossSite);
         return;
       }
-      if (auth !== null && early === null && acts(req)) {
+      // Before the workers run, a login or a POST is told to come back like any request.
+      if (ready && auth !== null && early === null && acts(req)) {
         const acting = act(req, res, auth, hosts, control).catch((e: unknown) => {
           log(`board: internal error on a POST or login: ${e instanceof Error ? e.stack : e}`);
           res.destroy();
@@ -304,6 +314,7 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
     await new Promise<void>((resolve) => server.close(() => resolve()));
     throw e;
   }
+  ready = true;
 
   let closing: Promise<void> | undefined;
   return {

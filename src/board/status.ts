@@ -54,6 +54,8 @@ export const REFUSAL_STATUS: Record<ReaderRefusalCode, number> = {
  *   loopback address and port (DNS rebinding). `internal-error` 500: a bug, logged to stderr.
  * - `board-busy` 503: the read lane this request goes to already holds LANE_QUEUE_MAX
  *   requests (read-pool.ts); answered at once, nothing queued. Try again in a moment.
+ * - `board-starting` 503 with `Retry-After`: the port listens before the read workers run
+ *   (they need the bound port for the Host check); a request in between is told to come back.
  * - `http-version-not-supported` 505: a request line that is not HTTP/1.0 or HTTP/1.1. A 5xx
  *   because HTTP says so (RFC 9110 §15.6.6), not because anything failed.
  * - Acting (issue 15, issue 22; auth.ts), all 403 and all answered before a body is read:
@@ -90,6 +92,7 @@ export const BOARD_REFUSAL_STATUS = {
   "bad-query": 400,
   "search-unavailable": 503,
   "board-busy": 503,
+  "board-starting": 503,
 } as const satisfies Record<string, number>;
 
 export type BoardRefusalCode = keyof typeof BOARD_REFUSAL_STATUS;

@@ -49,23 +49,29 @@ export type Parsed =
   | { ok: true; command: Command }
   | { ok: false; error: string; usage: string; more?: string[] };
 
-const SOURCES_HELP = `Sources (with none, Pi's own store at its default place, as --pi):
+const SOURCES_HELP = `Sources (with none, each default store that exists: --pi, --claude):
   --pi               Pi's own sessions: $PI_CODING_AGENT_DIR/sessions, else
                      ~/.pi/agent/sessions (one group per project)
   --pi-sessions DIR  Pi's sessions kept in another folder
+  --claude           Claude Code's sessions: $CLAUDE_CONFIG_DIR/projects, else
+                     ~/.claude/projects
+  --claude-projects DIR
+                     Claude Code's sessions kept in another projects folder
   --config FILE      a JSON file: { "specs": [...], "registrations": [...] }
-                     (board specs, "repository" or "pi-agent", and seat
-                     registrations; relative paths are from the file's folder)
+                     (board specs, "repository", "pi-agent" or "claude-code",
+                     and seat registrations; relative paths are from the
+                     file's folder)
   --project DIR      a project root; its conversations are the files in
-                     DIR/.pi/state/<seat>/sessions
+                     DIR/.pi/state/<seat>/sessions (a seat registered on
+                     claude-code: DIR/.pi/state/<seat>/claude/projects)
   --seat NAME        a seat under --project (repeatable; default: main;
                      '*' for every seat in DIR/.pi/state)
-  --pi or --pi-sessions may be added to --config or --project.`;
+  The store flags may be added to each other, --config or --project.`;
 
 export const HELP = {
   top: `Usage: conversation <command> [options]
 
-Reads Pi coding-agent conversations; only control runs one (a sealed Pi).
+Reads Pi and Claude Code conversations; only control runs one (a sealed Pi).
 
 Commands:
   catalogue          list the conversations in the sources
@@ -85,7 +91,8 @@ ${SOURCES_HELP}
 
 Text output is for people (hostile control characters shown as ^[ or
 <U+202E>); --json is for scripts. Exit status: 0 ok; 1 refused or failed
-(stderr: "refused: <code>: <message>"); 2 usage error.
+(stderr: "refused: <code>: <message>"); 2 usage error. More: README.md and
+docs/*.md.
 `,
   catalogue: `Usage: conversation catalogue [SOURCES] [--json]
 
@@ -208,7 +215,7 @@ ${SOURCES_HELP}
 
   -h, --help         this help
 `,
-  export: `Usage: conversation export <id> [SOURCES] --format md|html|json
+  export: `Usage: conversation export <id> [SOURCES] [--format md|html|json]
                            [--branch NAME] [--out FILE]
 
 Writes one branch of a conversation as a file: md (Markdown, code and tool
@@ -216,7 +223,7 @@ calls in fenced blocks), html (one self-contained page: inline CSS, no
 script, a strict Content-Security-Policy) or json (the branch's CHAT-01
 pages). Hostile text stays inert in all three.
 
-  --format FORMAT    md, html or json
+  --format FORMAT    md (the default), html or json
   --branch NAME      the branch (default: Pi's default branch)
   --out FILE         write to FILE (never inside a sessions directory);
                      default: standard output
@@ -238,6 +245,8 @@ export const SOURCE_OPTIONS = {
   seat: { type: "string", multiple: true },
   pi: { type: "boolean" },
   "pi-sessions": { type: "string" },
+  claude: { type: "boolean" },
+  "claude-projects": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -311,6 +320,8 @@ export function sourcesOf(v: {
   seat?: string[];
   pi?: boolean;
   "pi-sessions"?: string;
+  claude?: boolean;
+  "claude-projects"?: string;
 }): SourceFlags {
   const out: SourceFlags = {};
   if (v.config !== undefined) out.config = v.config;
@@ -318,6 +329,8 @@ export function sourcesOf(v: {
   if (v.seat !== undefined) out.seat = v.seat;
   if (v.pi !== undefined) out.pi = v.pi;
   if (v["pi-sessions"] !== undefined) out.piSessions = v["pi-sessions"];
+  if (v.claude !== undefined) out.claude = v.claude;
+  if (v["claude-projects"] !== undefined) out.claudeProjects = v["claude-projects"];
   return out;
 }
 
@@ -466,8 +479,9 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
       const [id, extra] = positionals;
       if (id === undefined || id === "") return bad("missing the conversation <id>");
       if (extra !== undefined) return bad(`unexpected argument ${JSON.stringify(extra)}`);
-      const format = values.format;
-      if (format === undefined || !isExportFormat(format)) {
+      // Markdown unless told otherwise: what a person exporting a conversation usually wants.
+      const format = values.format ?? "md";
+      if (!isExportFormat(format)) {
         return bad(`--format must be one of ${EXPORT_FORMATS.join(", ")}`);
       }
       const command: ExportCommand = { name, sources: sourcesOf(values), id, format };

@@ -21,7 +21,8 @@ import { textWidth, wrapText } from "./wrap.ts";
 
 /** The lone-ESC pause: after it a held ESC is the Escape key (terminal-input.ts). */
 export const ESC_TIMEOUT_MS = 50;
-const HINTS = "Enter send · ^J newline · ^T control · ^G interrupt · ^O reread · ^C quit";
+const HINTS =
+  "Enter send · ^J newline · ^T control · ^G interrupt · ^O reread · ^R recall · ^C quit";
 const CSI = "\x1b[";
 
 /** Runs the terminal until the person quits or `signal` aborts. */
@@ -178,6 +179,7 @@ class AttachApp {
       await this.#client.close();
       this.#restoreTerminal();
       input.pause();
+      this.#printUnsent();
     }
     return 0;
   }
@@ -186,6 +188,17 @@ class AttachApp {
     if (!this.#screen.tty) return;
     this.#screen.setRaw(true);
     this.#screen.write(`${this.#altScreen ? `${CSI}?1049h` : ""}${CSI}?2004h${CSI}2J`);
+  }
+
+  /** What the person typed and never sent stays on the terminal after it closes (issue 24). */
+  #printUnsent(): void {
+    const kept: [string, string][] = [
+      ["your draft, not sent", this.#composer.text],
+      ["the draft set aside by a change of controller, not sent", this.#composer.setAside],
+    ];
+    for (const [what, text] of kept) {
+      if (text !== "") this.#screen.write(`${what}:\n${makeVisible(text)}\n`);
+    }
   }
 
   #terminalRestored = false;
@@ -207,9 +220,10 @@ class AttachApp {
   #observeState(state: ControllerState | null): void {
     const role = this.#client.role;
     if (state && this.#composer.observeController(state)) {
-      // S4: a change of controller always clears the draft, this client's own takeover too.
+      // S4: a change of controller always starts a new draft, this client's own takeover too;
+      // the old one is set aside (Ctrl-R), never dropped.
       this.#draftCleared = true;
-      this.#say("the controller changed: the composer was cleared");
+      this.#say("the controller changed: draft set aside, ^R brings it back");
     } else if (this.#lastRole === "controller" && role === "observer") {
       this.#say("another client took control: Ctrl-T takes it back");
     }
@@ -297,9 +311,7 @@ class AttachApp {
         this.#say("taking control…");
         this.#draftCleared = false;
         void this.#client.takeover().then((o) => {
-          const cleared = this.#draftCleared
-            ? "; your draft was cleared (a change of controller always clears it)"
-            : "";
+          const cleared = this.#draftCleared ? "; draft set aside: ^R brings it back" : "";
           this.#outcome(o, `you have control${cleared}`);
         });
         return;

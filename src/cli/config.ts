@@ -1,12 +1,18 @@
 // Where the command reads from (SPEC §3): a JSON config file of board specs and seat
 // registrations (`--config FILE`), or one project root and its seats (`--project DIR
-// --seat NAME`), and Pi's own session store (`--pi`, `--pi-sessions DIR`); with none of them,
-// Pi's store at its default place (resolveSources). The file is parsed from `unknown` with a
+// --seat NAME`), Pi's own session store (`--pi`, `--pi-sessions DIR`) and Claude Code's
+// (`--claude`, `--claude-projects DIR`); with none of them, every default store that exists
+// (resolveSources). The file is parsed from `unknown` with a
 // check per field; a problem is a value naming the field, never an exception. Nothing here
 // reads a session root.
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { type BoardSpec, defaultPiSessionsDir, type SeatRegistration } from "../index.ts";
+import {
+  type BoardSpec,
+  defaultClaudeProjectsDir,
+  defaultPiSessionsDir,
+  type SeatRegistration,
+} from "../index.ts";
 
 export type Sources = { specs: BoardSpec[]; registrations: SeatRegistration[] };
 export type Checked<T> = { ok: true; value: T } | { ok: false; error: string };
@@ -33,17 +39,25 @@ export type SourceFlags = {
   pi?: boolean;
   /** `--pi-sessions DIR`: a Pi store somewhere else. */
   piSessions?: string;
+  /** `--claude`: Claude Code's store at its default place. */
+  claude?: boolean;
+  /** `--claude-projects DIR`: a Claude Code projects folder somewhere else. */
+  claudeProjects?: string;
 };
 
-/** The environment Pi's default store depends on (pi-store.ts defaultPiSessionsDir). */
+/**
+ * The environment the default stores depend on (pi-store.ts defaultPiSessionsDir,
+ * claude-code/store.ts defaultClaudeProjectsDir).
+ */
 export type SourceEnv = { env: Record<string, string | undefined>; home?: string };
 
 /**
  * The sources of a command that reads (catalogue, read, follow, search, serve), and the one line
- * to print on stderr when the flags named none and Pi's store at its default place is read
- * instead. At most one of `--config` and `--project`; `--seat` (repeatable, default `main`)
- * only with `--project`; `--pi` or `--pi-sessions DIR` alone or added to either. Errors are
- * usage errors.
+ * to print on stderr when the flags named none and the default stores are read instead: each of
+ * Pi's and Claude Code's that exists, or Pi's when neither does (so the command can say it is not
+ * there yet). At most one of `--config` and `--project`; `--seat` (repeatable, default `main`)
+ * only with `--project`; `--pi` or `--pi-sessions DIR`, and `--claude` or `--claude-projects
+ * DIR`, alone or added to the others. Errors are usage errors.
  */
 export function resolveSources(
   flags: SourceFlags,
@@ -54,16 +68,15 @@ export function resolveSources(
     flags.project !== undefined ||
     flags.seat !== undefined ||
     flags.pi === true ||
-    flags.piSessions !== undefined;
-  if (!named) {
-    const dir = defaultPiSessionsDir(where.env, where.home);
-    const sources: Sources = { specs: [{ kind: "pi-agent", sessionsDir: dir }], registrations: [] };
-    const notice = `No source named: reading Pi's sessions in ${dir} (--pi; see --help for others).`;
-    return { ok: true, value: { sources, notice } };
-  }
+    flags.piSessions !== undefined ||
+    flags.claude === true ||
+    flags.claudeProjects !== undefined;
+  if (!named) return { ok: true, value: defaultStores(where) };
   const store = storeSpec(flags, where);
   if (!store.ok) return store;
-  const extra = store.value === null ? [] : [store.value];
+  const claude = claudeSpec(flags, where);
+  if (!claude.ok) return claude;
+  const extra = [store.value, claude.value].filter((s): s is BoardSpec => s !== null);
   if (flags.config === undefined && flags.project === undefined) {
     if (flags.seat !== undefined) return fail("--seat goes with --project");
     return { ok: true, value: { sources: { specs: extra, registrations: [] }, notice: null } };
@@ -78,6 +91,51 @@ export function resolveSources(
 export function sourcesFromFlags(flags: SourceFlags, where?: SourceEnv): Checked<Sources> {
   const r = resolveSources(flags, where);
   return r.ok ? { ok: true, value: r.value.sources } : r;
+}
+
+/** Every default store that exists, or Pi's when none does, and the line saying so. */
+function defaultStores(where: SourceEnv): { sources: Sources; notice: string } {
+  const pi = defaultPiSessionsDir(where.env, where.home);
+  const claude = defaultClaudeProjectsDir(where.env, where.home);
+  const specs: BoardSpec[] = [];
+  const said: string[] = [];
+  const flags: string[] = [];
+  if (isDirectory(pi) || !isDirectory(claude)) {
+    specs.push({ kind: "pi-agent", sessionsDir: pi });
+    said.push(`Pi's sessions in ${pi}`);
+    flags.push("--pi");
+  }
+  if (isDirectory(claude)) {
+    specs.push({ kind: "claude-code", projectsDir: claude });
+    said.push(`Claude Code's sessions in ${claude}`);
+    flags.push("--claude");
+  }
+  const notice = `No source named: reading ${said.join(" and ")} (${flags.join(", ")}; see --help for others).`;
+  return { sources: { specs, registrations: [] }, notice };
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    // Missing or unreadable: not a store to read by default (it can still be named).
+    return false;
+  }
+}
+
+function claudeSpec(flags: SourceFlags, where: SourceEnv): Checked<BoardSpec | null> {
+  if (flags.claude === true && flags.claudeProjects !== undefined) {
+    return fail("--claude and --claude-projects both name Claude Code's store; give one");
+  }
+  if (flags.claudeProjects === "") return fail("--claude-projects needs a directory");
+  if (flags.claudeProjects !== undefined) {
+    return { ok: true, value: { kind: "claude-code", projectsDir: resolve(flags.claudeProjects) } };
+  }
+  if (flags.claude !== true) return { ok: true, value: null };
+  return {
+    ok: true,
+    value: { kind: "claude-code", projectsDir: defaultClaudeProjectsDir(where.env, where.home) },
+  };
 }
 
 function storeSpec(flags: SourceFlags, where: SourceEnv): Checked<BoardSpec | null> {
@@ -176,8 +234,16 @@ function parseSpec(raw: unknown, baseDir: string): Checked<BoardSpec> {
     }
     return { ok: true, value: { kind, sessionsDir: resolve(baseDir, raw.sessionsDir) } };
   }
+  if (kind === "claude-code") {
+    const extra = Object.keys(raw).filter((k) => k !== "kind" && k !== "projectsDir");
+    if (extra.length > 0) return fail(`: unknown field ${JSON.stringify(extra[0])}`);
+    if (typeof raw.projectsDir !== "string" || raw.projectsDir === "") {
+      return fail(".projectsDir: expected the path of Claude Code's projects folder");
+    }
+    return { ok: true, value: { kind, projectsDir: resolve(baseDir, raw.projectsDir) } };
+  }
   if (kind !== "repository") {
-    return fail('.kind: expected "repository", "pi-agent", "fleet" or "connector"');
+    return fail('.kind: expected "repository", "pi-agent", "claude-code", "fleet" or "connector"');
   }
   const extra = Object.keys(raw).filter((k) => !["kind", "projectRoot", "seat"].includes(k));
   if (extra.length > 0) return fail(`: unknown field ${JSON.stringify(extra[0])}`);

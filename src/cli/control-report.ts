@@ -116,9 +116,19 @@ export function describeStopped(ctl: Controller): string {
         : visible(stop.why);
     engine = `${exited}stop ${stop.result}: ${why}`;
   }
-  const held = claim === "uncertain" ? ", held until a proven stop (docs/claim.md)" : "";
-  return `Stopped: ${engine}; claim ${claim}${held}.`;
+  return `Stopped: ${engine}; ${CLAIM_WORDS[claim] ?? "the claim is"} (claim ${claim}).`;
 }
+
+/** Where the claim was left, in words a person acts on; the state follows in parentheses. */
+const CLAIM_WORDS: Readonly<Record<string, string>> = {
+  "stopped-proven": "the session and its seat are free for another controller",
+  released: "the session and its seat are free for another controller",
+  uncertain:
+    "the session and its seat stay claimed until a stop is proven, as docs/claim.md explains",
+  stopping: "the session and its seat stay claimed while the stop is being proven",
+  held: "the session and its seat are still claimed",
+  none: "no claim was taken",
+};
 
 /** What to do after each refusal `conversation control` can print. */
 const WHAT_TO_DO: Readonly<Record<string, string>> = {
@@ -136,18 +146,22 @@ const WHAT_TO_DO: Readonly<Record<string, string>> = {
 };
 
 /** What to do after a refusal; the command it names is as run from here (invocation.ts). */
-function whatToDo(code: string, stateDir: string | undefined): string | undefined {
+function whatToDo(code: string, stateDir: string | undefined, isNew: boolean): string | undefined {
   if (code !== "already-active") return WHAT_TO_DO[code];
   const list = commandLine([
     "controllers",
     ...(stateDir === undefined ? [] : ["--state-dir", stateDir]),
   ]);
+  // A new conversation has no copies yet: only the seat can be taken (one controller a seat).
+  if (isNew) {
+    return `nothing was written; another controller runs on this seat (one at a time); find it with "${list}" and attach to it, stop it first, or start the new conversation on another --seat`;
+  }
   return `another controller runs this session (or a copy of it under another seat); find it with "${list}" and attach to it, or stop it first`;
 }
 
 /** Prints why `what` failed (a refusal, a path to fix, or the error) and returns 1. */
-export function failed(io: Io, what: string, e: unknown, stateDir?: string): number {
-  if (isControlRefusal(e)) return refused(io, e.code, e.message, stateDir);
+export function failed(io: Io, what: string, e: unknown, stateDir?: string, isNew = false): number {
+  if (isControlRefusal(e)) return refused(io, e.code, e.message, stateDir, isNew);
   // A place we could not make or write (a typed --project, --state-dir): a path to fix.
   const onPath = pathError(e);
   if (onPath !== null) return refused(io, "configuration", `${what}: ${onPath}`, stateDir);
@@ -176,9 +190,15 @@ function pathError(e: unknown): string | null {
 }
 
 /** Prints a refusal and what to do about it; returns 1 (the exit status). */
-export function refused(io: Io, code: string, message: string, stateDir?: string): number {
+export function refused(
+  io: Io,
+  code: string,
+  message: string,
+  stateDir?: string,
+  isNew = false,
+): number {
   io.err(`refused: ${makeVisible(code)}: ${visible(message)}\n`);
-  const todo = whatToDo(code, stateDir);
+  const todo = whatToDo(code, stateDir, isNew);
   if (todo !== undefined) io.err(`  What to do: ${todo}.\n`);
   return 1;
 }

@@ -125,6 +125,17 @@ async function controlUntilStopped(
         }),
         piVersion: cmd.piVersion,
       });
+      // The seat's claim next: a seat another controller holds refuses here, before a file is
+      // written, not at start with an empty conversation left behind (issue 24 item 8).
+      const { ClaimStore } = await import("../control/claim/claim.ts");
+      const { ControlRefusal } = await import("../control/refusal.ts");
+      const seatKey = { projectRoot: dirname(dirname(dirname(dirname(sessions)))), seat: cmd.seat };
+      // No session has this key (a new one gets Pi's header id): only the seat can block.
+      const view = await new ClaimStore({ root: claimRoot }).inspect({
+        seatKey,
+        sessionKey: "not-yet-written",
+      });
+      if (view.verdict !== "free") throw new ControlRefusal(view.verdict, view.why);
       const { writeNewSession } = await import("./new-session.ts");
       sessionFile = await writeNewSession({
         projectRoot: project,
@@ -185,7 +196,7 @@ async function controlUntilStopped(
       process.off("exit", onExit);
     });
   } catch (e) {
-    return failed(io, "cannot start the controller", e, cmd.stateDir);
+    return failed(io, "cannot start the controller", e, cmd.stateDir, cmd.target.kind === "new");
   }
   const how: AttachHow =
     cmd.stateDir === undefined ? { by: "registry" } : { by: "registry", stateDir: cmd.stateDir };

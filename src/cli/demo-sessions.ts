@@ -7,6 +7,7 @@ import { appendFileSync, existsSync, mkdirSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import type { SessionManager } from "@earendil-works/pi-coding-agent";
 import { type BoardSpec, type SeatRegistration, sessionsDirOf } from "../index.ts";
+import { writeDemoClaudeSeat } from "./demo-claude.ts";
 import { messageEntry } from "./demo-grow.ts";
 
 type PiMessage = Parameters<SessionManager["appendMessage"]>[0];
@@ -46,7 +47,7 @@ export function demoProject(projectRoot: string): DemoProject {
   return {
     projectRoot,
     specs: [seat(DEMO_SEATS.main), seat(DEMO_SEATS.review)],
-    // A seat on another harness: the catalogue shows it as one unsupported row.
+    // A seat on Claude Code: its sessions are read where a controlled Claude Code writes them.
     registrations: [
       {
         seat: DEMO_SEATS.other,
@@ -103,6 +104,7 @@ export async function writeDemoProject(projectRoot: string): Promise<DemoProject
     w.reply("Watching. New messages will appear here every few seconds.");
   });
   write("review", writeReview);
+  writeDemoClaudeSeat(projectRoot, DEMO_SEATS.other);
   return demoProject(projectRoot);
 }
 

@@ -47,6 +47,8 @@ first state at each start, for ${(MAX_APPENDS * GROW_MS) / 60000} minutes at mos
   --config FILE      serve the specs and registrations of a JSON config file
   --pi               serve Pi's own sessions ($PI_CODING_AGENT_DIR/sessions,
                      else ~/.pi/agent/sessions); --pi-sessions DIR: elsewhere
+  --claude           serve Claude Code's sessions ($CLAUDE_CONFIG_DIR/projects,
+                     else ~/.claude/projects); --claude-projects DIR: elsewhere
   --port N           the port (default ${DEFAULT_PORT}, or a free one if it is taken)
   --host ADDRESS     127.0.0.1 (default), ::1 or localhost
   --no-control       demo only: don't run the demo's controlled Pi
@@ -76,7 +78,9 @@ async function start(argv: string[], signal: AbortSignal): Promise<number> {
     values.config !== undefined ||
     values.project !== undefined ||
     values.pi === true ||
-    values["pi-sessions"] !== undefined;
+    values["pi-sessions"] !== undefined ||
+    values.claude === true ||
+    values["claude-projects"] !== undefined;
   let sources: Sources;
   let stopWriter = () => {};
   if (real) {
@@ -158,6 +162,8 @@ function parse(argv: string[]) {
       seat: { type: "string", multiple: true },
       pi: { type: "boolean" },
       "pi-sessions": { type: "string" },
+      claude: { type: "boolean" },
+      "claude-projects": { type: "string" },
       port: { type: "string" },
       host: { type: "string" },
       "no-control": { type: "boolean" },

@@ -1,6 +1,7 @@
-// `conversation export <id> [--branch B] --format md|html|json [--out F]`: one branch as a
-// file (src/export renders it). Without --out it goes to stdout. --out never names a place
-// inside a source's sessions directory: an export must not land among (or over) session files.
+// `conversation export <id> [--branch B] [--format md|html|json] [--out F]`: one branch as a
+// file (src/export renders it), Markdown by default. Without --out it goes to stdout. --out
+// never names a place inside a source's sessions directory: an export must not land among (or
+// over) session files.
 import { randomBytes } from "node:crypto";
 import {
   closeSync,

@@ -4,6 +4,7 @@
 // installed, it is on PATH (a global prefix), or reached with npx (a project).
 import { realpathSync, statSync } from "node:fs";
 import { delimiter, join, sep } from "node:path";
+import { fileURLToPath } from "node:url";
 import { makeVisible } from "../present/visible.ts";
 
 /** The commands whose mentions in help texts name the program (`conversation read …`). */
@@ -161,4 +162,17 @@ export function shellWord(arg: string): string {
   if (visible !== arg) return visible;
   if (/^[A-Za-z0-9_/.:=@%+,-]+$/.test(arg)) return arg;
   return `'${arg.replaceAll("'", `'\\''`)}'`;
+}
+
+/**
+ * This package's docs folder: `docs/` beside `src/` in a checkout, beside `dist/` where the
+ * package is installed (package.json `files` ships `docs/*.md`).
+ */
+export const DOCS_DIR = fileURLToPath(new URL("../../docs/", import.meta.url)).replace(/\/$/, "");
+
+/** A help text that names `docs/…` files, with a last line saying where they are from here. */
+export function withDocsPlace(text: string, docs: string = DOCS_DIR): string {
+  if (!text.includes("docs/")) return text;
+  // The path on a line of its own: it is not wrapped, and it can be long.
+  return `${text.replace(/\n*$/, "\n")}\nThe docs/ files named here are in\n  ${shellWord(docs)}\n`;
 }

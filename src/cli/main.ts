@@ -11,6 +11,7 @@ import { placesFor } from "../control/registry/places.ts";
 import { listControllers, type RegistryEntry } from "../control/registry/registry.ts";
 import {
   createReader,
+  isFileRoot,
   type Page,
   type Reader,
   type ReadResult,
@@ -18,18 +19,18 @@ import {
   rootsFromSpecs,
 } from "../index.ts";
 import { makeVisible } from "../present/visible.ts";
-import { expandRoots } from "../reader/pi-store.ts";
-import { type Command, HELP, parseCommand } from "./args.ts";
+import { expandRoots } from "../reader/expand.ts";
+import { type Command, DEFAULT_HOST, HELP, parseCommand } from "./args.ts";
 import { runAttach } from "./attach.ts";
-import { resolveSources, type SourceFlags, type Sources } from "./config.ts";
+import { DEFAULT_SEAT, resolveSources, type SourceFlags, type Sources } from "./config.ts";
 import { runControl } from "./control.ts";
 import { listRunning } from "./controllers.ts";
 import { DEFAULT_GRANTS, readGrantsFile } from "./grants-file.ts";
 import { runInbox } from "./inbox.ts";
-import { asInvoked, commandLine, commandPrefix } from "./invocation.ts";
+import { asInvoked, commandLine, commandPrefix, withDocsPlace } from "./invocation.ts";
 import { createPartPrinter, renderCatalogue, renderHeader } from "./render.ts";
 import { checkHost, nextLoginLine, startServing, whenAborted } from "./serve.ts";
-import { refuseOpen, reportRefusedRoots, seatsOf } from "./source-hints.ts";
+import { refuseOpen, reportRefusedRoots, seatsOf, sourceArgs } from "./source-hints.ts";
 
 export const EXIT = { ok: 0, refused: 1, usage: 2 } as const;
 /** How often `follow` asks the reader for what was appended. */
@@ -47,7 +48,7 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
   if (!parsed.ok) return usageError(io, parsed.error, parsed.usage, parsed.more);
   const cmd = parsed.command;
   if (cmd.name === "help") {
-    io.out(asInvoked(cmd.text));
+    io.out(withDocsPlace(asInvoked(cmd.text)));
     return EXIT.ok;
   }
   if (cmd.name === "control") {
@@ -112,7 +113,7 @@ async function run(
     case "follow":
       return follow(reader, cmd, io, signal, sources);
     case "serve":
-      return serve(sources, cmd, io, signal);
+      return serve(sources, cmd, io, signal, implicit);
     // Loaded only when used: node:sqlite and the Markdown bundle stay out of other commands.
     case "search": {
       const { runSearch } = await import("./search.ts");
@@ -250,6 +251,7 @@ async function serve(
   cmd: Extract<Command, { name: "serve" }>,
   io: Io,
   signal: AbortSignal,
+  implicit: boolean,
 ): Promise<number> {
   const badHost = await checkHost(cmd.host);
   if (badHost !== null) return usageError(io, badHost, HELP.serve);
@@ -287,7 +289,7 @@ async function serve(
         `once one does, log in to steer it from the Console: ${board.loginUrl}\n`,
     );
   }
-  for (const line of unreadControllers(liveRegistry, sources)) io.out(`${line}\n`);
+  for (const line of unreadControllers(liveRegistry, sources, cmd, implicit)) io.out(`${line}\n`);
   await whenAborted(signal);
   await board.close();
   return EXIT.ok;
@@ -296,12 +298,19 @@ async function serve(
 /**
  * A line for each running controller whose session this board does not read (its sources do
  * not hold that sessions directory): the Console would never show it, and the person started
- * `serve` to watch it. The line says what to add.
+ * `serve` to watch it. The line is the whole `serve` command to run instead: what this one
+ * reads and its options kept (Pi's default store named with `--pi` when it was read because no
+ * source was named), the controller's seat added (issue 24 item 6).
  */
-function unreadControllers(registryDir: string, sources: Sources): string[] {
+function unreadControllers(
+  registryDir: string,
+  sources: Sources,
+  cmd: Extract<Command, { name: "serve" }>,
+  implicit: boolean,
+): string[] {
   const read = new Set<string>();
   for (const root of expandRoots(rootsOf(sources))) {
-    if (root.kind === "pi") read.add(resolve(root.sessionsDir));
+    if (isFileRoot(root)) read.add(resolve(root.sessionsDir));
   }
   let live: RegistryEntry[];
   try {
@@ -313,13 +322,42 @@ function unreadControllers(registryDir: string, sources: Sources): string[] {
   return live
     .filter((e) => !read.has(resolve(dirname(e.sessionFile))))
     .map((e) => {
-      const add = commandLine(["--project", e.project, "--seat", e.seat], "");
-      return makeVisible(
-        `Not on this board: a controller runs ${e.conversation} in ${e.project} (seat ${e.seat}); ` +
-          `to watch and steer it here, add:${add}`,
-        { showNewlines: true },
-      );
+      const what = `Not on this board: a controller runs ${e.conversation} in ${e.project} (seat ${e.seat}); `;
+      const wider = widenedSources({ ...cmd.sources, ...(implicit ? { pi: true } : {}) }, e);
+      const how =
+        wider === null
+          ? "a board reads one --project, so add its seat to a --config file's specs (see --help), " +
+            `or watch it on a second board: ${commandLine(["serve", "--project", e.project, "--seat", e.seat, "--port", "0", ...stateDirOption(cmd)])}`
+          : `to watch and steer it here with what this board shows, run: ${commandLine(["serve", ...sourceArgs(wider), ...serveOptions(cmd)])}`;
+      return makeVisible(what + how, { showNewlines: true });
     });
+}
+
+/**
+ * The source flags with a controller's seat added, or null when flags cannot say it: a
+ * `--config` file, or `--project` naming another project (one `--project` per command).
+ */
+function widenedSources(
+  flags: SourceFlags,
+  e: { project: string; seat: string },
+): SourceFlags | null {
+  if (flags.config !== undefined) return null;
+  if (flags.project === undefined) return { ...flags, project: e.project, seat: [e.seat] };
+  if (resolve(flags.project) !== resolve(e.project)) return null;
+  const seats = flags.seat ?? [DEFAULT_SEAT];
+  return { ...flags, seat: seats.includes(e.seat) ? seats : [...seats, e.seat] };
+}
+
+/** The options of a `serve` command other than its sources, as it was given them. */
+function serveOptions(cmd: Extract<Command, { name: "serve" }>): string[] {
+  const out: string[] = [];
+  if (cmd.host !== DEFAULT_HOST) out.push("--host", cmd.host);
+  if (cmd.portGiven) out.push("--port", String(cmd.port));
+  return [...out, ...stateDirOption(cmd)];
+}
+
+function stateDirOption(cmd: { stateDir?: string }): string[] {
+  return cmd.stateDir === undefined ? [] : ["--state-dir", cmd.stateDir];
 }
 
 function rootsOf(sources: Sources) {

@@ -3,7 +3,9 @@
 // through wrap.ts, which makes hostile characters visible (src/present/visible.ts); headers
 // show LF as `^J`. Fragments are rejoined before they are shown, across parts and pages.
 import type { Block, Catalogue, CatalogueRow, Fragment, Part, View } from "../index.ts";
+import { harnessLabel } from "../present/labels.ts";
 import { formatSize } from "../present/size.ts";
+import { readRange, toolCallView } from "../present/tool-view.ts";
 import { makeVisible } from "../present/visible.ts";
 import { textWidth, wrapText } from "./wrap.ts";
 
@@ -61,18 +63,47 @@ function renderRow(row: CatalogueRow & { live?: boolean }, width: number): strin
   const facts: string[] = [];
   // Marked by the controller registry (live-catalogue.ts); `controllers` says how to attach.
   if (row.live === true) facts.push("live: a controller runs it now");
+  // Pi is the default; a row another harness wrote says which (the Console's badge).
+  if (row.harness !== null && row.harness !== "pi" && row.unsupportedReason === null) {
+    facts.push(harnessLabel(row.harness));
+  }
   if (row.modifiedAt !== null) facts.push(`last activity ${formatTime(row.modifiedAt)}`);
   if (row.size !== null) facts.push(formatSize(row.size));
   const lines = [
     ...headerLines(row.title ?? "(untitled)", width, BODY),
     ...headerLines(`${row.conversation}  seat ${row.seat}`, width, NESTED),
   ];
-  if (facts.length > 0) lines.push(...headerLines(facts.join(" · "), width, NESTED));
+  if (facts.length > 0) lines.push(...factLines(facts, width, NESTED));
   if (row.unsupportedReason !== null) {
     const harness = row.unsupportedReason === "unsupported-harness" ? ` (${row.harness})` : "";
     lines.push(...headerLines(`cannot be read: ${row.unsupportedReason}${harness}`, width, NESTED));
   }
   return lines;
+}
+
+/**
+ * Facts joined by ` · `, a line broken only between two facts, so "554 B" or a time never
+ * splits across lines; a fact wider than a line on its own is wrapped as any header.
+ */
+export function factLines(facts: readonly string[], width: number, indent: number): string[] {
+  const room = width - indent;
+  const out: string[] = [];
+  let line = "";
+  for (const fact of facts.map((f) => makeVisible(f, { showNewlines: true }))) {
+    const joined = line === "" ? fact : `${line} · ${fact}`;
+    if (textWidth(joined) <= room) {
+      line = joined;
+      continue;
+    }
+    if (line !== "") out.push(line);
+    line = fact;
+    if (textWidth(fact) > room) {
+      out.push(...headerLines(fact, width, indent).map((l) => l.slice(indent)));
+      line = "";
+    }
+  }
+  if (line !== "") out.push(line);
+  return out.map((l) => " ".repeat(indent) + l);
 }
 
 /** Above a conversation's parts: title, id, root, the branch read and every other branch. */
@@ -168,7 +199,7 @@ function partFacts(p: Part): string | null {
 }
 
 function unreachable(x: never): never {
-  throw new Error(`unhandled part kind ${String(x)}`);
+  throw new Error(`unhandled kind ${JSON.stringify(x)}`);
 }
 
 type Run = { first: Block; bodies: string[]; count: number };
@@ -267,7 +298,7 @@ export function renderBlock(b: Block, width: number): string[] {
     case "unavailable":
       return label("thinking unavailable: redacted by the provider");
     case "tool-call":
-      return [...label(`tool call: ${b.name} · ${b.id}`), ...renderArguments(b.text, width)];
+      return [...label(`tool call: ${b.name} · ${b.id}`), ...renderToolCall(b.name, b.text, width)];
     case "tool-result":
       return label(`${b.isError ? "error from" : "result of"} ${b.toolName} · ${b.toolCallId}`);
     case "image":
@@ -280,6 +311,41 @@ export function renderBlock(b: Block, width: number): string[] {
       return headerLines(`! ${b.code}: ${b.text}`, width, BODY);
     default:
       return unreachable(b);
+  }
+}
+
+/**
+ * A tool call as the Console and the exports show it (src/present/tool-view.ts): an edit as a
+ * line diff, a write as its file, bash as its command line, read as path and range; any other
+ * call's arguments as `key: value` lines.
+ */
+function renderToolCall(name: string, text: string, width: number): string[] {
+  const view = toolCallView(name, text);
+  const line = (s: string, indent = NESTED) => headerLines(s, width, indent);
+  const code = (s: string, indent = NESTED + 2) => wrapText(trimBody(s), { width, indent });
+  switch (view.kind) {
+    case "edit":
+      return [
+        ...line(`edit ${view.path}`),
+        ...view.hunks.flatMap((hunk, i) => [
+          ...(i > 0 ? [""] : []),
+          ...hunk.flatMap((l) => wrapText(`${l.op} ${l.text}`, { width, indent: NESTED })),
+        ]),
+      ];
+    case "write":
+      return [...line(`write ${view.path}`), ...code(view.content)];
+    case "bash": {
+      const timeout = view.timeout === null ? [] : line(`(timeout ${view.timeout} s)`);
+      return [...wrapText(`$ ${trimBody(view.command)}`, { width, indent: NESTED }), ...timeout];
+    }
+    case "read": {
+      const range = readRange(view.offset, view.limit);
+      return line(`read ${view.path}${range === "" ? "" : ` ${range}`}`);
+    }
+    case "json":
+      return renderArguments(text, width);
+    default:
+      return unreachable(view);
   }
 }
 

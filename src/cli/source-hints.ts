@@ -6,7 +6,7 @@ import { readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { makeVisible } from "../present/visible.ts";
 import type { Catalogue, RefusalRecord } from "../protocol/chat-01.ts";
-import type { Root } from "../reader/sources.ts";
+import { type Root, rootDirOf } from "../reader/sources.ts";
 import { DEFAULT_SEAT, type SourceFlags } from "./config.ts";
 import { commandLine, commandPrefix, shellWord } from "./invocation.ts";
 import type { Io } from "./io.ts";
@@ -34,6 +34,8 @@ export function sourceArgs(flags: SourceFlags): string[] {
   for (const seat of flags.seat ?? []) args.push("--seat", seat);
   if (flags.pi === true) args.push("--pi");
   if (flags.piSessions !== undefined) args.push("--pi-sessions", flags.piSessions);
+  if (flags.claude === true) args.push("--claude");
+  if (flags.claudeProjects !== undefined) args.push("--claude-projects", flags.claudeProjects);
   return args;
 }
 
@@ -97,7 +99,7 @@ export function refuseOpen(
   const searched =
     roots.length === 0
       ? "no session folders (the sources name none)"
-      : roots.map((r) => (r.kind === "pi-store" ? r.storeDir : r.sessionsDir)).join(", ");
+      : roots.map(rootDirOf).join(", ");
   const lines = [`no conversation ${cmd.id} in ${searched}.`];
   const project = cmd.sources.project;
   const prefix = commandPrefix();

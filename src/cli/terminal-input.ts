@@ -23,6 +23,8 @@ export type KeyAction =
   | { type: "interrupt" }
   /** Ctrl-O: reconnect if needed and re-read the page. */
   | { type: "reread" }
+  /** Ctrl-R: bring back the draft a change of controller set aside. */
+  | { type: "recall" }
   /** PageUp / PageDown. */
   | { type: "scroll"; direction: "up" | "down" }
   /** Ctrl-C, Ctrl-D. */
@@ -46,9 +48,15 @@ const CONTROL_KEYS: Record<string, KeyAction> = {
   "\x14": { type: "takeover" },
   "\x07": { type: "interrupt" },
   "\x0f": { type: "reread" },
+  "\x12": { type: "recall" },
   "\x03": { type: "quit" },
   "\x04": { type: "quit" },
 };
+
+/** An Enter that sent nothing says why and what to do; the draft stays (S5). */
+// The status line is one line (cut at the terminal's width): the seed's words first, then the key.
+export const OBSERVING = "not admitted: controller · ^T takes control, draft kept";
+export const NOT_CONNECTED = "not admitted: channel · ^O reconnects, draft kept";
 
 /** C0 controls, DEL and C1 controls: never inserted as typed text. TAB is typed text. */
 const isControl = (c: number): boolean => (c < 0x20 && c !== 0x09) || (c >= 0x7f && c <= 0x9f);
@@ -273,8 +281,25 @@ export class Composer {
     this.#text = "";
   }
 
-  /** Records the controller state; clears the draft when the controller changed (S4). True
-   * when it cleared a draft. */
+  /** The last draft a change of controller set aside, until Ctrl-R brings it back. */
+  #setAside = "";
+
+  /** True while a draft set aside by a change of controller can be brought back. */
+  get hasSetAside(): boolean {
+    return this.#setAside !== "";
+  }
+
+  /** The draft set aside, for the words said when the terminal closes with it unsent. */
+  get setAside(): string {
+    return this.#setAside;
+  }
+
+  /**
+   * Records the controller state; starts a new draft when the controller changed (S4). The old
+   * draft is set aside, never dropped: only the person's Ctrl-R puts it in the new draft, so
+   * text written for one controller is never sent under another without them choosing it.
+   * True when it set a draft aside.
+   */
   observeController(facts: ControllerFacts): boolean {
     const prior = this.#controller;
     this.#controller = {
@@ -286,6 +311,8 @@ export class Composer {
       (prior.generation !== facts.generation ||
         prior.controllerConnection !== facts.controllerConnection);
     if (!changed || this.#text === "") return false;
+    // A second change before Ctrl-R adds to what is set aside: nothing typed is lost.
+    this.#setAside = this.#setAside === "" ? this.#text : `${this.#setAside}\n${this.#text}`;
     this.#text = "";
     return true;
   }
@@ -315,9 +342,14 @@ export class Composer {
         return { type: "none" };
       case "submit":
         if (this.#text === "") return { type: "none" };
-        if (role === null) return { type: "notice", text: "not admitted: channel" };
-        if (role === "observer") return { type: "notice", text: "not admitted: controller" };
+        if (role === null) return { type: "notice", text: NOT_CONNECTED };
+        if (role === "observer") return { type: "notice", text: OBSERVING };
         return { type: "prompt", text: this.take() };
+      case "recall":
+        if (this.#setAside === "") return { type: "notice", text: "no draft set aside" };
+        this.insert(this.#setAside);
+        this.#setAside = "";
+        return { type: "notice", text: "your set-aside draft is back: Enter sends it" };
       case "takeover":
       case "interrupt":
       case "reread":

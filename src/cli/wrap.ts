@@ -28,8 +28,9 @@ export type WrapOptions = {
 /**
  * The lines of `text` laid out in `width` columns: split on LF (unless `oneLine`), words
  * wrapped on spaces, a word longer than a line cut between clusters, TAB expanded to the next
- * 8-column stop of its source line. Leading spaces of a source line are kept; spaces at a wrap
- * are dropped; trailing spaces are trimmed. Every line is already visible.
+ * 8-column stop of its source line. Leading spaces of a source line are kept, and its wrapped
+ * lines go on under them (when they take at most half the line); spaces at a wrap are dropped;
+ * trailing spaces are trimmed. Every line is already visible.
  */
 export function wrapText(text: string, opts: WrapOptions): string[] {
   const indent = " ".repeat(opts.indent ?? 0);
@@ -46,26 +47,31 @@ export function wrapText(text: string, opts: WrapOptions): string[] {
 
 function layoutLine(source: string, room: number, oneLine: boolean): string[] {
   const lines: string[] = [];
+  const expanded = expandTabs(source);
+  // A wrapped line goes on under its own indentation (code keeps its shape), unless that
+  // indentation would leave less than half the line for the text.
+  const lead = /^ */.exec(expanded)?.[0].length ?? 0;
+  const hang = lead > 0 && room - lead >= Math.max(12, room / 2) ? " ".repeat(lead) : "";
   let line = "";
   let col = 0;
   let wrapped = false;
   const newLine = () => {
     lines.push(line.trimEnd());
-    line = "";
-    col = 0;
+    line = hang;
+    col = hang.length;
     wrapped = true;
   };
   const put = (u: Unit) => {
-    if (col + u.width > room && col > 0) newLine();
+    if (col + u.width > room && col > hang.length) newLine();
     line += u.text;
     col += u.width;
   };
   // Most lines are short and plain: nothing to wrap or make visible.
   if (source.length <= room && PLAIN_LINE.test(source)) return [source.trimEnd()];
-  for (const token of tokenize(expandTabs(source), oneLine)) {
+  for (const token of tokenize(expanded, oneLine)) {
     if (token.space) {
       // Spaces at a wrap vanish; a source line's own indentation stays.
-      if (wrapped && col === 0) continue;
+      if (wrapped && col === hang.length) continue;
       if (col + token.width > room) {
         newLine();
         continue;
@@ -74,7 +80,7 @@ function layoutLine(source: string, room: number, oneLine: boolean): string[] {
       col += token.width;
       continue;
     }
-    if (col > 0 && col + token.width > room && token.width <= room) newLine();
+    if (col > hang.length && col + token.width > room && token.width <= room) newLine();
     if (!token.plain) {
       for (const u of token.units) put(u);
       continue;

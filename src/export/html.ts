@@ -6,7 +6,7 @@
 // Written as the pages are read: the branch's totals close the file, after its entries.
 import { createHash } from "node:crypto";
 import { imageRefusal, isShownImageType } from "../present/image.ts";
-import { metaPhrases, NOTICE_LABELS, whoOf } from "../present/labels.ts";
+import { harnessLabel, metaPhrases, NOTICE_LABELS, whoOf } from "../present/labels.ts";
 import { languageOfPath } from "../present/language.ts";
 import { codeNode, markdownTree, safeHref, TREE_TAGS, type TreeNode } from "../present/markdown.ts";
 import { FOLD_LINES, lineCount, readRange, toolCallView } from "../present/tool-view.ts";
@@ -112,6 +112,9 @@ export function htmlWriter(doc: BranchHead, now = new Date()): FormatWriter {
       const facts = [
         `<code>${escapeText(doc.conversation, true)}</code>`,
         doc.row ? escapeText(`${doc.row.project} / ${doc.row.seat}`, true) : "",
+        doc.row?.harness && doc.row.harness !== "pi"
+          ? `written by ${escapeText(harnessLabel(doc.row.harness), true)}`
+          : "",
         `branch <code>${escapeText(doc.branch, true)}</code>${branch?.label ? ` (${escapeText(branch.label, true)})` : ""}`,
         `exported ${utcTime(now.toISOString())}`,
       ].filter((s) => s !== "");
@@ -306,7 +309,7 @@ function blockHtml(block: Block, entry: EntryHead, lang: string, readLang: ReadL
     case "tool-call":
       return toolCallHtml(block.name, block.text, block.id, readLang);
     case "tool-result":
-      return `<div class="block result">Result of <code>${escapeText(block.toolName, true)}</code> <span class="badge ${block.isError ? "error" : "ok"}">${block.isError ? "error" : "ok"}</span></div>`;
+      return `<div class="block result">Result of <code>${escapeText(block.toolName, true)}</code> <span class="badge ${block.isError ? "error" : "ok"}">${block.isError ? "error" : "ok"}</span>${block.transcript ? ` the agent's transcript is conversation <code>${escapeText(block.transcript, true)}</code>` : ""}</div>`;
     case "image":
       if (imageRefusal(block.mimeType, block.data) !== null) {
         return imageRefused(block.mimeType);

@@ -4,7 +4,7 @@
 // code, tool calls and output are fenced blocks no content can close. Control, bidi and
 // invisible characters are shown as the terminal shows them (`^[`, `<U+202E>`).
 
-import { metaPhrases, NOTICE_LABELS, whoOf } from "../present/labels.ts";
+import { harnessLabel, metaPhrases, NOTICE_LABELS, whoOf } from "../present/labels.ts";
 import { languageOfPath } from "../present/language.ts";
 import { lineCount, readRange, toolCallView } from "../present/tool-view.ts";
 import { modelText, usageText } from "../present/usage.ts";
@@ -33,6 +33,9 @@ export function markdownWriter(doc: BranchHead, now = new Date()): FormatWriter 
       const lines = [`# ${inline(titleOf(doc))}`, ""];
       lines.push(`- Conversation: ${code(doc.conversation)}`);
       if (doc.row) lines.push(`- Project: ${inline(`${doc.row.project} / ${doc.row.seat}`)}`);
+      if (doc.row?.harness && doc.row.harness !== "pi") {
+        lines.push(`- Written by: ${inline(harnessLabel(doc.row.harness))}`);
+      }
       lines.push(
         `- Branch: ${code(doc.branch)}${branch?.label ? ` (${inline(branch.label)})` : ""}`,
       );
@@ -120,7 +123,13 @@ function blockLines(
     case "tool-call":
       return toolCallLines(block.name, block.text, block.id, readLang);
     case "tool-result":
-      return [`**Result of ${code(block.toolName)}** (${block.isError ? "error" : "ok"})`];
+      return [
+        `**Result of ${code(block.toolName)}** (${block.isError ? "error" : "ok"})${
+          block.transcript
+            ? `; the agent's transcript is conversation ${code(block.transcript)}`
+            : ""
+        }`,
+      ];
     case "image":
       return [imageLine(block.mimeType, block.data.length)];
     case "bash-command":

@@ -3,7 +3,15 @@
 // from here, and `npm run build:console` bundles this file into the Console's present.js. Node
 // code imports the one file it needs (markdown.ts loads the Markdown and highlighting bundle).
 export { imageRefusal, isShownImageType } from "./image.ts";
-export { kindLabel, metaPhrases, NOTICE_LABELS, noticeLabel, roleLabel, whoOf } from "./labels.ts";
+export {
+  harnessLabel,
+  kindLabel,
+  metaPhrases,
+  NOTICE_LABELS,
+  noticeLabel,
+  roleLabel,
+  whoOf,
+} from "./labels.ts";
 export { languageOfPath } from "./language.ts";
 export {
   codeNode,

@@ -70,3 +70,10 @@ export function metaPhrases(part: { meta?: PartMeta | undefined }): string[] {
   if (m.line !== undefined) out.push(`line ${m.line}`);
   return out;
 }
+
+/** A harness as people name it ("Claude Code" for `claude-code`); "" for none. */
+export function harnessLabel(harness: string | null | undefined): string {
+  if (harness === "claude-code") return "Claude Code";
+  if (harness === "pi") return "Pi";
+  return typeof harness === "string" ? harness : "";
+}

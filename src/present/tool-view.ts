@@ -1,6 +1,7 @@
 // How a tool call reads to a person, without the DOM: edit as a line diff, write as the file
-// highlighted by its extension, bash as a command line, read as path and range, others as
-// formatted JSON; and when output folds. The Console and the exports share these.
+// highlighted by its extension, bash as a command line, read as path and range (Pi's tools and
+// Claude Code's Edit/MultiEdit/Write/Bash/Read alike), others as formatted JSON; and when output
+// folds. The Console and the exports share these.
 import { languageOfPath } from "./language.ts";
 
 /** Tool output longer than this many lines starts folded, with its line count shown. */
@@ -32,6 +33,8 @@ export function toolCallView(name: string, argsText: string): ToolCallView {
   }
   const json: ToolCallView = { kind: "json", text: JSON.stringify(args, null, 2) };
   if (!isRecord(args)) return json;
+  const claude = claudeView(name, args);
+  if (claude !== undefined) return claude ?? json;
   const path = typeof args.path === "string" ? args.path : null;
   switch (name) {
     case "edit": {
@@ -50,6 +53,39 @@ export function toolCallView(name: string, argsText: string): ToolCallView {
       return { kind: "read", path, offset: numberOr(args.offset), limit: numberOr(args.limit) };
     default:
       return json;
+  }
+}
+
+/**
+ * Claude Code's own tools (capitalized names, `file_path`, `old_string`/`new_string`, a Bash
+ * timeout in milliseconds) as the same views; null when the arguments do not fit the tool (shown
+ * as JSON), undefined when the name is not one of them.
+ */
+function claudeView(name: string, args: Record<string, unknown>): ToolCallView | null | undefined {
+  const path = typeof args.file_path === "string" ? args.file_path : null;
+  switch (name) {
+    case "Edit":
+    case "MultiEdit": {
+      const edits: unknown[] = Array.isArray(args.edits) ? args.edits : [args];
+      const pairs = edits.map((e) =>
+        isRecord(e) ? { oldText: e.old_string, newText: e.new_string } : e,
+      );
+      if (path === null || pairs.length === 0 || !pairs.every(isEdit)) return null;
+      return { kind: "edit", path, hunks: pairs.map((e) => lineDiff(e.oldText, e.newText)) };
+    }
+    case "Write":
+      if (path === null || typeof args.content !== "string") return null;
+      return { kind: "write", path, content: args.content, lang: languageOfPath(path) };
+    case "Bash": {
+      if (typeof args.command !== "string") return null;
+      const ms = numberOr(args.timeout);
+      return { kind: "bash", command: args.command, timeout: ms === null ? null : ms / 1000 };
+    }
+    case "Read":
+      if (path === null) return null;
+      return { kind: "read", path, offset: numberOr(args.offset), limit: numberOr(args.limit) };
+    default:
+      return undefined;
   }
 }
 

@@ -62,6 +62,11 @@ export type ToolResultBlock = {
   toolCallId: string;
   toolName: string;
   isError: boolean;
+  /**
+   * A subagent's transcript (the conversation id to open) when the call ran one: Claude Code's
+   * Agent/Task tool. Absent otherwise.
+   */
+  transcript?: string;
 };
 export type ImageBlock = Body & { type: "image"; mimeType: string; data: string };
 export type BashBlock = Body & {

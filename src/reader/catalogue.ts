@@ -4,22 +4,20 @@
 // its first and last 64 KiB (header, title), never the whole file.
 
 import type { BigIntStats } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import type {
   Catalogue,
   CatalogueRow,
   ReaderRefusalCode,
   RefusedRoot,
 } from "../protocol/chat-01.ts";
-import { toChatId } from "../protocol/chat-01.ts";
-import { parseHeader } from "./pi.ts";
-import { expandRoots } from "./pi-store.ts";
+import { expandRoots } from "./expand.ts";
+import { harnessOf } from "./harness/index.ts";
 import { isRefusal, Refusal } from "./refusal.ts";
 import {
   closeDirectory,
   closeFile,
   type DirHandle,
-  isSessionFileName,
   listDirectory,
   lstatIn,
   openFileIn,
@@ -27,34 +25,34 @@ import {
   readRange,
 } from "./safe-fs.ts";
 import {
+  CLAUDE_HARNESS,
   conversationIdOf,
   engineStartedAtFor,
-  type PiRoot,
+  type FileRoot,
+  PI_HARNESS,
   type Root,
-  STORE_SEAT,
   type UnsupportedRoot,
   unsupportedRowId,
 } from "./sources.ts";
 
 const HEAD_BYTES = 64 * 1024;
 const HEADER_MAX = 1024 * 1024;
-const TITLE_CHARS = 120;
 
 /**
- * Lists a Pi root's session file names through the descriptor of its sessions directory, reached
+ * Lists a root's session file names (`everything`: all its entries) through the descriptor of its sessions directory, reached
  * by a walk that follows no link below the project root (safe-fs.ts).
  */
-export function listRoot(root: PiRoot): { names: string[] } {
+export function listRoot(root: FileRoot, everything = false): { names: string[] } {
   const dir = openSessionsDirectory(root.projectRoot, root.sessionsDir);
   try {
-    return { names: namesIn(dir) };
+    return { names: everything ? listDirectory(dir) : namesIn(root, dir) };
   } finally {
     closeDirectory(dir);
   }
 }
 
-function namesIn(dir: DirHandle): string[] {
-  return listDirectory(dir).filter(isSessionFileName).sort();
+function namesIn(root: FileRoot, dir: DirHandle): string[] {
+  return harnessOf(root).sessionNames(listDirectory(dir));
 }
 
 type Cached = { stamp: string; row: CatalogueRow };
@@ -71,8 +69,8 @@ export function readCatalogue(roots: Root[], cache: Map<string, Cached>, now: Da
   for (const root of expandRoots(roots)) {
     if (root.kind === "refused-store") {
       refusedRoots.push({
-        project: root.storeDir,
-        seat: STORE_SEAT,
+        project: root.project,
+        seat: root.seat,
         code: root.refusal.code as ReaderRefusalCode,
         message: root.refusal.message,
       });
@@ -89,12 +87,10 @@ export function readCatalogue(roots: Root[], cache: Map<string, Cached>, now: Da
     let dir: DirHandle | undefined;
     try {
       dir = openSessionsDirectory(root.projectRoot, root.sessionsDir);
-      const names = namesIn(dir);
+      const names = namesIn(root, dir);
       // Every row is read through the same directory descriptor as the listing.
       const at = dir;
-      const rows = names.map((name) => rowFor(root, at, name, cache));
-      for (const name of names) seen.add(join(root.sessionsDir, name));
-      conversations.push(...rows);
+      conversations.push(...names.map((name) => rowFor(root, at, name, cache, seen)));
     } catch (e) {
       if (!isRefusal(e)) throw e;
       refusedRoots.push({
@@ -112,7 +108,7 @@ export function readCatalogue(roots: Root[], cache: Map<string, Cached>, now: Da
 }
 
 function emptyRow(
-  root: PiRoot | UnsupportedRoot,
+  root: FileRoot | UnsupportedRoot,
   conversation: string,
   fileName: string | null,
 ): CatalogueRow {
@@ -128,18 +124,22 @@ function emptyRow(
     engineStartedAt: null,
     title: null,
     unsupportedReason: null,
-    harness: root.kind === "pi" ? "pi" : root.harness,
+    harness:
+      root.kind === "pi" ? PI_HARNESS : root.kind === "claude" ? CLAUDE_HARNESS : root.harness,
   };
 }
 
 function rowFor(
-  root: PiRoot,
+  root: FileRoot,
   dir: DirHandle,
   name: string,
   cache: Map<string, Cached>,
+  seen: Set<string>,
 ): CatalogueRow {
-  const path = join(root.sessionsDir, name);
   const row = emptyRow(root, conversationIdOf(root, name), name);
+  // Keyed by the id too: one folder approved two ways (a store, a seat) gives two rows.
+  const path = `${row.conversation}\0${join(root.sessionsDir, name)}`;
+  seen.add(path);
   let st: BigIntStats;
   try {
     st = lstatIn(dir, name, "The session file");
@@ -169,7 +169,7 @@ function refusedRow(row: CatalogueRow, r: Refusal): CatalogueRow {
 
 /** Header and title from the first and last 64 KiB; the file must still be the lstat'ed one. */
 function readHead(
-  root: PiRoot,
+  root: FileRoot,
   dir: DirHandle,
   fileName: string,
   st: BigIntStats,
@@ -199,27 +199,26 @@ function readHead(
       head = readRange(fd, 0, Math.min(size, HEADER_MAX));
     const lastNl = head.lastIndexOf(0x0a);
     const whole = head.subarray(0, lastNl + 1);
-    const header = parseHeader(whole, lastNl + 1 < head.length || size > head.length, root);
-    const createdAt = header.timestamp;
-    let name = findSessionName(whole);
+    let tail: Buffer | null = null;
     if (size > whole.length) {
       // The tail starts where the head's whole lines end, or 64 KiB before the end: a line that
       // straddles the head's edge is read whole, and a tail that starts mid-line skips that line.
       const tailStart = Math.max(whole.length, size - HEAD_BYTES);
-      const tail = readRange(fd, tailStart, size - tailStart);
-      const nl = tail.indexOf(0x0a);
+      const bytes = readRange(fd, tailStart, size - tailStart);
+      const nl = bytes.indexOf(0x0a);
       const from = tailStart === whole.length ? 0 : nl + 1;
-      const end = tail.lastIndexOf(0x0a) + 1;
-      if (nl >= 0 && end > from) name = findSessionName(tail.subarray(from, end)) ?? name;
+      const end = bytes.lastIndexOf(0x0a) + 1;
+      if (nl >= 0 && end > from) tail = bytes.subarray(from, end);
     }
+    const partial = lastNl + 1 < head.length || size > head.length;
+    const facts = harnessOf(root).describe(whole, partial, tail, root);
     return {
       ...row,
-      // In Pi's store the project is the header's cwd, now that it is known to match.
-      ...(root.store ? { project: resolve(header.cwd) } : {}),
-      sessionId: toChatId(header.id),
-      createdAt,
-      engineStartedAt: recordedTime(engineStartedAtFor(root, createdAt)),
-      title: name ?? findFirstUserText(whole),
+      ...(facts.project === undefined ? {} : { project: facts.project }),
+      sessionId: facts.sessionId,
+      createdAt: facts.createdAt,
+      engineStartedAt: recordedTime(engineStartedAtFor(root, facts.createdAt)),
+      title: facts.title,
     };
   } catch (e) {
     if (isRefusal(e)) return refusedRow(row, e);
@@ -235,72 +234,4 @@ function readHead(
  */
 function recordedTime(t: string | null): string | null {
   return t !== null && t.length <= 256 ? t : null;
-}
-
-function* lines(buf: Buffer, needle: string): Generator<Record<string, unknown>> {
-  let start = 0;
-  while (start < buf.length) {
-    let end = buf.indexOf(0x0a, start);
-    if (end < 0) end = buf.length;
-    const hit = buf.indexOf(needle, start);
-    if (hit >= 0 && hit < end) {
-      try {
-        const v: unknown = JSON.parse(buf.toString("utf8", start, end));
-        if (typeof v === "object" && v !== null && !Array.isArray(v))
-          yield v as Record<string, unknown>;
-      } catch {
-        // A malformed line has no title to give.
-      }
-    } else if (hit < 0) {
-      return;
-    }
-    start = end + 1;
-  }
-}
-
-/** The latest session_info name, as Pi's getSessionName (SM:861-872); "" clears it. */
-function findSessionName(buf: Buffer): string | null | undefined {
-  let name: string | null | undefined;
-  for (const obj of lines(buf, '"session_info"')) {
-    if (obj.type !== "session_info") continue;
-    const n = typeof obj.name === "string" ? obj.name.replace(/\s+/g, " ").trim() : "";
-    name = n === "" ? null : clip(n);
-  }
-  return name === null ? undefined : name;
-}
-
-function findFirstUserText(buf: Buffer): string | null {
-  for (const obj of lines(buf, '"user"')) {
-    const m = obj.message;
-    if (obj.type !== "message" || typeof m !== "object" || m === null) continue;
-    const msg = m as Record<string, unknown>;
-    if (msg.role !== "user") continue;
-    const c = msg.content;
-    let text = typeof c === "string" ? c : "";
-    if (Array.isArray(c)) {
-      for (const item of c) {
-        if (
-          typeof item === "object" &&
-          item !== null &&
-          (item as { type?: unknown }).type === "text"
-        ) {
-          const t = (item as { text?: unknown }).text;
-          if (typeof t === "string") {
-            text = t;
-            break;
-          }
-        }
-      }
-    }
-    text = text.replace(/\s+/g, " ").trim();
-    if (text) return clip(text);
-  }
-  return null;
-}
-
-/** A title-length prefix, cut on a code point boundary. */
-function clip(s: string): string {
-  // This many UTF-16 units hold at least TITLE_CHARS + 1 code points: enough to know to clip.
-  const cps = Array.from(s.slice(0, (TITLE_CHARS + 1) * 2));
-  return cps.length > TITLE_CHARS ? `${cps.slice(0, TITLE_CHARS).join("")}…` : cps.join("");
 }

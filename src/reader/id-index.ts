@@ -2,7 +2,7 @@
 // units (FNV-1a). It replaces a Map<string, EntryRec>, whose insertions and lookups took about
 // 2 µs each at a few million short hex ids (V8's string hashing of such keys collides), making
 // a file of millions of tiny entries take tens of seconds to index; this takes a few hundred ms.
-import type { EntryTable } from "./pi.ts";
+import type { EntryTable } from "./entries.ts";
 
 function hashOf(id: string): number {
   let h = 0x811c9dc5;

@@ -4,7 +4,14 @@
 // notice. Held as one Int32Array (an entry index, or a notice as -1 - its number), and made into
 // objects only for the items a page renders.
 import { createHash, type Hash } from "node:crypto";
-import { type EntryRec, type EntryTable, entryAt, keyOf, type LineNotice, roomFor } from "./pi.ts";
+import {
+  type EntryRec,
+  type EntryTable,
+  entryAt,
+  keyOf,
+  type LineNotice,
+  roomFor,
+} from "./entries.ts";
 import { LOOP, leafOf, MISSING_PARENT, type ParsedSession } from "./tree.ts";
 import { work } from "./work.ts";
 

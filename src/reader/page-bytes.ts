@@ -4,9 +4,9 @@
 // time, by an fstat after the reads that still shows it. Windows are kept for the next calls
 // (bytes proved once are the snapshot's for good), 4 MiB for the whole reader.
 import { BLOCK, blocksOf } from "./block-tags.ts";
+import type { EntryRec } from "./entries.ts";
 import { readWindow, windowBytes, windowHolds } from "./file-pass.ts";
 import type { Item } from "./items.ts";
-import type { EntryRec } from "./pi.ts";
 import { type FileIdentity, type OpenFile, statOpenFile } from "./safe-fs.ts";
 import { type ByteProof, replaced, type SnapshotData } from "./snapshot.ts";
 

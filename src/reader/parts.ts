@@ -1,9 +1,17 @@
 // CHAT-01 limits (seed: Pages): strings cut into fragments of at most 262,144 characters and
 // 1 MiB of JSON, never inside a surrogate pair; at most 64 blocks and 4 MiB per part, so one
 // part always fits a page; at most 100 parts and 8 MiB per page. Nothing is clipped.
-import type { Block, Part } from "../protocol/chat-01.ts";
+import type { Block, Part, PartKind, PartMeta, Role } from "../protocol/chat-01.ts";
 import { LIMITS } from "../protocol/chat-01.ts";
-import type { DraftPart } from "./blocks.ts";
+
+/** A part before it is sized: what a harness renders an entry into. */
+export type DraftPart = {
+  kind: PartKind;
+  role?: Role;
+  timestamp?: string;
+  meta?: PartMeta;
+  blocks: Block[];
+};
 
 /** Room left in a fragment's 1 MiB for the block around the string (small fields ≤ 1024 chars). */
 const FRAGMENT_STRING_JSON_MAX = LIMITS.fragmentJsonBytes - 16 * 1024;
@@ -118,20 +126,29 @@ export function sourceBound(lineBytes: number, draft: DraftPart): number | null 
  * The parts of one entry: its blocks fragmented and grouped, at most 64 blocks and 4 MiB of
  * JSON each. Every part after the first says `continues: true`. An entry with no blocks still
  * has one (empty) part, so a message without content is visible. `bound`, from sourceBound,
- * says the whole entry fits one part of at most that many bytes, with no string to cut.
+ * says the whole entry fits one part of at most that many bytes, with no string to cut. Parts
+ * are numbered from `first`: an entry drafted from several lines (a Claude reply's chunks)
+ * continues its earlier lines' parts, and every part from a later line continues.
  */
-export function toParts(entry: string, draft: DraftPart, bound: number | null = null): SizedPart[] {
+export function toParts(
+  entry: string,
+  draft: DraftPart,
+  bound: number | null = null,
+  first = 0,
+): SizedPart[] {
   if (bound !== null) {
-    const part: Part = { id: `${entry}.0`, ...headOf(entry, draft), blocks: draft.blocks };
+    const part: Part = { id: `${entry}.${first}`, ...headOf(entry, draft), blocks: draft.blocks };
+    if (first > 0) part.continues = true;
     return [{ part, bytes: bound }];
   }
   const head = headOf(entry, draft);
-  const envelope = jsonBytes({ id: `${entry}.0000`, continues: true, ...head, blocks: [] });
+  // Room for any part number (ten digits), so how an entry splits never depends on `first`.
+  const envelope = jsonBytes({ id: `${entry}.0000000000`, continues: true, ...head, blocks: [] });
   const out: SizedPart[] = [];
   let blocks: Block[] = [];
   let bytes = envelope;
   const flush = () => {
-    const index = out.length;
+    const index = first + out.length;
     const part: Part = { id: `${entry}.${index}`, ...head, blocks };
     if (index > 0) part.continues = true;
     out.push({ part, bytes });

@@ -13,13 +13,15 @@ import type {
 import { listRoot, readCatalogue } from "./catalogue.ts";
 import type { PrefixCheck, ProofPolicy } from "./change-time.ts";
 import { type Binding, type CursorState, CursorStore } from "./cursors.ts";
+import type { EntryRec } from "./entries.ts";
+import { approvalKey, expandRoots } from "./expand.ts";
+import { listAgentFiles } from "./harness/claude-code/store.ts";
+import { harnessOf } from "./harness/index.ts";
 import { type BranchItems, branchItems, extendBranchItems } from "./items.ts";
 import { PageBytes, WindowCache } from "./page-bytes.ts";
 import { ParseCache, type Parsed } from "./parse-cache.ts";
 import { ExtendedParse, FreshParse } from "./parse-sink.ts";
 import { fillPage, type Position, type SizedPart } from "./parts.ts";
-import { entryObject } from "./pi.ts";
-import { approvalKey, expandRoots } from "./pi-store.ts";
 import { isRefusal, Refusal } from "./refusal.ts";
 import { createItemRenderer } from "./render.ts";
 import { closeFile, type FileIdentity, openSessionFile } from "./safe-fs.ts";
@@ -33,7 +35,13 @@ import {
   type Sinks,
   type Verified,
 } from "./snapshot.ts";
-import { conversationIdOf, type PiRoot, type Root, unsupportedRowId } from "./sources.ts";
+import {
+  type ClaudeRoot,
+  conversationIdOf,
+  type FileRoot,
+  type Root,
+  unsupportedRowId,
+} from "./sources.ts";
 import { branchName, defaultBranch, findBranch } from "./tree.ts";
 import { viewFor } from "./view.ts";
 
@@ -101,28 +109,27 @@ export function createReader(options: ReaderOptions): Reader {
     ...(options.cursorTtlMs === undefined ? {} : { ttlMs: options.cursorTtlMs }),
   });
   const rowCache = new Map<string, { stamp: string; row: CatalogueRow }>();
-  const located = new Map<string, { key: string; root: PiRoot; name: string }>();
+  const located = new Map<string, { key: string; root: FileRoot; name: string }>();
   const parses = new ParseCache();
   const windows = new WindowCache();
   const renderItem = createItemRenderer();
   const currentRoots = (): Root[] =>
     typeof options.roots === "function" ? options.roots() : options.roots;
 
-  function locate(conversation: string): { root: PiRoot; name: string } {
+  function locate(conversation: string): { root: FileRoot; name: string } {
     const roots = currentRoots();
     const remembered = located.get(conversation);
     if (remembered) {
       const approver = roots.find((r) => approvalKey(r) === remembered.key);
-      // A repository root is taken as it is now (its registrations may have changed); a store
-      // directory is rebuilt from its store, which is approved still.
+      // A repository root is taken as it is now (its registrations may have changed); a folder
+      // listed from a store or a Claude seat is rebuilt from it, which is approved still.
       if (approver?.kind === "pi") return { root: approver, name: remembered.name };
-      if (approver?.kind === "pi-store") return { root: remembered.root, name: remembered.name };
+      if (approver) return { root: remembered.root, name: remembered.name };
     }
+    const claude: { root: ClaudeRoot; names: string[] }[] = [];
     for (const root of expandRoots(roots)) {
       if (root.kind === "refused-store") {
-        if (remembered?.key === approvalKey({ kind: "pi-store", storeDir: root.storeDir })) {
-          throw root.refusal;
-        }
+        if (remembered?.key === root.key) throw root.refusal;
         continue;
       }
       if (root.kind === "unsupported") {
@@ -149,6 +156,16 @@ export function createReader(options: ReaderOptions): Reader {
           return { root, name };
         }
       }
+      if (root.kind === "claude") claude.push({ root, names: listRoot(root, true).names });
+    }
+    // Not a session: a subagent's transcript, reached from its Agent call (not a catalogue row).
+    for (const { root, names } of claude) {
+      for (const agent of listAgentFiles(root, names)) {
+        if (conversationIdOf(agent.root, agent.name) === conversation) {
+          located.set(conversation, { key: approvalKey(root), ...agent });
+          return agent;
+        }
+      }
     }
     if (remembered) {
       throw new Refusal(
@@ -167,7 +184,7 @@ export function createReader(options: ReaderOptions): Reader {
    * bytes were parsed before), else what the read's sink parsed — the file from its start, or
    * `prev` (the parse of the snapshot it continues) extended with the lines appended.
    */
-  function adopt(v: Verified<Sink>, root: PiRoot, prev?: Parsed): Parsed {
+  function adopt(v: Verified<Sink>, root: FileRoot, prev?: Parsed): Parsed {
     const { data, sink } = v;
     const hit = parses.get(cacheKey(root), data);
     if (hit) {
@@ -191,9 +208,11 @@ export function createReader(options: ReaderOptions): Reader {
   }
 
   /** Sinks for a read of a file under `root`: from its start, or continuing `prev`'s parse. */
-  function sinksFor(root: PiRoot, prev: Parsed | undefined): Sinks<Sink> {
+  function sinksFor(root: FileRoot, prev: Parsed | undefined): Sinks<Sink> {
+    // Every harness's file is read by the same passes; only its format parses the lines.
+    const format = harnessOf(root).format(root);
     return {
-      fresh: () => new FreshParse(root),
+      fresh: () => new FreshParse(format),
       extend: () => {
         if (!prev) throw new Error("no parse to extend");
         return new ExtendedParse(prev.session);
@@ -227,9 +246,10 @@ export function createReader(options: ReaderOptions): Reader {
     start: Position,
     incomplete: boolean,
   ): ReadResult {
+    const lines = (rec: EntryRec) => bytes.entry(rec);
     const partsOf = (i: number): SizedPart[] => {
       const { buf, item } = bytes.item(items.at(i));
-      return renderItem(buf, item);
+      return renderItem(parsed.session, buf, item, lines);
     };
     const { parts, next } = fillPage(items.length, start, partsOf);
     const pinned = {
@@ -269,10 +289,7 @@ export function createReader(options: ReaderOptions): Reader {
       page,
       cursor,
       follow,
-      view: viewFor(parsed.session, shown, incomplete, (rec) => {
-        const line = bytes.entry(rec);
-        return entryObject(line.buf, line.rec);
-      }),
+      view: viewFor(parsed.session, shown, incomplete, lines),
     };
   }
 
@@ -331,7 +348,7 @@ export function createReader(options: ReaderOptions): Reader {
     }
   }
 
-  function resume(state: CursorState, root: PiRoot, name: string, binding: Binding): ReadResult {
+  function resume(state: CursorState, root: FileRoot, name: string, binding: Binding): ReadResult {
     const pinned = { dev: state.dev, ino: state.ino, snapshot: state.record.snapshot };
     const file = openSessionFile(root.projectRoot, root.sessionsDir, name);
     try {
@@ -396,7 +413,9 @@ export function createReader(options: ReaderOptions): Reader {
  * The parse cache's key for a root: the project root (its header check depends on nothing else),
  * or, in Pi's store, the directory (the check is against its name).
  */
-function cacheKey(root: PiRoot): string {
+function cacheKey(root: FileRoot): string {
+  // A Claude folder's parse names its agents' conversations by the folder's identity.
+  if (root.kind === "claude") return JSON.stringify([...root.identity, root.sessionsDir]);
   return root.store ? root.sessionsDir : root.projectRoot;
 }
 

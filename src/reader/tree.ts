@@ -3,20 +3,19 @@
 // entry lines), and branches are columns too: a file of millions of tiny entries or roots costs
 // a few words per entry, and no step walks more than linear work (no per-branch depth walk).
 import { toChatId } from "../protocol/chat-01.ts";
-import { IdIndex } from "./id-index.ts";
 import {
-  continuedScan,
+  type EntryLines,
   type EntryRec,
   entryAt,
-  firstScan,
-  type Header,
   type LineNotice,
   roomFor,
+  type Scanner,
   type ScanState,
-  scanLines,
-  sharedScan,
+  type SessionHead,
   trimTable,
-} from "./pi.ts";
+} from "./entries.ts";
+import { IdIndex } from "./id-index.ts";
+import type { SizedPart } from "./parts.ts";
 import { work } from "./work.ts";
 
 export const ROOT = 1;
@@ -72,8 +71,28 @@ type Columns = {
 /** More missing parent ids than this and a follow parses the tree again instead. */
 const MISSING_MAX = 65_536;
 
+/**
+ * How a harness shows its entry rows (the shared code renders notices, views and pages; the
+ * harness knows what a row says). Methods, so a harness's own session shape stands in.
+ */
+export interface RowFormat {
+  /** The CHAT-01 entry (`n.<id>`) the parts of row `row` belong to, as views name leaves. */
+  entryKey(s: ParsedSession, row: number): string;
+  /**
+   * The parts of an entry row (none for a hidden one): `rec`'s range is its line in `buf`;
+   * `lines` reads any other row's line (rows hold offsets in the snapshot), proved as a page's.
+   */
+  render(s: ParsedSession, buf: Buffer, rec: EntryRec, lines: EntryLines): SizedPart[];
+  /** The text a branch starting at this row is labelled by, or null (no text, or hidden). */
+  labelText(s: ParsedSession, buf: Buffer, rec: EntryRec, lines: EntryLines): string | null;
+}
+
 export type ParsedSession = {
-  header: Header;
+  header: SessionHead;
+  /** The harness's scan, which a follow continues (extendSession). */
+  scanner: Scanner;
+  /** The harness's rendering of its rows. */
+  rows: RowFormat;
   scan: ScanState;
   /** Per entry index: 1 when it wins its id (a later duplicate replaces the earlier, SM:694). */
   wins: Uint8Array;
@@ -102,15 +121,30 @@ export type ParsedSession = {
   forkChildren?: { offsets: Int32Array; list: Int32Array };
 };
 
-/** Indexes a snapshot that starts with a valid header (see parseHeader). */
-export function parseSession(buf: Buffer, header: Header): ParsedSession {
-  return indexScan(header, scanLines(buf, header, firstScan(buf)));
+/** Indexes a whole snapshot whose head the harness accepted, with the harness's scan. */
+export function parseSession<H extends SessionHead, S extends ScanState>(
+  buf: Buffer,
+  header: H,
+  scanner: Scanner<H, S>,
+  rows: RowFormat,
+): ParsedSession {
+  return indexScan(
+    header,
+    scanner,
+    rows,
+    scanner.lines(buf, header, scanner.first(buf, header), 0),
+  );
 }
 
-/** Indexes a finished scan of a whole snapshot (scanned in steps: scanLines with a base). */
-export function indexScan(header: Header, scan: ScanState): ParsedSession {
+/** Indexes a finished scan of a whole snapshot (scanned in steps: parse-sink.ts FreshParse). */
+export function indexScan<H extends SessionHead, S extends ScanState>(
+  header: H,
+  scanner: Scanner<H, S>,
+  rows: RowFormat,
+  scan: S,
+): ParsedSession {
   trimTable(scan.entries);
-  return indexEntries(header, scan);
+  return indexEntries({ header, scanner, rows }, scan);
 }
 
 /**
@@ -122,9 +156,9 @@ export function indexScan(header: Header, scan: ScanState): ParsedSession {
  * extension of the same parse) the tree is built again over a copy.
  */
 export function extendSession(prev: ParsedSession, buf: Buffer, base = 0): ParsedSession {
-  const scan = beginExtension(prev);
-  scanLines(buf, prev.header, scan.scan, base);
-  return finishExtension(prev, scan);
+  const ext = beginExtension(prev);
+  prev.scanner.lines(buf, prev.header, ext.scan, base);
+  return finishExtension(prev, ext);
 }
 
 /** An extension of `prev` under way: the appended lines are scanned into `scan` in steps. */
@@ -133,8 +167,9 @@ export type Extension = { scan: ScanState; shared: boolean };
 /** Starts extending `prev` (extendSession in steps: scanLines, then finishExtension). */
 export function beginExtension(prev: ParsedSession): Extension {
   const c = prev.cols;
-  const shared = c.tip === prev.scan.entries.count ? sharedScan(prev.scan) : null;
-  if (!shared) return { scan: continuedScan(prev.scan), shared: false };
+  const { scanner } = prev;
+  const shared = c.tip === prev.scan.entries.count ? scanner.shared(prev.scan) : null;
+  if (!shared) return { scan: scanner.continued(prev.scan), shared: false };
   // Claimed: whatever happens below, no other parse may append to these columns any more.
   c.tip = -1;
   return { scan: shared, shared: true };
@@ -144,10 +179,10 @@ export function finishExtension(prev: ParsedSession, ext: Extension): ParsedSess
   if (ext.shared) {
     const extended = extendInPlace(prev, ext.scan);
     if (extended) return extended;
-    return indexEntries(prev.header, ext.scan);
+    return indexEntries(prev, ext.scan);
   }
   trimTable(ext.scan.entries);
-  return indexEntries(prev.header, ext.scan);
+  return indexEntries(prev, ext.scan);
 }
 
 /** Room for `n` rows with a little to spare, so the next follow appends without copying. */
@@ -235,11 +270,14 @@ function extendInPlace(prev: ParsedSession, scan: ScanState): ParsedSession | nu
     c.hasChild[p] = 1;
   }
   c.tip = n;
-  return sessionOf(prev.header, scan, c, count, prev.main);
+  return sessionOf(prev, scan, c, count, prev.main);
 }
 
+/** What a parse takes from its harness and keeps through its follows. */
+type Format = Pick<ParsedSession, "header" | "scanner" | "rows">;
+
 function sessionOf(
-  header: Header,
+  format: Format,
   scan: ScanState,
   c: Columns,
   branchCount: number,
@@ -249,13 +287,15 @@ function sessionOf(
   const n = table.count;
   const { byId } = c;
   return {
-    header,
+    header: format.header,
+    scanner: format.scanner,
+    rows: format.rows,
     scan,
     wins: c.wins,
     byId: { get: (id) => byId.get(id, n) },
     lineNotices: scan.lineNotices,
     noticeCount: scan.notices,
-    defaultLeaf: n > 0 ? entryAt(table, n - 1) : null,
+    defaultLeaf: leafRowOf(scan, n) >= 0 ? entryAt(table, leafRowOf(scan, n)) : null,
     parent: c.parent,
     rootKind: c.rootKind,
     branchOf: c.branchOf,
@@ -264,6 +304,11 @@ function sessionOf(
     main,
     cols: c,
   };
+}
+
+/** The default leaf's row: the harness's, else the last entry in file order (SM:695). */
+function leafRowOf(scan: ScanState, n: number): number {
+  return scan.leaf === undefined ? n - 1 : Math.min(scan.leaf, n - 1);
 }
 
 /** The leaf of branch `b` in this parse (the columns may hold a longer parse's). */
@@ -284,7 +329,7 @@ export function depthOf(s: ParsedSession, b: number): number {
   return d;
 }
 
-function indexEntries(header: Header, scan: ScanState): ParsedSession {
+function indexEntries(format: Format, scan: ScanState): ParsedSession {
   const table = scan.entries;
   const n = table.count;
   work.rowsIndexed += n;
@@ -399,7 +444,7 @@ function indexEntries(header: Header, scan: ScanState): ParsedSession {
     missing,
     tip: n,
   };
-  return sessionOf(header, scan, cols, count, main);
+  return sessionOf(format, scan, cols, count, main);
 }
 
 /**

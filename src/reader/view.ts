@@ -5,19 +5,15 @@
 // the branches it forks from (nearest first), then the others in file order. `branchCount` says how many exist;
 // any branch opens by its name (`b.<entry id>`) whether listed or not.
 import { type BranchInfo, LIMITS, type View } from "../protocol/chat-01.ts";
-import { renderEntry } from "./blocks.ts";
-import { type EntryRec, entryAt, keyOf, keyOfId } from "./pi.ts";
+import { type EntryLines, entryAt } from "./entries.ts";
 import { branchName, defaultBranch, depthOf, forksOf, leafOf, type ParsedSession } from "./tree.ts";
-
-/** An entry's JSON object, parsed from the snapshot's bytes (the reader reads them on demand). */
-export type EntryObject = (rec: EntryRec) => Record<string, unknown>;
 
 /** The view of a page of branch `shown` (an index into `s.branches`). */
 export function viewFor(
   s: ParsedSession,
   shown: number,
   incomplete: boolean,
-  entry: EntryObject,
+  lines: EntryLines,
 ): View {
   const cap = LIMITS.branchesPerView;
   const picked = new Set<number>();
@@ -43,8 +39,8 @@ export function viewFor(
   const leaf = s.defaultLeaf;
   return {
     defaultBranch: branchName(s, dflt),
-    defaultLeaf: leaf ? keyOf(leaf) : null,
-    branches: [...picked].sort((a, b) => a - b).map((b) => branchInfo(s, b, entry)),
+    defaultLeaf: leaf ? s.rows.entryKey(s, leaf.index) : null,
+    branches: [...picked].sort((a, b) => a - b).map((b) => branchInfo(s, b, lines)),
     branchCount: s.branches.count,
     incomplete,
     forkedFromEarlierSession: s.header.parentSession,
@@ -52,19 +48,20 @@ export function viewFor(
   };
 }
 
-function branchInfo(s: ParsedSession, b: number, entry: EntryObject): BranchInfo {
+function branchInfo(s: ParsedSession, b: number, lines: EntryLines): BranchInfo {
   const { start, forksFrom } = s.branches;
-  const ids = s.scan.entries.ids;
-  const key = (i: number) => (i >= 0 ? keyOfId(ids[i]!) : null);
+  const key = (i: number) => (i >= 0 ? s.rows.entryKey(s, i) : null);
   const from = forksFrom[b]!;
   return {
     name: branchName(s, b),
     leaf: key(leafOf(s, b)),
     start: key(start[b]!),
     forksFrom:
-      from >= 0 ? { branch: branchName(s, s.branchOf[from]!), entry: keyOfId(ids[from]!) } : null,
+      from >= 0
+        ? { branch: branchName(s, s.branchOf[from]!), entry: s.rows.entryKey(s, from) }
+        : null,
     depth: depthOf(s, b),
-    label: labelOf(s, start[b]!, entry),
+    label: labelOf(s, start[b]!, lines),
   };
 }
 
@@ -79,7 +76,7 @@ const LABEL_LINE_MAX = 256 * 1024;
 const labels = new WeakMap<object, Map<number, string | null>>();
 
 /** A branch's label: the first words of its first entry's text, as Pi's `/tree` shows it. */
-function labelOf(s: ParsedSession, row: number, entry: EntryObject): string | null {
+function labelOf(s: ParsedSession, row: number, lines: EntryLines): string | null {
   if (row < 0) return null;
   let known = labels.get(s.cols);
   if (!known) {
@@ -91,10 +88,10 @@ function labelOf(s: ParsedSession, row: number, entry: EntryObject): string | nu
   const rec = entryAt(s.scan.entries, row);
   let label: string | null = null;
   if (rec.end - rec.start <= LABEL_LINE_MAX) {
-    const draft = renderEntry(entry(rec));
-    const block = draft?.blocks.find((x) => x.type === "text" || x.type === "bash-command");
-    const words =
-      block && "text" in block ? block.text.slice(0, 400).replace(/\s+/g, " ").trim() : "";
+    // The entry's line, read from the file again (the reader keeps no snapshot bytes).
+    const line = lines(rec);
+    const text = s.rows.labelText(s, line.buf, line.rec, lines);
+    const words = text === null ? "" : text.slice(0, 400).replace(/\s+/g, " ").trim();
     if (words.length > 0 && words.length <= LABEL_MAX) label = words;
     else if (words.length > LABEL_MAX) {
       // Never end on half a surrogate pair.

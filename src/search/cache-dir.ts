@@ -6,7 +6,7 @@ import { realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve, sep } from "node:path";
 import { ensurePrivateFolder, type PlaceWords } from "../fs/private-folder.ts";
-import type { Root } from "../reader/sources.ts";
+import { type Root, rootDirOf } from "../reader/sources.ts";
 
 export const CACHE_FOLDER = "mosaic-conversation";
 
@@ -93,7 +93,7 @@ export function whyNot(code: string): string {
 
 /** The directory a root's sessions live in: a seat's sessions directory, or Pi's whole store. */
 export function sourceDirOf(root: Root): string {
-  return root.kind === "pi-store" ? root.storeDir : root.sessionsDir;
+  return rootDirOf(root);
 }
 
 function isWithin(path: string, dir: string): boolean {

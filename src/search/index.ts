@@ -8,10 +8,10 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Catalogue, CatalogueRow } from "../protocol/chat-01.ts";
 import { listRoot } from "../reader/catalogue.ts";
-import { expandRoots } from "../reader/pi-store.ts";
+import { expandRoots } from "../reader/expand.ts";
 import { isRefusal } from "../reader/refusal.ts";
 import { closeFile, type OpenFile, openSessionFile, readRange } from "../reader/safe-fs.ts";
-import { conversationIdOf, type PiRoot, type Root } from "../reader/sources.ts";
+import { conversationIdOf, type FileRoot, isFileRoot, type Root } from "../reader/sources.ts";
 import { defaultCacheDir, prepareCacheDir, whyNot } from "./cache-dir.ts";
 import { type CatchUp, catchUpFile, dropFile, type Identity, textOf } from "./indexer.ts";
 import {
@@ -87,7 +87,7 @@ export type SearchOptions = {
   shardTuning?: ShardTuning;
 };
 
-type Located = { root: PiRoot; name: string; conversation: string };
+type Located = { root: FileRoot; name: string; conversation: string };
 
 /** Opens (or creates) the index; a refusal when the cache directory is not a safe place. */
 export function createSearch(
@@ -133,7 +133,7 @@ export function createSearch(
     });
     for (const root of expandRoots(options.roots())) {
       // A store that could not be listed, or another harness: no hits (the catalogue says why).
-      if (root.kind !== "pi") continue;
+      if (!isFileRoot(root)) continue;
       let names: string[];
       try {
         names = listRoot(root).names;
@@ -256,7 +256,7 @@ export function createSearch(
         const where = located.get(h.path);
         if (!where) continue;
         if (!open.has(h.path)) open.set(h.path, openLocated(where));
-        const text = currentText(open.get(h.path) ?? null, h);
+        const text = currentText(open.get(h.path) ?? null, h, where.root);
         if (text === null) {
           // Drop the file's rows so the catch-up reads it whole, as it is now.
           inTransaction(store, () => {
@@ -333,12 +333,12 @@ function openLocated(where: Located): OpenFile | null {
 }
 
 /** The entry's text as the file holds it now, or null when its line is not what was indexed. */
-function currentText(file: OpenFile | null, h: HitRow): string | null {
+function currentText(file: OpenFile | null, h: HitRow, root: FileRoot): string | null {
   if (file === null) return null;
   const line = readRange(file.fd, h.start, h.end - h.start);
   const digest = createHash("sha256").update(line).digest("hex").slice(0, 32);
   if (line.length !== h.end - h.start || digest !== h.hash) return null;
-  return textOf(JSON.parse(line.toString("utf8")) as Record<string, unknown>);
+  return textOf(JSON.parse(line.toString("utf8")) as Record<string, unknown>, root);
 }
 
 function refusal(code: SearchRefusalCode, message: string): SearchResult {

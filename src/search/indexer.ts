@@ -17,12 +17,15 @@ import { createHash } from "node:crypto";
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import { type Block, toChatId } from "../protocol/chat-01.ts";
-import { renderEntry } from "../reader/blocks.ts";
-import { entryAt, type Header, keyOfId, parseHeader } from "../reader/pi.ts";
+import { entryAt, keyOfId } from "../reader/entries.ts";
+import { harnessOf } from "../reader/harness/index.ts";
+import { renderEntry } from "../reader/harness/pi/blocks.ts";
+import { type Header, parseHeader } from "../reader/harness/pi/pi.ts";
+import { parsePiSession } from "../reader/harness/pi/rows.ts";
 import { isRefusal } from "../reader/refusal.ts";
 import { closeFile, openSessionFile, readRange } from "../reader/safe-fs.ts";
-import type { PiRoot } from "../reader/sources.ts";
-import { branchName, MISSING_PARENT, parseSession } from "../reader/tree.ts";
+import type { FileRoot, PiRoot } from "../reader/sources.ts";
+import { branchName, MISSING_PARENT, type ParsedSession } from "../reader/tree.ts";
 import type { FileRow, Store } from "./store.ts";
 
 /** Bytes hashed at the start and before the end of what was indexed, to notice a rewrite. */
@@ -52,7 +55,7 @@ export type Identity = { dev: string; ino: string; size: number; ctime: string }
  * caller holds a transaction (refresh batches many files in one: a commit per file would cost
  * more than the file's rows).
  */
-export function catchUpFile(store: Store, root: PiRoot, name: string): CatchUp {
+export function catchUpFile(store: Store, root: FileRoot, name: string): CatchUp {
   const path = join(root.sessionsDir, name);
   const row = store.fileByPath.get(path) as FileRow | undefined;
   let st: ReturnType<typeof lstatSync>;
@@ -84,13 +87,14 @@ export function catchUpFile(store: Store, root: PiRoot, name: string): CatchUp {
     const size = id.size;
     const identity = { dev: String(id.dev), ino: String(id.ino), ctime: String(id.ctimeNs) };
     if (row && canAppend(row, identity, size, file.fd)) {
-      if (row.roots !== WHOLE_ONLY) {
+      if (row.roots !== WHOLE_ONLY && root.kind === "pi") {
         if (indexFrom(store, file.fd, row, size, identity, false) === "irregular") {
           indexWhole(store, file.fd, row, size, identity, root);
         }
         return "appended";
       }
-      // A v1 file is read whole again, but not while all that was added is a partial line.
+      // A file read whole at each change (Pi v1, another harness), but not while all that was
+      // added is a partial line.
       if (!hasNewline(file.fd, row.size, size)) return "unchanged";
     }
     if (row) dropFile(store, row.id);
@@ -104,6 +108,11 @@ export function catchUpFile(store: Store, root: PiRoot, name: string): CatchUp {
       roots: 0,
       lastId: null,
     };
+    if (root.kind === "claude") {
+      insertRow(store, fresh);
+      indexByParse(store, file.fd, fresh, size, identity, root);
+      return "indexed";
+    }
     const header = headerOf(file.fd, size, root);
     if (header === "refused") {
       // Kept with no entries at its current size: it is not read again until it changes.
@@ -389,7 +398,7 @@ function indexWhole(
       return;
     }
   }
-  const s = parseSession(buf, header);
+  const s = parsePiSession(buf, header);
   const table = s.scan.entries;
   const v1 = header.version < 2;
   const hasChild = new Uint8Array(table.count);
@@ -423,6 +432,46 @@ function indexWhole(
   finish(store, fd, row, buf.length, size, identity);
 }
 
+/**
+ * Indexes a file of another harness whole (Claude Code's: no line-by-line naming here), named by
+ * the reader's own parse: each winning row under its branch and the entry its parts show. Read
+ * whole again on every change (WHOLE_ONLY); a file the reader refuses keeps no entries.
+ */
+function indexByParse(
+  store: Store,
+  fd: number,
+  row: FileRow,
+  size: number,
+  identity: FileIdentity,
+  root: FileRoot,
+): void {
+  clearFile(store, row.id);
+  const all = readRange(fd, 0, size);
+  const buf = all.subarray(0, all.lastIndexOf(10) + 1);
+  row.roots = WHOLE_ONLY;
+  let s: ParsedSession;
+  try {
+    s = harnessOf(root).parse(buf, buf.length < all.length, root);
+  } catch (e) {
+    if (!isRefusal(e)) throw e;
+    finish(store, fd, row, size, size, identity);
+    return;
+  }
+  const table = s.scan.entries;
+  for (let i = 0; i < table.count; i++) {
+    if (s.wins[i] === 0) continue;
+    const rec = entryAt(table, i);
+    const line = buf.subarray(rec.start, rec.end);
+    const entry = parseObject(line);
+    const text = entry === null ? "" : textOf(entry, root);
+    if (text === "") continue;
+    const ts = typeof entry?.timestamp === "string" ? entry.timestamp.slice(0, 64) : null;
+    const branch = branchName(s, s.branchOf[i]!);
+    insertEntry(store, row.id, s.rows.entryKey(s, i), branch, rec.start, line, text, ts);
+  }
+  finish(store, fd, row, buf.length, size, identity);
+}
+
 function parseObject(line: Buffer): Record<string, unknown> | null {
   try {
     const v: unknown = JSON.parse(line.toString("utf8"));
@@ -435,9 +484,12 @@ function parseObject(line: Buffer): Record<string, unknown> | null {
   }
 }
 
-/** The searchable text of an entry: what the reader shows of it, images left out. */
-export function textOf(entry: Record<string, unknown>): string {
-  const draft = renderEntry(entry);
+/**
+ * The searchable text of an entry: what the reader shows of it, images left out (`root`: read
+ * by that root's harness; Pi's otherwise).
+ */
+export function textOf(entry: Record<string, unknown>, root?: FileRoot): string {
+  const draft = root ? harnessOf(root).draftOf(entry) : renderEntry(entry);
   if (!draft) return "";
   return draft.blocks
     .map(blockText)

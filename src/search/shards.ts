@@ -12,7 +12,7 @@ import {
   receiveMessageOnPort,
   Worker,
 } from "node:worker_threads";
-import type { PiRoot } from "../reader/sources.ts";
+import type { FileRoot } from "../reader/sources.ts";
 import { type CatchUp, catchUpFile } from "./indexer.ts";
 import { inTransaction, isBusy, purgeDeleted, type Store } from "./store.ts";
 
@@ -33,7 +33,7 @@ const WORKER_URL = new URL(`./shard-worker${extname(import.meta.url)}`, import.m
 export type IndexStats = Record<CatchUp, number>;
 
 export type PendingFile = {
-  root: PiRoot;
+  root: FileRoot;
   name: string;
   path: string;
   bytes: number;
@@ -102,7 +102,7 @@ export function indexFiles(
 /** What shard-worker.ts is started with. */
 export type ShardJob = {
   dbFile: string;
-  files: { root: PiRoot; name: string; mtimeMs: number }[];
+  files: { root: FileRoot; name: string; mtimeMs: number }[];
   /** Int32 words shared with the waiting thread, indexed by FLAG. */
   signal: SharedArrayBuffer;
   port: MessagePort;

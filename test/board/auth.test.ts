@@ -394,6 +394,7 @@ describe("board login in Chromium", { skip: browserSkip }, () => {
     const flood = `<!doctype html><script>
 document.cookie = "board_session_${board.port}=tossed; path=/";
 for (let i = 0; i < 200; i++) document.cookie = "f" + i + "=" + "x".repeat(4000) + "; path=/";
+window.held = document.cookie.length;
 window.done = true;
 </script>`;
     const attacker = await serveAttacker(t, "127.0.0.1", flood);
@@ -401,13 +402,21 @@ window.done = true;
     t.after(() => evil.close());
     await evil.goto(attacker.url);
     await waitUntil(evil, "window.done === true", "the flood was written");
+    // Chromium stores a page's cookie writes asynchronously: the renderer posts each one to the
+    // network service and goes on, so a jar read right after the loop (CI: f0 to f49 of 200)
+    // sees only those stored so far. Reading document.cookie is answered on the same channel,
+    // after the writes before it, so once the page has read it back the jar holds the flood.
+    assert.ok(await evil.evaluate("window.held > 0"), "the page read its cookies back");
     const jar = await context.cookies(board.url);
     // How many the browser keeps varies (it purges in batches past its limit); what matters is
     // that it sends the board far more than node's default 16 KiB head.
     const bytes = jar.reduce((n, c) => n + c.name.length + c.value.length, 0);
     assert.ok(bytes > 256 * 1024, `the browser holds ${jar.length} cookies, ${bytes} bytes`);
 
-    const reload = await page.reload();
+    // The reload fetches some 30 files, each request carrying the whole flood (about 650 KiB of
+    // cookies): on a loaded 2-core machine that takes Chromium well over the page's 15 s, so
+    // its load event gets a deadline of its own.
+    const reload = await page.reload({ timeout: 90_000 });
     assert.equal(reload?.status(), 200, "the Console loads through the flood");
     await page.locator("#rows tr").first().waitFor();
     const acted = await steerFrom(page, "release");

@@ -170,7 +170,9 @@ export async function writeBoardFixture(t: TestContext): Promise<BoardFixture> {
       layout: "repo",
       project: beta.projectRoot,
       sessionsDir: sessionsDirOf(beta.projectRoot, "rocko"),
-      harness: "claude-code",
+      // A harness the reader has no adapter for: one unsupported row (a seat on claude-code is
+      // read as a Claude seat now, test/reader/claude-code.test.ts).
+      harness: "codex",
       startedAt: ts(0),
     },
   ];

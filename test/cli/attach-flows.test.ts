@@ -90,16 +90,23 @@ async function runFlow(t: TestContext, flow: Flow): Promise<void> {
     (s) => s.includes(REFUSED) && /^> too early$/m.test(s),
     { step: "04-operator-enter-refused" },
   );
-  // Ctrl-T: control. The draft written before it never goes out under the new controller (S4).
+  // Ctrl-T: control. The draft written before it never goes out under the new controller (S4):
+  // it is set aside, and Ctrl-R is the person's way to bring it back (issue 24 item 3).
   await op.tmux(["send-keys", "C-t"]);
   await op.waitScreen(
-    "control, saying the draft went",
+    "control, saying the draft was set aside",
     (s) =>
       firstLine(s).startsWith("controller · ") &&
       EMPTY_COMPOSER.test(s) &&
-      s.includes("you have control; your draft was cleared"),
+      s.includes("you have control; draft set aside: ^R brings it back"),
     { step: "05-operator-control" },
   );
+  await op.tmux(["send-keys", "C-r"]);
+  await op.waitScreen("the set-aside draft back", (s) => /^> too early$/m.test(s), {
+    step: "05b-operator-recall",
+  });
+  await op.tmux(["send-keys", ...Array<string>("too early".length).fill("BSpace")]);
+  await op.waitScreen("the composer emptied by hand", (s) => EMPTY_COMPOSER.test(s));
   // The observer saw the controller change: its draft was cleared (S4), it is still an observer.
   await obs.waitScreen(
     "the observer's draft cleared by the controller change",

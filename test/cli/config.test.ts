@@ -80,7 +80,7 @@ describe("cli sources", () => {
       [{ specs: [1] }, "specs[0]: expected an object"],
       [
         { specs: [{ kind: "global" }] },
-        'specs[0].kind: expected "repository", "pi-agent", "fleet" or "connector"',
+        'specs[0].kind: expected "repository", "pi-agent", "claude-code", "fleet" or "connector"',
       ],
       [{ specs: [{ ...repo, sessionsDir: "/x" }] }, 'specs[0]: unknown field "sessionsDir"'],
       [{ specs: [{ ...repo, projectRoot: 3 }] }, "specs[0].projectRoot: expected a directory path"],

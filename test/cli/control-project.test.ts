@@ -286,6 +286,35 @@ describe("conversation control on a project", { concurrency: 1 }, () => {
   });
 
   it(
+    "refuses --new on a seat another controller runs before writing anything, and says so (issue 24 item 8)",
+    REAL,
+    async (t) => {
+      const p = await project(t, "unused");
+      const args = [
+        ...["control", "--project", p.project, "--seat", "main", "--new"],
+        ...["--model", "loopback/fake-1", "--agent-from", p.agentSrc, "--state-dir", p.state],
+      ];
+      const first = startCli(t, args);
+      await started(first);
+      const sessions = sessionsDirOf(p.project, "main");
+      const before = readdirSync(sessions).sort();
+      assert.equal(before.length, 1);
+      const second = await runCli(t, args);
+      assert.equal(second.code, 1, second.stderr);
+      assert.doesNotMatch(second.stdout, /New conversation written/);
+      assert.match(second.stderr, /^refused: already-active: /m);
+      assert.match(
+        second.stderr,
+        /What to do: nothing was written; another controller runs on this seat/,
+      );
+      assert.doesNotMatch(second.stderr, /copy of it/);
+      assert.deepEqual(readdirSync(sessions).sort(), before, "no empty conversation left behind");
+      first.proc.kill("SIGTERM");
+      assert.equal((await first.exited).code, 0);
+    },
+  );
+
+  it(
     "forgets a killed controller's entry: controllers ignores and removes it, attach says so",
     REAL,
     async (t) => {

@@ -329,13 +329,13 @@ describe("conversation control", { concurrency: 4 }, () => {
           // Pinned Pi exits on EOF; the cgroup launcher proves the stop and the claim ends.
           assert.match(
             cli.stdout(),
-            /\nStopped: the engine's stop is proven; claim stopped-proven\.\n$/,
+            /\nStopped: the engine's stop is proven; the session and its seat are free for another controller \(claim stopped-proven\)\.\n$/,
           );
         } else {
           // Pinned Pi exits on EOF; the process-group launcher can't prove the stop (K2).
           assert.match(
             cli.stdout(),
-            /\nStopped: Pi exited \(code 0\), stop uncertain: the process-group launcher cannot prove a stop; claim uncertain, held until a proven stop/,
+            /\nStopped: Pi exited \(code 0\), stop uncertain: the process-group launcher cannot prove a stop; the session and its seat stay claimed until a stop is proven, as docs\/claim\.md explains \(claim uncertain\)\.\n$/,
           );
         }
       },

@@ -40,7 +40,7 @@ describe("npm start demo", () => {
   });
   after(() => rmSync(shared.base, { recursive: true, force: true }));
 
-  it("writes eight Pi conversations and an unsupported seat when the demo is written", () => {
+  it("writes eight Pi conversations and a Claude Code seat's when the demo is written", () => {
     const rows = shared.reader.catalogue().conversations;
     assert.deepEqual(
       rows.map((r) => [r.fileName, r.seat, r.unsupportedReason]).sort(),
@@ -53,10 +53,13 @@ describe("npm start demo", () => {
         ["malformed.jsonl", "main", null],
         ["review.jsonl", "review", null],
         ["tour.jsonl", "main", null],
-        [null, "claude", "unsupported-harness"],
+        ["c1a0de00-0000-4000-8000-00000000d3e0.jsonl", "claude", null],
       ].sort(),
     );
     assert.ok(rows.every((r) => r.fileName === null || (r.title ?? "").length > 0));
+    const claude = rows.find((r) => r.seat === "claude");
+    assert.equal(claude?.harness, "claude-code");
+    assert.equal(claude?.title, "Claude Code: count the tests");
   });
 
   it("opens every branch of every demo conversation without a refusal", () => {

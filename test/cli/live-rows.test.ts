@@ -120,8 +120,64 @@ describe("live rows", () => {
     await serve.waitFor("the note", (c) => /Not on this board/.test(c.stdout()), 20_000);
     const line = /^Not on this board: .*$/m.exec(serve.stdout())?.[0] ?? "";
     assert.ok(line.includes(a), line);
-    assert.ok(line.endsWith(`add: --project ${project} --seat main`), line);
+    // Another --project: one board reads one, so a second board is the command to run.
+    assert.ok(
+      line.endsWith(
+        `second board: ${prefix} serve --project ${project} --seat main --port 0 --state-dir ${state}`,
+      ),
+      line,
+    );
     serve.proc.kill("SIGTERM");
     assert.equal((await serve.exited).code, 0);
+    await runsAsPrinted(t, line, a);
+  });
+
+  it("serve's hint keeps what the board shows: Pi's default store read because none was named", async (t) => {
+    const { project, state, a } = await registered(t);
+    const agent = join(state, "..", "agent");
+    mkdirSync(join(agent, "sessions"), { recursive: true });
+    const env = { PI_CODING_AGENT_DIR: agent };
+    const serve = startCli(t, ["serve", "--state-dir", state, "--port", "0"], { env });
+    await serve.waitFor("the note", (c) => /Not on this board/.test(c.stdout()), 20_000);
+    const line = /^Not on this board: .*$/m.exec(serve.stdout())?.[0] ?? "";
+    // Issue 24 item 6: "add --project" alone would drop Pi's store; --pi keeps it.
+    assert.ok(
+      line.endsWith(
+        `run: ${prefix} serve --project ${project} --seat main --pi --port 0 --state-dir ${state}`,
+      ),
+      line,
+    );
+    serve.proc.kill("SIGTERM");
+    assert.equal((await serve.exited).code, 0);
+    await runsAsPrinted(t, line, a, env);
   });
 });
+
+const prefix = "npm run conversation --";
+
+/**
+ * The command at the end of a hint, run as printed (from the repository: `npm run
+ * conversation --`): its board names no controller it does not read, and lists `id`.
+ */
+async function runsAsPrinted(
+  t: TestContext,
+  line: string,
+  id: string,
+  env: Record<string, string> = {},
+): Promise<void> {
+  const printed = line.slice(line.lastIndexOf(`${prefix} serve `) + prefix.length + 1);
+  const args = printed.split(" ");
+  const again = startCli(t, args, { env });
+  await again.waitFor("the login line", (c) => /login\?token=/.test(c.stdout()), 20_000);
+  const url = /serving on (http:\S+)/.exec(again.stdout())?.[1] ?? "";
+  const r = await get(`${url.replace(/\/$/, "")}/api/conversations`);
+  assert.equal(r.status, 200);
+  assert.doesNotMatch(again.stdout(), /Not on this board/, again.stdout());
+  const rows = JSON.parse(r.body) as Rows;
+  assert.ok(
+    rows.conversations.some((r) => r.conversation === id),
+    "the controller's conversation is on the board",
+  );
+  again.proc.kill("SIGTERM");
+  assert.equal((await again.exited).code, 0);
+}

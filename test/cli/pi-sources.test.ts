@@ -27,7 +27,7 @@ describe("resolveSources", () => {
       notice,
       "No source named: reading Pi's sessions in /h/.pi/agent/sessions (--pi; see --help for others).",
     );
-    const viaEnv = ok(resolveSources({}, { env: { PI_CODING_AGENT_DIR: "/agent" } }));
+    const viaEnv = ok(resolveSources({}, { env: { PI_CODING_AGENT_DIR: "/agent" }, home: "/h" }));
     assert.deepEqual(viaEnv.sources.specs, [{ kind: "pi-agent", sessionsDir: "/agent/sessions" }]);
   });
 

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it, type TestContext } from "node:test";
 import { conversationId } from "../../src/index.ts";
-import { encodeCwd } from "../../src/reader/pi-store.ts";
+import { encodeCwd } from "../../src/reader/harness/pi/pi-store.ts";
 import { startFakeModel } from "../helpers/fake-model.ts";
 import { logIn } from "../helpers/login.ts";
 import {

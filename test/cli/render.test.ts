@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { createPartPrinter, formatTime, renderBlock } from "../../src/cli/render.ts";
+import {
+  createPartPrinter,
+  formatTime,
+  renderBlock,
+  renderCatalogue,
+} from "../../src/cli/render.ts";
 import { textWidth, wrapText } from "../../src/cli/wrap.ts";
 import type { Block, Part } from "../../src/index.ts";
 import { firstForbidden } from "./hostile.ts";
@@ -51,6 +56,21 @@ describe("wrapText", () => {
     const lines = wrapText("日本語".repeat(30), { width: 20 });
     assert.ok(lines.every((l) => textWidth(l) <= 20));
     assert.equal(lines[0], `${"日本語".repeat(3)}日`);
+  });
+
+  it("goes on under a line's own indentation when an indented line wraps", () => {
+    const code = `        if (s === '') return []; // ${"an empty input has no fields ".repeat(2)}`;
+    const lines = wrapText(code, { width: 40, indent: 2 });
+    assert.ok(lines.length > 2);
+    assert.ok(widest(lines) <= 40);
+    for (const l of lines)
+      assert.match(l, /^ {10}\S/, `indented as its line: ${JSON.stringify(l)}`);
+    // An indentation that would leave less than half the line is not repeated.
+    const deep = wrapText(`${" ".repeat(30)}${"word ".repeat(20)}`, { width: 40 });
+    assert.ok(
+      deep.slice(1).every((l) => /^word/.test(l)),
+      deep.join("|"),
+    );
   });
 
   it("expands TAB to the next stop and keeps leading indentation when code is shown", () => {
@@ -108,17 +128,59 @@ describe("text rendering", () => {
     assert.match(out.join(""), /abc\n {2}\[only 1 of 2 fragments\]\n$/);
   });
 
-  it("shows tool arguments as key: value lines when they are a JSON object", () => {
+  it("shows another tool's arguments as key: value lines when they are a JSON object", () => {
     const lines = renderBlock(
-      { type: "tool-call", id: "t1", name: "write", text: '{"path":"a.ts","content":"x\\ny\\n"}' },
+      {
+        type: "tool-call",
+        id: "t1",
+        name: "grep",
+        text: '{"pattern":"a.ts","context":"x\\ny\\n"}',
+      },
       80,
     );
     assert.deepEqual(lines, [
-      "  [tool call: write · t1]",
-      "    path: a.ts",
-      "    content:",
+      "  [tool call: grep · t1]",
+      "    pattern: a.ts",
+      "    context:",
       "      x",
       "      y",
+    ]);
+  });
+
+  it("shows edit, write, bash and read calls as the Console does when their arguments fit", () => {
+    const edit = {
+      path: "src/parse.ts",
+      edits: [
+        {
+          oldText: "function parse(s) {\n  return s.split(',');\n}",
+          newText: "function parse(s) {\n  if (s === '') return [];\n  return s.split(',');\n}",
+        },
+        { oldText: "a", newText: "b" },
+      ],
+    };
+    const call = (name: string, args: object) =>
+      renderBlock({ type: "tool-call", id: "t1", name, text: JSON.stringify(args) }, 80).slice(1);
+    assert.deepEqual(call("edit", edit), [
+      "    edit src/parse.ts",
+      "      function parse(s) {",
+      "    +   if (s === '') return [];",
+      "        return s.split(',');",
+      "      }",
+      "",
+      "    - a",
+      "    + b",
+    ]);
+    assert.deepEqual(call("write", { path: "a.ts", content: "x\n  y\n" }), [
+      "    write a.ts",
+      "      x",
+      "        y",
+    ]);
+    assert.deepEqual(call("bash", { command: "ls -la", timeout: 30 }), [
+      "    $ ls -la",
+      "    (timeout 30 s)",
+    ]);
+    assert.deepEqual(call("read", { path: "a.txt", offset: 10, limit: 20 }), [
+      "    read a.txt lines 10–29",
     ]);
   });
 
@@ -130,5 +192,35 @@ describe("text rendering", () => {
     assert.ok(lines.every((l) => firstForbidden(l, true) === null));
     assert.equal(lines[0], "  [tool call: x^[[2J^Jy · t1]");
     assert.equal(lines[1], "  [image: image/png<U+202E>, 3 B]");
+  });
+});
+
+describe("renderCatalogue", () => {
+  it("breaks a row's facts only between two facts when they do not fit 80 columns", () => {
+    const row = {
+      conversation: `pi-${"a".repeat(40)}`,
+      project: "/home/me/code/infra",
+      seat: "main",
+      fileName: "s.jsonl",
+      sessionId: null,
+      createdAt: null,
+      size: 554,
+      modifiedAt: "2026-01-01T10:00:01.000Z",
+      engineStartedAt: null,
+      title: "A title",
+      unsupportedReason: null,
+      harness: "pi",
+      live: true,
+    };
+    const lines = renderCatalogue(
+      { ok: true, conversations: [row], refusedRoots: [], generatedAt: "2026-01-01T10:00:02.000Z" },
+      80,
+    );
+    assert.ok(widest(lines) <= 80);
+    assert.ok(
+      lines.includes("    live: a controller runs it now · last activity 2026-01-01 10:00:01 UTC"),
+      lines.join("\n"),
+    );
+    assert.ok(lines.includes("    554 B"), lines.join("\n"));
   });
 });

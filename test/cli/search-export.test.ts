@@ -18,7 +18,7 @@ import { after, before, describe, it } from "node:test";
 import MarkdownIt from "markdown-it";
 import { commandPrefix } from "../../src/cli/invocation.ts";
 import { hitText } from "../../src/cli/search.ts";
-import { encodeCwd } from "../../src/reader/pi-store.ts";
+import { encodeCwd } from "../../src/reader/harness/pi/pi-store.ts";
 import { QUERY_MAX_CHARS } from "../../src/search/query.ts";
 import { writeBoardFixture } from "../board/fixture.ts";
 import { writeReadingFixture } from "../board/reading-fixture.ts";
@@ -135,7 +135,6 @@ describe("conversation search and export", () => {
     for (const args of [
       ["search", "--project", project],
       ["search", "x", "--project", project, "--limit", "0"],
-      ["export", fx.conversation, "--project", project],
       ["export", fx.conversation, "--project", project, "--format", "pdf"],
       ["export", "--project", project, "--format", "md"],
     ]) {
@@ -173,6 +172,20 @@ describe("conversation search and export", () => {
       /^refused: unsafe-path: --out .* is inside the sessions directory/,
     );
     assert.ok(!existsSync(inside));
+  });
+
+  it("exports Markdown when no --format is given", async (t) => {
+    const fx = writeReadingFixture(t);
+    const project = join(fx.base, "gamma");
+    const args = ["export", fx.conversation, "--project", project];
+    const plain = await runCli(t, args);
+    assert.equal(plain.code, 0, plain.stderr);
+    assert.match(plain.stdout, /^# Reading fixture\n/);
+    const asked = await runCli(t, [...args, "--format", "md"]);
+    assert.equal(
+      plain.stdout.replace(/^.*Exported.*$/gm, ""),
+      asked.stdout.replace(/^.*Exported.*$/gm, ""),
+    );
   });
 
   it("exports a branch as Markdown, HTML and JSON when asked", async (t) => {

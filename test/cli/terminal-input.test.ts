@@ -5,6 +5,8 @@ import {
   type ComposerEffect,
   InputDecoder,
   type KeyAction,
+  NOT_CONNECTED,
+  OBSERVING,
 } from "../../src/cli/terminal-input.ts";
 import { makeVisible } from "../../src/present/visible.ts";
 import { firstForbidden } from "./hostile.ts";
@@ -188,9 +190,10 @@ describe("Composer", () => {
   it("keeps an observer's draft and answers not admitted: controller (S5)", () => {
     const c = new Composer();
     const effects = run(c, "hello\r", "observer");
-    assert.deepEqual(effects.at(-1), { type: "notice", text: "not admitted: controller" });
+    assert.deepEqual(effects.at(-1), { type: "notice", text: OBSERVING });
+    assert.match(OBSERVING, /^not admitted: controller · \^T takes control/);
     assert.equal(c.text, "hello");
-    assert.deepEqual(run(c, "\r", null).at(-1), { type: "notice", text: "not admitted: channel" });
+    assert.deepEqual(run(c, "\r", null).at(-1), { type: "notice", text: NOT_CONNECTED });
     assert.equal(c.text, "hello");
     assert.deepEqual(prompts(run(c, " world\r", "controller")), ["hello world"]);
     assert.equal(c.isEmpty, true);
@@ -209,6 +212,28 @@ describe("Composer", () => {
     // The controller left without a new generation: still a change of controller.
     assert.equal(c.observeController({ generation: 4, controllerConnection: null }), true);
     assert.equal(c.text, "");
+  });
+
+  it("sets a draft aside, never drops it, when the controller changes, and Ctrl-R brings it back", () => {
+    const c = new Composer();
+    c.observeController({ generation: 3, controllerConnection: "cn-1" });
+    run(c, "typed before taking control", "observer");
+    assert.equal(c.observeController({ generation: 4, controllerConnection: "cn-2" }), true);
+    // S4 holds: the new controller starts with a new draft, and Enter sends nothing of the old.
+    assert.equal(c.text, "");
+    assert.equal(c.hasSetAside, true);
+    assert.deepEqual(run(c, "\r", "controller"), [{ type: "none" }]);
+    // The person chooses to bring it back; Enter then sends it.
+    assert.deepEqual(run(c, "\x12", "controller").at(-1), {
+      type: "notice",
+      text: "your set-aside draft is back: Enter sends it",
+    });
+    assert.deepEqual(prompts(run(c, "\r", "controller")), ["typed before taking control"]);
+    assert.equal(c.hasSetAside, false);
+    assert.deepEqual(run(c, "\x12", "controller").at(-1), {
+      type: "notice",
+      text: "no draft set aside",
+    });
   });
 
   it("maps the control keys to the terminal's commands", () => {

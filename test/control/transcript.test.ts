@@ -9,7 +9,7 @@ import {
 } from "../../src/control/client/transcript.ts";
 import type { ControllerState, StreamEvent, Welcome } from "../../src/control/protocol.ts";
 import type { Part } from "../../src/protocol/chat-01.ts";
-import { renderEntry } from "../../src/reader/blocks.ts";
+import { renderEntry } from "../../src/reader/harness/pi/blocks.ts";
 
 // ConversationClient is what the terminal passes: it must fit the interface Transcript takes.
 const fits = (c: ConversationClient): TranscriptClient => c;

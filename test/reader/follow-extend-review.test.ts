@@ -13,10 +13,10 @@ import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { emptyTags } from "../../src/reader/block-tags.ts";
+import { parseHeader } from "../../src/reader/harness/pi/pi.ts";
+import { parsePiSession } from "../../src/reader/harness/pi/rows.ts";
 import { ParseCache } from "../../src/reader/parse-cache.ts";
-import { parseHeader } from "../../src/reader/pi.ts";
 import type { Reader, ReadResult } from "../../src/reader/reader.ts";
-import { parseSession } from "../../src/reader/tree.ts";
 import {
   assistant,
   entriesOf,
@@ -454,7 +454,7 @@ describe("the parse cache's bound, reviewed", () => {
         "",
       );
     const buf = Buffer.from(text);
-    const session = parseSession(buf, parseHeader(buf, false, { projectRoot: "/p" }));
+    const session = parsePiSession(buf, parseHeader(buf, false, { projectRoot: "/p" }));
     const stamp = { ctimeNs: 1n, size: buf.length, settled: false, whole: true };
     for (let f = 0; f < 10; f++) {
       const data = {

@@ -70,7 +70,7 @@ function onLines(file: Buffer, fn: (lines: Buffer[]) => void): Buffer {
 }
 
 /** Rewrites one line's JSON object, when it parses; other lines are left alone. */
-function onObject(
+export function onObject(
   file: Buffer,
   rng: Rng,
   fn: (obj: Record<string, unknown>, all: Record<string, unknown>[]) => void,
@@ -120,7 +120,7 @@ function encode(v: unknown): Buffer | null {
   }
 }
 
-const ODD_IDS: unknown[] = [
+export const ODD_IDS: unknown[] = [
   "__proto__",
   "constructor",
   "toString",
@@ -143,7 +143,7 @@ const ODD_IDS: unknown[] = [
   {},
 ];
 
-const ODD_NUMBERS: unknown[] = [
+export const ODD_NUMBERS: unknown[] = [
   -1,
   1.5,
   raw("1e400"),

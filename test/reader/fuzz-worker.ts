@@ -7,8 +7,9 @@ import { appendFileSync, mkdirSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parentPort, workerData } from "node:worker_threads";
-import type { ReadResult } from "../../src/index.ts";
+import type { BoardSpec, ReadResult } from "../../src/index.ts";
 import { type CheckedReader, checkedReader, rootsOf } from "../helpers/reader.ts";
+import { mutateClaude } from "./fuzz-claude-mutations.ts";
 import { appendix, mutate, type Rng, seededRng } from "./fuzz-mutations.ts";
 
 export type FuzzJob = {
@@ -20,6 +21,8 @@ export type FuzzJob = {
   seed: number;
   from: number;
   count: number;
+  /** Claude Code's files: the store read (else the seat's repository root) and its mutations. */
+  claude?: { spec: BoardSpec };
 };
 
 export type FuzzMessage =
@@ -41,12 +44,16 @@ function run(job: FuzzJob): void {
   const count = (k: string) => {
     stats[k] = (stats[k] ?? 0) + 1;
   };
-  const spec = { kind: "repository" as const, projectRoot: job.projectRoot, seat: job.seat };
+  const spec: BoardSpec = job.claude?.spec ?? {
+    kind: "repository",
+    projectRoot: job.projectRoot,
+    seat: job.seat,
+  };
   let reader: CheckedReader | null = null;
   for (let i = job.from; i < job.from + job.count; i++) {
     const rng = iterationRng(job.seed, i);
     const seed = Buffer.from(rng.pick(job.seeds));
-    const { file, applied } = mutate(seed, rng);
+    const { file, applied } = job.claude ? mutateClaude(seed, rng) : mutate(seed, rng);
     post({ type: "start", i, applied, bytes: file.length });
     for (const a of applied) count(`mutation: ${a}`);
     const name = `f${i}.jsonl`;

@@ -10,66 +10,13 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { Worker } from "node:worker_threads";
 import { makeProject, writeLongSession, writeRichSession } from "../helpers/pi-sessions.ts";
 import { tempDir } from "../helpers/reader.ts";
-import type { FuzzJob, FuzzMessage } from "./fuzz-worker.ts";
+import { runWorker } from "./fuzz-run.ts";
 
 const ITERATIONS = Number(process.env.FUZZ_ITERATIONS ?? 120);
 const SEED = Number(process.env.FUZZ_SEED ?? 17);
 const FROM = Number(process.env.FUZZ_FROM ?? 0);
-/** No single case may take longer than this (the slowest take a few seconds on a busy host). */
-const ITERATION_DEADLINE_MS = Number(process.env.FUZZ_DEADLINE_MS ?? 60_000);
-
-function runWorker(job: FuzzJob): Promise<Record<string, number>> {
-  return new Promise((resolve, reject) => {
-    const worker = new Worker(new URL("./fuzz-worker.ts", import.meta.url), { workerData: job });
-    let current: Extract<FuzzMessage, { type: "start" }> | null = null;
-    let settled = false;
-    let timer: NodeJS.Timeout | undefined;
-    const settle = (fn: () => void) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      fn();
-      void worker.terminate();
-    };
-    const arm = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        settle(() =>
-          reject(
-            new Error(
-              `fuzz iteration ${current?.i} (seed ${job.seed}) ran over ${ITERATION_DEADLINE_MS} ms: ${current?.applied.join(", ")} (${current?.bytes} bytes)`,
-            ),
-          ),
-        );
-      }, ITERATION_DEADLINE_MS);
-    };
-    arm();
-    worker.on("message", (m: FuzzMessage) => {
-      if (m.type === "start") {
-        current = m;
-        arm();
-      } else if (m.type === "failure") {
-        settle(() =>
-          reject(
-            new Error(
-              `fuzz iteration ${m.i} (seed ${job.seed}) failed after ${m.applied.join(", ")}; file saved as ${m.saved}\n${m.error}`,
-            ),
-          ),
-        );
-      } else settle(() => resolve(m.stats));
-    });
-    worker.on("error", (e) => settle(() => reject(e)));
-    worker.on("exit", (code) =>
-      settle(() =>
-        reject(new Error(`fuzz worker exited (${code}) during iteration ${current?.i}`)),
-      ),
-    );
-  });
-}
-
 describe("reader fuzz", () => {
   it(`survives ${ITERATIONS} mutated Pi sessions (seed ${SEED}): no exception, no hang, every record valid, no file changed`, {
     timeout: Math.max(180_000, ITERATIONS * 2_000),

@@ -296,15 +296,15 @@ describe("catalogue times", () => {
         [spec],
         [
           placeholder("claude", "h".repeat(300_000)),
-          placeholder("s".repeat(2_000), "claude-code"),
-          placeholder("ok", "claude-code"),
+          placeholder("s".repeat(2_000), "codex"),
+          placeholder("ok", "codex"),
         ],
       ),
     });
     const rows = reader.catalogue().conversations.filter((r) => r.unsupportedReason !== null);
     assert.deepEqual(
       rows.map((r) => [r.seat, r.harness]),
-      [["ok", "claude-code"]],
+      [["ok", "codex"]],
     );
   });
 });

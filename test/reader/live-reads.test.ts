@@ -24,6 +24,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { conversationId } from "../../src/index.ts";
 import { trustsChangeTime } from "../../src/reader/change-time.ts";
+import { piFormat } from "../../src/reader/harness/pi/harness.ts";
 import { PageBytes, WindowCache } from "../../src/reader/page-bytes.ts";
 import { FreshParse } from "../../src/reader/parse-sink.ts";
 import { closeFile, openSessionFile, statOpenFile } from "../../src/reader/safe-fs.ts";
@@ -189,7 +190,7 @@ if (!r.ok) { console.error(r.refusal.code); process.exit(3); }
     const { p } = liveSession(t, 1);
     const f = openSessionFile(p.projectRoot, p.sessionsDir, "s.jsonl");
     t.after(() => closeFile(f));
-    const fresh = () => new FreshParse(p);
+    const fresh = () => new FreshParse(piFormat(p));
     const policy = { prefixCheck: "auto", racyWindowNs: 10n ** 12n } as const;
     const { data } = openSnapshot(f, undefined, policy, { fresh, extend: fresh });
     data.checkMs = 10;
@@ -220,7 +221,7 @@ if (!r.ok) { console.error(r.refusal.code); process.exit(3); }
     if (!trustsChangeTime(f.fd, f.identity.dev)) return t.skip("no change-time proof here");
     // Settled (window 0): pages are read under the change time, without their tags.
     const policy = { prefixCheck: "auto", racyWindowNs: 0n } as const;
-    const fresh = () => new FreshParse(p);
+    const fresh = () => new FreshParse(piFormat(p));
     const v = openSnapshot(f, undefined, policy, { fresh, extend: fresh });
     assert.equal(v.proof, "change-time");
     const since = statOpenFile(f);

@@ -198,8 +198,8 @@ function buildFixture(t: TestContext): Fixture {
     ],
     registrations: [
       registration(a.projectRoot, "main", "pi"),
-      registration(a.projectRoot, "claude", "claude-code"),
-      registration(a.projectRoot, "rocko", "claude-code"),
+      registration(a.projectRoot, "claude", "codex"),
+      registration(a.projectRoot, "rocko", "codex"),
       registration(b.projectRoot, "main", "pi"),
     ],
     crafted: {

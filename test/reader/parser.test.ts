@@ -1,14 +1,22 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { toChatId } from "../../src/protocol/chat-01.ts";
+import { entryAt, keyOf } from "../../src/reader/entries.ts";
+import { parseHeader } from "../../src/reader/harness/pi/pi.ts";
+import { parsePiSession } from "../../src/reader/harness/pi/rows.ts";
 import {
   type BranchItems,
   branchItems,
   extendBranchItems,
   itemKey,
 } from "../../src/reader/items.ts";
-import { entryAt, keyOf, parseHeader } from "../../src/reader/pi.ts";
-import { branchName, depthOf, extendSession, leafOf, parseSession } from "../../src/reader/tree.ts";
+import {
+  branchName,
+  depthOf,
+  extendSession,
+  leafOf,
+  type ParsedSession,
+} from "../../src/reader/tree.ts";
 import {
   assistant,
   entriesOf,
@@ -604,10 +612,10 @@ describe("incremental parse", () => {
     ].map((l) => (typeof l === "string" ? l : JSON.stringify(l)));
     const whole = Buffer.from(`${lines.join("\n")}\n`);
     const h = parseHeader(whole, false, { projectRoot: cwd });
-    const expected = shape(parseSession(whole, h));
+    const expected = shape(parsePiSession(whole, h));
     for (let cut = 1; cut < lines.length; cut++) {
       const prefix = Buffer.from(`${lines.slice(0, cut).join("\n")}\n`);
-      const extended = extendSession(parseSession(prefix, h), whole);
+      const extended = extendSession(parsePiSession(prefix, h), whole);
       assert.deepEqual(shape(extended), expected, `cut after line ${cut}`);
     }
   });
@@ -643,8 +651,8 @@ describe("incremental parse, chained", () => {
     const bufOf = (n: number) => Buffer.from(`${lines.slice(0, n).join("\n")}\n`);
     for (let k = 0; k < 40; k++) lines.push(nextLine(k));
     const h = parseHeader(bufOf(2), false, { projectRoot: cwd });
-    const chain: { n: number; s: ReturnType<typeof parseSession>; items: BranchItems[] }[] = [];
-    let s = parseSession(bufOf(lines.length), h);
+    const chain: { n: number; s: ParsedSession; items: BranchItems[] }[] = [];
+    let s = parsePiSession(bufOf(lines.length), h);
     const itemsOf = (x: typeof s, prev?: (typeof chain)[number]) =>
       Array.from({ length: x.branches.count }, (_, b) => {
         const before = prev?.items[b];
@@ -664,7 +672,7 @@ describe("incremental parse, chained", () => {
       }
     }
     for (const c of chain) {
-      const whole = parseSession(bufOf(c.n), h);
+      const whole = parsePiSession(bufOf(c.n), h);
       assert.deepEqual(shape(c.s), shape(whole), `the parse of ${c.n} lines`);
       const want = shape(whole).items;
       const got = c.items.map((it) =>
@@ -679,7 +687,7 @@ describe("incremental parse, chained", () => {
   });
 });
 
-function shape(s: ReturnType<typeof parseSession>) {
+function shape(s: ParsedSession) {
   const key = (i: number) => (i >= 0 ? keyOf(entryAt(s.scan.entries, i)) : undefined);
   const branches = Array.from({ length: s.branches.count }, (_, b) => b);
   return {

@@ -66,7 +66,7 @@ describe("sources", () => {
   it("counts a registration only when seat, layout, project and directory all match", (t) => {
     const p = project(tempDir(t));
     const spec = [{ kind: "repository" as const, projectRoot: p.projectRoot, seat: "main" }];
-    const claude = { harness: "claude-code" };
+    const claude = { harness: "codex" };
     for (const ignored of [
       reg(p, "main", { ...claude, layout: "fleet" }),
       reg(p, "main", { ...claude, project: "other" }),
@@ -88,14 +88,14 @@ describe("sources", () => {
     const reader = checkedReader(p.base, {
       roots: rootsOf(
         [{ kind: "repository", projectRoot: p.projectRoot, seat: "main" }],
-        [reg(p, "main", { harness: "claude-code" })],
+        [reg(p, "main", { harness: "codex" })],
       ),
     });
     const cat = reader.catalogue();
     assert.equal(cat.conversations.length, 1);
     const row = cat.conversations[0];
     assert.equal(row?.unsupportedReason, "unsupported-harness");
-    assert.equal(row?.harness, "claude-code");
+    assert.equal(row?.harness, "codex");
     assert.equal(row?.fileName, null);
     const r = reader.open({ conversation: row?.conversation ?? "" });
     expectRefusal(r, "unsupported-harness");
@@ -109,10 +109,10 @@ describe("sources", () => {
   it("adds a placeholder row for a seat on another harness under an approved project only", (t) => {
     const p = project(tempDir(t));
     const spec = [{ kind: "repository" as const, projectRoot: p.projectRoot, seat: "main" }];
-    const rocko = reg(p, "rocko", { harness: "claude-code" });
+    const rocko = reg(p, "rocko", { harness: "codex" });
     const roots = rootsFromSpecs(spec, [rocko]);
     assert.deepEqual(
-      roots.map((r) => [r.kind === "pi-store" ? r.storeDir : r.seat, r.kind]),
+      roots.map((r) => ["seat" in r ? r.seat : r.storeDir, r.kind]),
       [
         ["main", "pi"],
         ["rocko", "unsupported"],

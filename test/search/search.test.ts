@@ -14,7 +14,7 @@ import {
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { createReader, rootsFromSpecs } from "../../src/index.ts";
-import { encodeCwd } from "../../src/reader/pi-store.ts";
+import { encodeCwd } from "../../src/reader/harness/pi/pi-store.ts";
 import { createSearch, type Search } from "../../src/search/index.ts";
 import {
   matchExpression,

@@ -6,6 +6,7 @@
 // than one seat (Pi's own store is one seat, "pi-agent", on every row).
 import { fetchCatalogue } from "./api.js";
 import { refusalBox } from "./controls.js";
+import { harnessLabel } from "./present.js";
 import { navigate } from "./routing.js";
 import { el, formatSize, textEl, timeEl } from "./text.js";
 
@@ -164,6 +165,12 @@ export function createCatalogue({ selected, onChange }) {
     if (row.live === true) {
       const badge = el("span", "badge ok live", "live");
       badge.title = "A controller is running this conversation";
+      titleCell.append(" ", badge);
+    }
+    // Pi is the default; a row another harness wrote says which.
+    if (row.harness !== null && row.harness !== "pi" && row.unsupportedReason === null) {
+      const badge = el("span", "badge harness", harnessLabel(row.harness));
+      badge.title = `Written by ${harnessLabel(row.harness)}`;
       titleCell.append(" ", badge);
     }
     if (row.unsupportedReason !== null) {

@@ -4,7 +4,7 @@
 // an export link or a branch stays put; a redraw gives focus back to the same control.
 import { exportPath } from "./api.js";
 import { focusKeyIn, refocus } from "./controls.js";
-import { formatTokens, usageText } from "./present.js";
+import { formatTokens, harnessLabel, usageText } from "./present.js";
 import { navigate } from "./routing.js";
 import { el, textEl } from "./text.js";
 
@@ -42,6 +42,9 @@ export function createConversationHead({ rowOf, totals }) {
     );
     ui.meta.replaceChildren();
     if (row) ui.meta.append(textEl("span", "", `${row.project} / ${row.seat}`, true));
+    if (row?.harness && row.harness !== "pi") {
+      ui.meta.append(el("span", "badge harness", harnessLabel(row.harness)));
+    }
     ui.meta.append(textEl("code", "conv-id", conv.id, true));
     showTotals();
   }

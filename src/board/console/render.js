@@ -2,7 +2,8 @@
 // Fragments of one long string are rejoined into one block even across parts and pages; a
 // finished text becomes Markdown (markup.js), a tool call a view by tool (tools.js). Text goes
 // in as text nodes only; class names come from the fixed tables here, and the attributes built
-// from content are an image's data: URL of checked base64 and a checked http(s)/mailto link.
+// from content are an image's data: URL of checked base64, a checked http(s)/mailto link, and a
+// `#c=` link to a subagent transcript whose id matches CHAT-01's id pattern.
 import { renderMarkdown } from "./markup.js";
 import {
   addUsage,
@@ -16,6 +17,9 @@ import {
 } from "./present.js";
 import { appendText, el, textEl, timeEl } from "./text.js";
 import { toolCallBody, toolOutput } from "./tools.js";
+
+/** CHAT-01's id pattern: a transcript link is built from nothing else. */
+const TRANSCRIPT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 
 /** Class names by kind, role and notice code: fixed, never from conversation text. */
 const KIND_CLASSES = {
@@ -79,6 +83,12 @@ function sinkFor(block, ctx) {
       node.append(
         block.isError === true ? el("span", "badge error", "error") : el("span", "badge ok", "ok"),
       );
+      // An Agent call's subagent transcript: a conversation of its own, opened here.
+      if (typeof block.transcript === "string" && TRANSCRIPT_ID.test(block.transcript)) {
+        const link = el("a", "transcript", "Open the agent's transcript");
+        link.href = `#${new URLSearchParams({ c: block.transcript })}`;
+        node.append(" ", link);
+      }
       return textSink(node);
     }
     case "image":

@@ -4,7 +4,7 @@
 // carries a marker. transcript.ts wires it to a client.
 import type { Part } from "../../protocol/chat-01.ts";
 import { toChatId } from "../../protocol/chat-01.ts";
-import { renderEntry } from "../../reader/blocks.ts";
+import { renderEntry } from "../../reader/harness/pi/blocks.ts";
 import type { StreamEvent } from "../protocol.ts";
 import type { Seam } from "./outcomes.ts";
 

@@ -8,8 +8,10 @@ import { basename, dirname, isAbsolute, relative, resolve } from "node:path";
 import {
   type BoardSpec,
   type PiRoot,
+  type Root,
   rootsFromSpecs,
   type SeatRegistration,
+  sessionsDirOf,
   type UnsupportedRoot,
 } from "../../reader/sources.ts";
 import type { LauncherKind, StopOutcome, StopProof } from "../cohort/launcher.ts";
@@ -258,10 +260,23 @@ export class RepositoryVerifier implements Verifier {
     // Repository roots only: Pi's own store (`pi-agent` specs) is a live root the controller
     // never runs Pi on, and fleet or connector specs are never roots.
     const repositorySpecs = this.specs.filter((spec) => spec.kind === "repository");
-    const roots = rootsFromSpecs(repositorySpecs, [...this.registrations]).filter(
-      (r): r is PiRoot | UnsupportedRoot =>
-        r.kind === "unsupported" || (r.kind === "pi" && r.store === undefined),
-    );
+    // A seat on Claude Code is read from its Claude folder, but is not Pi's to control here.
+    const roots = rootsFromSpecs(repositorySpecs, [...this.registrations])
+      .map(
+        (r): Root =>
+          r.kind === "claude-seat"
+            ? {
+                ...r,
+                kind: "unsupported",
+                harness: "claude-code",
+                sessionsDir: sessionsDirOf(r.projectRoot, r.seat),
+              }
+            : r,
+      )
+      .filter(
+        (r): r is PiRoot | UnsupportedRoot =>
+          r.kind === "unsupported" || (r.kind === "pi" && r.store === undefined),
+      );
     const root = roots.find((r) => r.sessionsDir === dirname(file));
     const name = basename(file);
     if (root === undefined || !name.endsWith(".jsonl") || name === ".jsonl") {

@@ -7,10 +7,10 @@ import { lstatSync, readdirSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Refusal } from "./refusal.ts";
-import { refusalFromErrno } from "./safe-fs.ts";
-import type { PiRoot, PiStoreRoot, Root, UnsupportedRoot } from "./sources.ts";
-import { STORE_SEAT } from "./sources.ts";
+import { Refusal } from "../../refusal.ts";
+import { refusalFromErrno } from "../../safe-fs.ts";
+import type { PiRoot, PiStoreRoot } from "../../sources.ts";
+import { STORE_SEAT } from "../../sources.ts";
 
 /** Pi's environment variable for its agent directory (config.js ENV_AGENT_DIR, both versions). */
 export const AGENT_DIR_ENV = "PI_CODING_AGENT_DIR";
@@ -121,38 +121,4 @@ function statStore(storeDir: string): BigIntStats {
   }
   if (!st.isDirectory()) throw new Refusal("unsafe-path", "Pi's session store is not a directory.");
   return st;
-}
-
-/** A root as the catalogue and the reader walk it: a store expanded, or why it could not be. */
-export type ExpandedRoot =
-  | PiRoot
-  | UnsupportedRoot
-  | { kind: "refused-store"; storeDir: string; refusal: Refusal };
-
-/** The roots with each store replaced by its directories (listing each store once). */
-export function expandRoots(roots: Root[]): ExpandedRoot[] {
-  const out: ExpandedRoot[] = [];
-  for (const root of roots) {
-    if (root.kind !== "pi-store") {
-      out.push(root);
-      continue;
-    }
-    try {
-      out.push(...listStore(root));
-    } catch (e) {
-      if (!(e instanceof Refusal)) throw e;
-      out.push({ kind: "refused-store", storeDir: root.storeDir, refusal: e });
-    }
-  }
-  return out;
-}
-
-/**
- * What approves a root: the repository root's sessions directory, or the store a store
- * directory belongs to. A remembered conversation is found again only while its key is current.
- */
-export function approvalKey(root: Root | PiRoot): string {
-  if (root.kind === "pi-store") return `store:${root.storeDir}`;
-  if (root.kind === "pi" && root.store) return `store:${root.store.storeDir}`;
-  return `root:${root.sessionsDir}`;
 }

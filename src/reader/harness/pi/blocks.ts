@@ -1,17 +1,22 @@
 // Pi entry content to CHAT-01 blocks (message shapes: pi-ai types; entry types: Pi's
 // docs/session-format.md). Hidden kinds return null. Untrusted: every field is checked, and an
 // unexpected shape becomes a notice, never an exception. Limits are applied later (parts.ts).
-import type { Block, NoticeCode, PartKind, PartMeta, Role } from "../protocol/chat-01.ts";
-import { toChatId } from "../protocol/chat-01.ts";
-import { jsonText } from "./json-text.ts";
-
-export type DraftPart = {
-  kind: PartKind;
-  role?: Role;
-  timestamp?: string;
-  meta?: PartMeta;
-  blocks: Block[];
-};
+import type { Block, PartMeta } from "../../../protocol/chat-01.ts";
+import { toChatId } from "../../../protocol/chat-01.ts";
+import {
+  isObj,
+  notice,
+  type Obj,
+  shortField,
+  small,
+  str,
+  timestampOf,
+  toolCallBlocks,
+  unknownContent,
+  usageOf,
+  wholeNumber,
+} from "../../draft.ts";
+import type { DraftPart } from "../../parts.ts";
 
 /**
  * Entry types never shown (seed: Parser): settings, labels, names, extension state; and two
@@ -31,97 +36,26 @@ const HIDDEN = new Set([
   "context_edit",
   "usage",
 ]);
-/** Names, ids and types longer than this move into a text block after a notice. */
-const SMALL_FIELD_MAX = 1024;
-
-type Obj = Record<string, unknown>;
-
-function isObj(v: unknown): v is Obj {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-function str(v: unknown): string | undefined {
-  return typeof v === "string" ? v : undefined;
-}
-
-function notice(code: NoticeCode, text: string): Block {
-  return { type: "notice", code, text };
-}
-
-/** Keeps a short label as is; a long one becomes "" with the full text in blocks after it. */
-function small(value: unknown, label: string, out: Block[]): string {
-  const s = typeof value === "string" ? value : "";
-  if (s.length <= SMALL_FIELD_MAX) return s;
-  out.push(
-    notice("long-field", `The ${label} is ${s.length} characters long; it follows in full.`),
-  );
-  out.push({ type: "text", text: s });
-  return "";
-}
-
 /**
- * A number copied into `meta` must be a safe integer (and at least `min` when it is a number):
- * CHAT-01's integer rule. Anything else that is a number (1.5, -1 tokens, 1e400, which is
- * Infinity once parsed) is left out with an `unknown-content` notice saying what it was; a
- * value that is not a number at all is simply absent, as before.
- */
-function wholeNumber(
-  v: unknown,
-  label: string,
-  min: number | null,
-  out: Block[],
-): number | undefined {
-  if (typeof v !== "number") return undefined;
-  if (Number.isSafeInteger(v) && (min === null || v >= min)) return v;
-  out.push(
-    notice(
-      "unknown-content",
-      `The ${label} (${String(v)}) is not ${min === null ? "a whole number" : `a whole number from ${min} up`}; it is left out.`,
-    ),
-  );
-  return undefined;
-}
-
-function timestampOf(entry: Obj): string | undefined {
-  const t = entry.timestamp;
-  return typeof t === "string" && t.length <= 256 ? t : undefined;
-}
-
-/**
- * Model, provider and usage of an assistant message, each only when well-formed. Usage follows
- * the `meta` number rule (wholeNumber): a token count that is a number but not a whole number
- * from 0 up, or a cost that is not a finite number from 0 up, leaves the whole usage record out
- * with an `unknown-content` notice (a record with one count dropped would make the branch's
- * totals wrong without saying so); a count that is absent (older Pi) is 0, no cost is null.
+ * Model, provider and usage of an assistant message, each only when well-formed (draft.ts
+ * usageOf: all or nothing). Counts an older Pi did not write are 0.
  */
 function addUsage(m: Obj, meta: PartMeta, out: Block[]): void {
-  const model = str(m.model);
-  if (model !== undefined && model.length <= SMALL_FIELD_MAX) meta.model = model;
-  const provider = str(m.provider);
-  if (provider !== undefined && provider.length <= SMALL_FIELD_MAX) meta.provider = provider;
+  const model = shortField(m.model);
+  if (model !== undefined) meta.model = model;
+  const provider = shortField(m.provider);
+  if (provider !== undefined) meta.provider = provider;
   const u = m.usage;
   if (!isObj(u)) return;
-  const wrong: string[] = [];
-  const count = (v: unknown, label: string): number => {
-    if (typeof v !== "number") return 0;
-    if (Number.isSafeInteger(v) && v >= 0) return v;
-    wrong.push(`the ${label} token count (${String(v)}) is not a whole number from 0 up`);
-    return 0;
+  const cost = isObj(u.cost) ? u.cost.total : undefined;
+  const counts = {
+    input: u.input,
+    output: u.output,
+    cacheRead: u.cacheRead,
+    cacheWrite: u.cacheWrite,
   };
-  const input = count(u.input, "input");
-  const output = count(u.output, "output");
-  const cacheRead = count(u.cacheRead, "cache read");
-  const cacheWrite = count(u.cacheWrite, "cache write");
-  const total = isObj(u.cost) ? u.cost.total : undefined;
-  let cost: number | null = null;
-  if (typeof total === "number") {
-    if (Number.isFinite(total) && total >= 0) cost = total;
-    else wrong.push(`the cost (${String(total)}) is not a number from 0 up`);
-  }
-  if (wrong.length) {
-    out.push(notice("unknown-content", `This reply's usage is left out: ${wrong.join("; ")}.`));
-    return;
-  }
-  meta.usage = { input, output, cacheRead, cacheWrite, cost };
+  const usage = usageOf(counts, cost, out);
+  if (usage) meta.usage = usage;
 }
 
 /** Renders one entry; null when Pi's entry kind is not shown. */
@@ -182,8 +116,8 @@ function renderMessage(m: Obj, at: { timestamp?: string }): DraftPart | null {
       const blocks = assistantBlocks(m.content);
       const stopReason = str(m.stopReason);
       const meta: PartMeta = {};
-      if (stopReason !== undefined && stopReason.length <= SMALL_FIELD_MAX)
-        meta.stopReason = stopReason;
+      const shownReason = shortField(stopReason);
+      if (shownReason !== undefined) meta.stopReason = shownReason;
       addUsage(m, meta, blocks);
       if (stopReason === "aborted" || stopReason === "error") {
         const why = str(m.errorMessage) ?? "";
@@ -274,14 +208,6 @@ function imageBlock(c: Obj, out: Block[]): Block {
   return { type: "image", mimeType, data: c.data as string };
 }
 
-function unknownContent(c: unknown): Block {
-  const t =
-    isObj(c) && typeof c.type === "string"
-      ? JSON.stringify(c.type.slice(0, 100))
-      : "without a type";
-  return notice("unknown-content", `A content item ${t} is not shown.`);
-}
-
 function assistantBlocks(content: unknown): Block[] {
   if (typeof content === "string") return [{ type: "text", text: content }];
   if (!Array.isArray(content)) return [];
@@ -296,21 +222,7 @@ function assistantBlocks(content: unknown): Block[] {
       if (c.redacted === true) out.push({ type: "unavailable", of: "thinking", text: "" });
       else out.push({ type: "thinking", text: str(c.thinking) ?? "" });
     } else if (c.type === "toolCall") {
-      const extra: Block[] = [];
-      const name = small(c.name, "tool name", extra);
-      // Arguments may nest deeper than JSON.stringify can recurse: jsonText never throws.
-      const args = c.arguments === undefined ? "{}" : jsonText(c.arguments);
-      const id = toChatId(str(c.id) ?? "");
-      if (args === null) {
-        out.push(
-          ...extra,
-          notice(
-            "unknown-content",
-            "This tool call's arguments are too long to show: their JSON text would be longer than the longest string this reader can make.",
-          ),
-          { type: "tool-call", id, name, text: "" },
-        );
-      } else out.push(...extra, { type: "tool-call", id, name, text: args });
+      out.push(...toolCallBlocks(c.name, c.id, c.arguments));
     } else if (c.type === "image" && typeof c.data === "string") {
       out.push(imageBlock(c, out));
     } else {

@@ -3,7 +3,11 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
-import { type LineFacts, NON_STRING, scanLine } from "../../src/reader/line-scan.ts";
+import {
+  type LineFacts,
+  NON_STRING,
+  scanLine,
+} from "../../../../src/reader/harness/pi/line-scan.ts";
 
 // The truth scanLine must match: what the reader's index pass learns from JSON.parse.
 function truth(buf: Buffer, start: number, end: number): LineFacts {
@@ -393,7 +397,7 @@ describe("line-scan", () => {
 
 // ---- Fuzz inputs ----
 
-const CACHE = fileURLToPath(new URL("../../bench/results/cache/", import.meta.url));
+const CACHE = fileURLToPath(new URL("../../../../bench/results/cache/", import.meta.url));
 
 /** ~200 lines of the cached 20 MiB bench session when present, plus synthetic Pi entries. */
 function sampleLines(rng: Rng): Buffer[] {

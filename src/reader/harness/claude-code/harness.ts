@@ -1,0 +1,41 @@
+// Claude Code's session files behind the harness seam (docs/claude-code-files.md): no header,
+// records by uuid and parentUuid, bookkeeping lines between them.
+
+import { parseWhole, type SessionFormat } from "../../parse-sink.ts";
+import type { ClaudeRoot, FileRoot } from "../../sources.ts";
+import type { Harness } from "../harness.ts";
+import { type RecordContext, renderRecord } from "./blocks.ts";
+import { describeClaude, headFor } from "./head.ts";
+import { CLAUDE_ROWS } from "./rows.ts";
+import { CLAUDE_SCANNER, type ClaudeHead, type ClaudeScan } from "./scan.ts";
+import { isClaudeSessionName } from "./store.ts";
+
+function claude(root: FileRoot): ClaudeRoot {
+  if (root.kind !== "claude") throw new Error("the Claude Code harness read a Pi root");
+  return root;
+}
+
+export const CLAUDE_HARNESS: Harness = {
+  name: "claude-code",
+  sessionNames: (names) => names.filter(isClaudeSessionName).sort(),
+  format: (root) => claudeFormat(root),
+  parse: (buf, incomplete, root) => parseWhole(claudeFormat(root), buf, incomplete),
+  describe: (head, _partial, tail, root) => describeClaude(head, tail, claude(root)),
+  draftOf: (entry) => renderRecord(entry, ALONE),
+};
+
+/**
+ * No header line: the head is the folder's (the cwd check, the agents' conversation ids), and
+ * the first record's cwd is checked when it is scanned, in whichever step or follow brings it.
+ */
+function claudeFormat(root: FileRoot): SessionFormat<ClaudeHead, ClaudeScan> {
+  const head = headFor(claude(root));
+  return { head: () => head, scanner: CLAUDE_SCANNER, rows: CLAUDE_ROWS };
+}
+
+/** A record rendered from its own line: no call above it to name its tool, no agent links. */
+const ALONE: RecordContext = {
+  continues: false,
+  toolName: () => "",
+  agentConversation: () => "",
+};

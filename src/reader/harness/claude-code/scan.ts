@@ -1,0 +1,274 @@
+// Claude Code's lines to entry rows (docs/claude-code-files.md). A record with a `uuid` is a row
+// whose parent is its `parentUuid`, with three corrections so the tree is the conversation
+// Claude Code resumes, not the raw links:
+// - a compaction boundary (`parentUuid: null`) hangs on its `logicalParentUuid`: the history
+//   before it stays on the branch;
+// - the lines of one reply (chunks sharing `message.id`) and the tool results written for it
+//   hang one after the other below the reply, in file order: 2.1 files hang each parallel
+//   result on the chunk of its call, a fork in the raw tree that Claude Code sends as one turn;
+// - a subagent's records written into the session (1.0, `isSidechain`) never hang on the main
+//   line, nor the main line on them: they are roots of their own, not branches of it.
+// Lines without a `uuid` are bookkeeping (queue operations, titles, costs…): no rows, no notices.
+// The first record's cwd is checked (head.ts) when it is scanned, also when a follow brings it.
+import {
+  continuedScan,
+  type EntryTable,
+  emptyTable,
+  internType,
+  isBlank,
+  isObject,
+  parseLine,
+  pushEntry,
+  roomFor,
+  type Scanner,
+  type ScanState,
+  type SessionHead,
+} from "../../entries.ts";
+
+/** What the scan needs of the file's head: the check of the first record's cwd. */
+export type ClaudeHead = SessionHead & {
+  /** Refuses `foreign-project` unless `cwd` belongs to the folder the file was read from. */
+  checkCwd(cwd: unknown): void;
+  /** The conversation id of agent `agentId`'s transcript (claudeAgentId of the folder). */
+  agentConversation(agentId: string): string;
+};
+
+/**
+ * Rows as the shared table, plus what makes one entry of several lines: per row, the first row
+ * of its entry (the first chunk of a reply, a compaction's boundary), or -1 when the row is its
+ * own entry's first; and the row before it in that entry, or -1.
+ */
+export type ClaudeTable = EntryTable & { group: Int32Array; prevInGroup: Int32Array };
+
+/**
+ * A reply whose chunks and tool results may still come: they hang on `tail`. Owned by one scan
+ * and changed in place; a scan that continues another copies it (copyOpen).
+ */
+type OpenReply = {
+  messageId: string;
+  /** Its first chunk's row, and its last chunk's. */
+  first: number;
+  lastChunk: number;
+  /** Its chunks' uuids. */
+  chunks: Set<string>;
+  /** The row the next chunk or tool result hangs on: the end of the chain below the reply. */
+  tail: number;
+};
+
+function copyOpen(o: OpenReply | null): OpenReply | null {
+  return o === null ? null : { ...o, chunks: new Set(o.chunks) };
+}
+
+export type ClaudeScan = ScanState & {
+  entries: ClaudeTable;
+  /** The first record was seen (and its cwd checked); `primary` is its `isSidechain`. */
+  started: boolean;
+  primary: boolean;
+  /** The uuids of records on the other side (subagent records in a main session, 1.0). */
+  other: Set<string>;
+  /** The reply being written on each side ([main side, other side]). */
+  open: [OpenReply | null, OpenReply | null];
+  /** The last compaction boundary: its summary joins its entry. */
+  boundary: { uuid: string; row: number } | null;
+};
+
+const NL = 0x0a;
+
+function emptyClaudeTable(): ClaudeTable {
+  const t = emptyTable();
+  return {
+    ...t,
+    group: new Int32Array(t.lines.length),
+    prevInGroup: new Int32Array(t.lines.length),
+  };
+}
+
+function firstScan(): ClaudeScan {
+  return {
+    entries: emptyClaudeTable(),
+    lineNotices: [],
+    notices: 0,
+    malformed: 0,
+    scanned: 0,
+    line: 0,
+    leaf: -1,
+    started: false,
+    primary: false,
+    other: new Set(),
+    open: [null, null],
+    boundary: null,
+  };
+}
+
+function continued(prev: ClaudeScan): ClaudeScan {
+  const base = continuedScan(prev);
+  const t = base.entries;
+  return {
+    ...base,
+    entries: {
+      ...t,
+      group: prev.entries.group.slice(0, t.lines.length),
+      prevInGroup: prev.entries.prevInGroup.slice(0, t.lines.length),
+    },
+    other: new Set(prev.other),
+    open: [copyOpen(prev.open[0]), copyOpen(prev.open[1])],
+  };
+}
+
+function shared(prev: ClaudeScan): ClaudeScan | null {
+  const t = prev.entries;
+  if (t.ids.length !== t.count || prev.lineNotices.length !== prev.notices) return null;
+  // The sets and open replies change as lines are added: copied, prev's stay as they were.
+  return {
+    ...prev,
+    entries: { ...t },
+    other: new Set(prev.other),
+    open: [copyOpen(prev.open[0]), copyOpen(prev.open[1])],
+  };
+}
+
+/** Grows the two extra columns with the shared ones (pushEntry grows those). */
+function fitColumns(t: ClaudeTable): void {
+  if (t.group.length >= t.lines.length) return;
+  const n = Math.max(t.lines.length, roomFor(t.group.length));
+  const group = new Int32Array(n);
+  group.set(t.group);
+  const prev = new Int32Array(n);
+  prev.set(t.prevInGroup);
+  t.group = group;
+  t.prevInGroup = prev;
+}
+
+function str(v: unknown): string | null {
+  return typeof v === "string" && v !== "" ? v : null;
+}
+
+/** A `user` record that carries tool results (its content opens with a tool_result block). */
+export function isToolResultRecord(obj: Record<string, unknown>): boolean {
+  const m = obj.message;
+  if (!isObject(m) || !Array.isArray(m.content)) return false;
+  const first: unknown = m.content[0];
+  return isObject(first) && first.type === "tool_result";
+}
+
+/**
+ * Scans the whole lines of `buf` from `scan.scanned` on, adding to `scan`. `buf` holds the
+ * snapshot's bytes from offset `base` (the snapshot is read in steps and not kept whole).
+ */
+function scanLines(buf: Buffer, head: ClaudeHead, scan: ClaudeScan, base = 0): ClaudeScan {
+  // Byte offsets are kept in 32 bits: snapshots are at most 256 MiB (LIMITS.fileBytes).
+  if (base + buf.length > 0xffffffff) throw new Error("a snapshot over 4 GiB cannot be indexed");
+  const t = scan.entries;
+  const other = scan.other;
+  let start = scan.scanned - base;
+  while (start < buf.length) {
+    const line = ++scan.line;
+    let end = buf.indexOf(NL, start);
+    if (end < 0) end = buf.length;
+    if (!isBlank(buf, start, end)) {
+      const obj = parseLine(buf, start, end);
+      if (!isObject(obj) || (typeof obj.type !== "string" && str(obj.uuid) === null)) {
+        scan.lineNotices.push({
+          line,
+          start: base + start,
+          end: base + end,
+          kind: "malformed-line",
+        });
+        scan.notices++;
+        scan.malformed++;
+      } else {
+        const uuid = str(obj.uuid);
+        if (uuid !== null) {
+          addRecord(scan, t, other, head, obj, uuid, line, base + start, base + end);
+        }
+      }
+    }
+    start = end + 1;
+  }
+  scan.scanned = Math.max(scan.scanned, base + buf.length);
+  return scan;
+}
+
+function addRecord(
+  scan: ClaudeScan,
+  t: ClaudeTable,
+  other: Set<string>,
+  head: ClaudeHead,
+  obj: Record<string, unknown>,
+  uuid: string,
+  line: number,
+  start: number,
+  end: number,
+): void {
+  if (!scan.started) {
+    head.checkCwd(obj.cwd);
+    scan.started = true;
+    scan.primary = obj.isSidechain === true;
+  }
+  const type = typeof obj.type === "string" ? internType(obj.type) : "";
+  const side = (obj.isSidechain === true) !== scan.primary ? 1 : 0;
+  let parent = str(obj.parentUuid);
+  if (parent === null && type === "system" && obj.subtype === "compact_boundary") {
+    parent = str(obj.logicalParentUuid);
+  }
+  // The two sides never hang on each other.
+  if (side === 1) other.add(uuid);
+  if (parent !== null && other.has(parent) !== (side === 1)) parent = null;
+
+  const row = t.count;
+  let group = -1;
+  let prevInGroup = -1;
+  const open = scan.open[side];
+  const m = obj.message;
+  const messageId = type === "assistant" && isObject(m) ? str(m.id) : null;
+  if (
+    messageId !== null &&
+    open?.messageId === messageId &&
+    parent !== null &&
+    open.chunks.has(parent)
+  ) {
+    parent = t.ids[open.tail]!;
+    group = open.first;
+    prevInGroup = open.lastChunk;
+    open.lastChunk = row;
+    open.chunks.add(uuid);
+    open.tail = row;
+  } else if (messageId !== null) {
+    scan.open[side] = { messageId, first: row, lastChunk: row, chunks: new Set([uuid]), tail: row };
+  } else if (
+    open &&
+    parent !== null &&
+    type === "user" &&
+    isToolResultRecord(obj) &&
+    open.chunks.has(parent)
+  ) {
+    parent = t.ids[open.tail]!;
+    open.tail = row;
+  } else if (
+    type === "user" &&
+    obj.isCompactSummary === true &&
+    scan.boundary !== null &&
+    parent === scan.boundary.uuid
+  ) {
+    group = scan.boundary.row;
+    prevInGroup = scan.boundary.row;
+  }
+  // Whatever hangs on the end of the chain below an open reply extends that chain.
+  const now = scan.open[side];
+  if (now && now.tail !== row && parent !== null && parent === t.ids[now.tail]) now.tail = row;
+  if (type === "system" && obj.subtype === "compact_boundary") scan.boundary = { uuid, row };
+
+  pushEntry(t, uuid, parent, type, line, start, end);
+  fitColumns(t);
+  t.group[row] = group;
+  t.prevInGroup[row] = prevInGroup;
+  if (side === 0) scan.leaf = row;
+}
+
+/** Claude Code's scan, as tree.ts drives it. */
+export const CLAUDE_SCANNER: Scanner<ClaudeHead, ClaudeScan> = {
+  first: () => firstScan(),
+  lines: scanLines,
+  continued,
+  shared,
+};
