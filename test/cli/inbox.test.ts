@@ -50,7 +50,7 @@ describe("conversation inbox", () => {
       assert.match(out, /^Needs you \(1\), oldest wait first:/);
       assert.match(
         out,
-        new RegExp(`waiting-input  \\d+ (s|min|h)[^\\n]*${conversation}  [^\\n]*/main`),
+        new RegExp(`waiting-input  \\d+ (s|min|h|days)[^\\n]*${conversation}  [^\\n]*/main`),
       );
       const line = out.split("\n").find((l) => l.includes(" attach ")) ?? "";
       const parsed = parseCommand(argsOf(line));
