@@ -509,7 +509,8 @@ export function writeEvent(
   res.write(`event: ${event}\n${id === null ? "" : `id: ${id}\n`}data: ${data}\n\n`);
 }
 
-function send(res: ServerResponse, out: Reply, method?: string): void {
+/** Writes a whole reply (a refusal, never a stream) on the request loop. */
+export function send(res: ServerResponse, out: Reply, method?: string): void {
   res.writeHead(out.status, out.headers);
   res.end(method === "HEAD" ? undefined : out.body);
   out.release?.();

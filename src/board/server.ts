@@ -14,6 +14,7 @@ import { type ControlRoute, createControlRoute } from "./control-route.ts";
 import type { DeviceLinks } from "./device-links.ts";
 import { refuseCrossSite } from "./fetch-site.ts";
 import { identify, LOCAL_WHO, type ProxyConfig, type Who } from "./identity.ts";
+import { INBOX_ROUTE, InboxHub } from "./inbox-route.ts";
 import { LIVE_ROUTE, LiveHub, type LiveStats } from "./live.ts";
 import { isTrustedPeer, peerOwner } from "./peer-owner.ts";
 import type { ReaderSources } from "./read-messages.ts";
@@ -59,6 +60,8 @@ export type BoardOptions = BoardReading & {
   grant?: string;
   /** The observe-only grant the live streams watch a controller with; `observer` by default. */
   observeGrant?: string;
+  /** A run with no event for this long is stalled in the inbox (attention/states.ts). */
+  stallMs?: number;
   /**
    * Called with the next login link once the current one is used (each logs in once): print
    * it for the operator, as the first one was.
@@ -180,6 +183,7 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
 
   // requireHostHeader is off so a request without Host gets the board's refusal and headers.
   let live: LiveHub | null = null;
+  let inbox: InboxHub | null = null;
   let auth: BoardAuth | null = null;
   let control = options.control;
   let stopControl = async () => {};
@@ -206,6 +210,14 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
         res.destroy();
       });
       void acting;
+      return;
+    }
+    if (inbox !== null && INBOX_ROUTE.test(target) && early === null) {
+      req.resume();
+      inbox.serve(req, res, requestOf(req)).catch((e: unknown) => {
+        log(`board: internal error on the inbox route: ${e instanceof Error ? e.stack : e}`);
+        res.destroy();
+      });
       return;
     }
     if (live !== null && LIVE_ROUTE.test(target) && early === null) {
@@ -295,6 +307,8 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
       dispatch = (request) => Promise.resolve(handle(request));
       const roots = options.roots;
       if (roots !== undefined) live = new LiveHub({ roots, read: dispatch, hosts, log });
+      // No registry to watch: the inbox answers, empty, and says it watches nothing.
+      inbox = new InboxHub({ hosts, log });
     } else {
       const pool = await startReadPool({
         sources: options.sources,
@@ -318,6 +332,13 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
         // A login signed out to make room closes its controller connections with it.
         signedOut.push(made.forget);
       }
+      inbox = new InboxHub({
+        ...(registryDir === undefined ? {} : { registryDir }),
+        ...(options.observeGrant === undefined ? {} : { grant: options.observeGrant }),
+        ...(options.stallMs === undefined ? {} : { stallMs: options.stallMs }),
+        hosts,
+        log,
+      });
       live = new LiveHub({
         ...(registryDir === undefined ? {} : { registryDir }),
         ...(options.observeGrant === undefined ? {} : { grant: options.observeGrant }),
@@ -345,6 +366,7 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
       // Once: a second call gets the first one's outcome rather than "not running".
       closing ??= Promise.all([
         live?.close(),
+        inbox?.close(),
         stopControl(),
         stopServing(server, handedOver, stopReading),
       ]).then(() => {});

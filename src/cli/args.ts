@@ -3,6 +3,7 @@
 // returned as a value with the help text to point at. Nothing here reads a file.
 import { resolve } from "node:path";
 import { EXPORT_FORMATS, isExportFormat } from "../export/index.ts";
+import { ID_PATTERN } from "../protocol/chat-01.ts";
 import { QUERY_MAX_CHARS, QUERY_MAX_PREFIXES, QUERY_MAX_TOKENS } from "../search/query.ts";
 import { ATTACH_HELP, type AttachCommand, parseAttach } from "./attach-args.ts";
 import { AUDIT_HELP, type AuditCommand, parseAudit } from "./audit.ts";
@@ -11,6 +12,7 @@ import { CONTROL_HELP, type ControlCommand, parseControl } from "./control-args.
 import type { ControllersCommand } from "./controllers.ts";
 import type { ExportCommand } from "./export.ts";
 import { parseFlags } from "./flags.ts";
+import type { InboxCommand } from "./inbox.ts";
 import { LOGINS_HELP, type LoginsCommand, parseLogins } from "./logins.ts";
 import type { SearchCommand } from "./search.ts";
 import {
@@ -52,6 +54,7 @@ export type Command =
       phone?: { for: string | null };
     }
   | ControllersCommand
+  | InboxCommand
   | ControlCommand
   | AttachCommand
   | AuditCommand
@@ -99,6 +102,7 @@ Commands:
   serve              serve the board and the Console on loopback
   control            run a controller on one session (see control --help)
   controllers        list the running controllers
+  inbox              the controlled conversations that need you
   attach <id>        a terminal on a running controller (see attach --help)
   audit <id>         who did what to a conversation; --verify proves it
   logins             the board's device login links; --revoke ID revokes one
@@ -193,6 +197,23 @@ and start time, left out, and removed.
   -h, --help         this help
 `,
   usage: usageHelp(SOURCES_HELP),
+  inbox: `Usage: conversation inbox [--watch] [--json] [--state-dir DIR]
+                          [--stall-minutes N] [--grant ID]
+
+Lists the running controllers' conversations that need you, oldest wait
+first: waiting-approval (an approval is open), waiting-input (a run ended),
+failed (an engine error, the engine or the controller died) and stalled (no
+event for N minutes during a run). Each says why, how long it has waited, and
+the attach line that opens it. Running and idle ones are counted, not listed.
+
+  --watch            keep watching: one line for each change, until Ctrl-C
+  --json             { "inbox": [...] }; with --watch, one { "change": ... }
+                     per line after it
+  --state-dir DIR    the state directory the controllers were started with
+  --stall-minutes N  a run with no event for N minutes is stalled (default 5)
+  --grant ID         the observe-only grant to watch with (default observer)
+  -h, --help         this help
+`,
   search: `Usage: conversation search <query> [SOURCES] [--json] [--limit N]
 
 Searches the text of every branch of every conversation in the sources
@@ -292,6 +313,7 @@ type CommandName =
   | "serve"
   | "control"
   | "controllers"
+  | "inbox"
   | "attach"
   | "audit"
   | "logins"
@@ -307,6 +329,7 @@ function isCommandName(s: string): s is CommandName {
     "serve",
     "control",
     "controllers",
+    "inbox",
     "attach",
     "audit",
     "logins",
@@ -441,6 +464,38 @@ function parseSubcommand(name: CommandName, args: string[]): Parsed {
         return bad(`unexpected argument ${JSON.stringify(positionals[0])}`);
       if (values["state-dir"] === "") return bad("--state-dir needs a value");
       return { ok: true, command: { name, json: values.json ?? false, ...stateDirOf(values) } };
+    }
+    case "inbox": {
+      const { values, positionals } = parseFlags(args, {
+        json: { type: "boolean" },
+        watch: { type: "boolean" },
+        "state-dir": STATE_DIR,
+        "stall-minutes": { type: "string" },
+        grant: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      });
+      if (values.help) return { ok: true, command: { name: "help", text: usage } };
+      if (positionals.length > 0)
+        return bad(`unexpected argument ${JSON.stringify(positionals[0])}`);
+      if (values["state-dir"] === "") return bad("--state-dir needs a value");
+      const minutes = values["stall-minutes"] ?? "5";
+      if (!/^\d{1,4}(\.\d{1,3})?$/.test(minutes) || Number(minutes) <= 0) {
+        return bad(`--stall-minutes ${JSON.stringify(minutes)} is not a number of minutes above 0`);
+      }
+      // `control`'s observe-only grant (grants-file.ts DEFAULT_GRANTS), as the board's streams use.
+      const grant = values.grant ?? "observer";
+      if (!ID_PATTERN.test(grant)) return bad(`--grant ${JSON.stringify(grant)} is not a grant id`);
+      return {
+        ok: true,
+        command: {
+          name,
+          json: values.json ?? false,
+          watch: values.watch ?? false,
+          stallMs: Math.round(Number(minutes) * 60_000),
+          grant,
+          ...stateDirOf(values),
+        },
+      };
     }
     case "search": {
       const { values, positionals } = parseFlags(args, {

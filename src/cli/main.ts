@@ -29,6 +29,7 @@ import { DEFAULT_SEAT, resolveSources, type SourceFlags, type Sources } from "./
 import { runControl } from "./control.ts";
 import { listRunning } from "./controllers.ts";
 import { DEFAULT_GRANTS, readGrantsFile } from "./grants-file.ts";
+import { runInbox } from "./inbox.ts";
 import { asInvoked, commandLine, commandPrefix, withDocsPlace } from "./invocation.ts";
 import { runLogins } from "./logins.ts";
 import { qrLines } from "./qr.ts";
@@ -73,6 +74,7 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
   if (cmd.name === "controllers") return listRunning(cmd, io);
   if (cmd.name === "audit") return runAudit(cmd, io);
   if (cmd.name === "logins") return runLogins(cmd, io);
+  if (cmd.name === "inbox") return runInbox(cmd, io, signal);
   const flags = expandSeats(cmd.sources);
   if (!flags.ok) return usageError(io, flags.error, HELP[cmd.name]);
   const sources = resolveSources(flags.value);
@@ -101,7 +103,7 @@ function expandSeats(
 async function run(
   cmd: Exclude<
     Command,
-    { name: "help" | "control" | "attach" | "controllers" | "audit" | "logins" }
+    { name: "help" | "control" | "attach" | "controllers" | "audit" | "logins" | "inbox" }
   >,
   sources: Sources,
   io: Io,

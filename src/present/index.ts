@@ -57,3 +57,4 @@ export {
   nextMarked,
   type VisibleOptions,
 } from "./visible.ts";
+export { waited } from "./waiting.ts";

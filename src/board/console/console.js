@@ -5,6 +5,7 @@
 // the page only through text.js, markup.js and render.js, as text nodes.
 import { createCatalogue } from "./catalogue.js";
 import { createConversation } from "./conversation.js";
+import { createInbox } from "./inbox.js";
 import { bindKeys } from "./keys.js";
 import { backToList, listenRoutes, readHash } from "./routing.js";
 import { createSearch } from "./search.js";
@@ -17,7 +18,10 @@ const PHONE = window.matchMedia("(max-width: 760px)");
 
 const catalogue = createCatalogue({
   selected: () => conversation.current(),
-  onChange: () => conversation.refreshHead(),
+  onChange: () => {
+    conversation.refreshHead();
+    inbox.render();
+  },
 });
 const conversation = createConversation({
   rowOf: (id) => catalogue.rowOf(id),
@@ -25,6 +29,7 @@ const conversation = createConversation({
 });
 const search = createSearch();
 const usage = createUsage();
+const inbox = createInbox({ titleOf: (id) => catalogue.rowOf(id)?.title ?? null });
 bindKeys({
   actions: conversation.keyActions,
   search: search.input,
