@@ -153,16 +153,19 @@ describe("board live route relays a running controller", () => {
     );
     assert.equal(connections.size, 1, "one connection for all six streams");
     assert.equal(board.live().observers, 1);
-    assert.deepEqual(
-      proxy.hellos.map((h) => h.grant),
-      ["g-ro"],
-      "one hello, with the observe-only grant (the operator grant is a login's only)",
+    // Beside the streams' one connection the board's inbox holds one of its own per controller
+    // (docs/attention.md), once its registry poll has found it: never one per stream.
+    const grants = proxy.hellos.map((h) => h.grant);
+    assert.ok(grants.length >= 1 && grants.length <= 2, `hellos: ${JSON.stringify(grants)}`);
+    assert.ok(
+      grants.every((g) => g === "g-ro"),
+      "only the observe-only grant (the operator grant is a login's only)",
     );
     for (const s of streams) s.close();
     await new Promise<void>((resolve, reject) => {
       const deadline = Date.now() + 10_000;
       const check = () => {
-        if (board.live().followers === 0 && proxy.open() === 0) resolve();
+        if (board.live().followers === 0 && proxy.open() <= 1) resolve();
         else if (Date.now() > deadline) reject(new Error("the board's connections stayed"));
         else setTimeout(check, 20);
       };
