@@ -178,7 +178,11 @@ describe("conversation control", { concurrency: 4 }, () => {
       ["object", '{"id": "g-op"}', /expected a JSON array of grants/],
       ["empty", "[]", /no grants/],
       ["id", '[{"id": "a b", "actor": "x", "capabilities": []}]', /\[0\]\.id: expected an id/],
-      ["actor", '[{"id": "g", "capabilities": []}]', /\[0\]\.actor: expected a name/],
+      [
+        "actor",
+        '[{"id": "g", "capabilities": []}]',
+        /\[0\]\.actor: an actor is 1 to 200 characters/,
+      ],
       [
         "cap",
         '[{"id": "g", "actor": "x", "capabilities": ["observe", "sudo"]}]',

@@ -9,7 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it, type TestContext } from "node:test";
 import { conversationId } from "../../src/index.ts";
+import { encodeClaudeCwd } from "../../src/reader/harness/claude-code/store.ts";
 import { encodeCwd } from "../../src/reader/harness/pi/pi-store.ts";
+import { richClaudeSession } from "../helpers/claude-sessions.ts";
 import { startFakeModel } from "../helpers/fake-model.ts";
 import { logIn } from "../helpers/login.ts";
 import {
@@ -87,7 +89,13 @@ const AGENT = mkdtempSync(join(tmpdir(), "pc-agent-"));
 // The search index goes under AGENT too, never the machine's own ~/.cache.
 const shell = {
   cwd: ROOT,
-  env: { ...checkoutEnv(), PI_CODING_AGENT_DIR: AGENT, XDG_CACHE_HOME: join(AGENT, "cache") },
+  // And Claude Code's store under it too, for the README's `--claude` lines.
+  env: {
+    ...checkoutEnv(),
+    PI_CODING_AGENT_DIR: AGENT,
+    CLAUDE_CONFIG_DIR: join(AGENT, "claude"),
+    XDG_CACHE_HOME: join(AGENT, "cache"),
+  },
 };
 
 async function ok(t: TestContext, line: string, what = line): Promise<string> {
@@ -149,14 +157,28 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
       user("u1", null, "printed store"),
       assistant("a1", "u1", "ok"),
     ]);
+    const claude = richClaudeSession(app);
+    claude.write(
+      join(AGENT, "claude", "projects", encodeClaudeCwd(app), `${claude.sessionId}.jsonl`),
+    );
     const { createReader, rootsFromSpecs } = await import("../../src/index.ts");
     const reader = createReader({
       roots: () => rootsFromSpecs([{ kind: "pi-agent", sessionsDir: join(AGENT, "sessions") }], []),
     });
     storeId = reader.catalogue().conversations[0]?.conversation ?? "";
+    const claudeReader = createReader({
+      roots: () =>
+        rootsFromSpecs(
+          [{ kind: "claude-code", projectsDir: join(AGENT, "claude", "projects") }],
+          [],
+        ),
+    });
+    claudeId = claudeReader.catalogue().conversations[0]?.conversation ?? "";
+    assert.ok(claudeId !== "", "the Claude store's conversation");
     assert.ok(storeId !== "", "the store's conversation");
   });
   let storeId = "";
+  let claudeId = "";
   after(() => {
     rmSync(base, { recursive: true, force: true });
     rmSync(AGENT, { recursive: true, force: true });
@@ -202,8 +224,12 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
       // checkout's: the same words after the prefix (test/package.test.ts runs npx itself).
       const line = written.replace(/^npx conversation /, "npm run conversation -- ");
       // <id>: the project's conversation where the line names the project, else the store's.
-      const id = line.includes("--project") ? mainId : storeId;
-      const filled = fill(line, { ...values, "<id>": id });
+      const id = line.includes("--claude")
+        ? claudeId
+        : line.includes("--project")
+          ? mainId
+          : storeId;
+      const filled = fill(line, { ...values, "<id>": id, "<id or a unique prefix>": id });
       if (line.startsWith("npm start") || line.includes(" serve ")) {
         const p = await runUntil(t, filled, "the board", (x) =>
           x.stdout().includes("The board is serving on"),
@@ -214,7 +240,8 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
         assert.ok(isCleanInterrupt(await interrupt(p)), p.stderr());
       } else {
         const out = await ok(t, filled, line);
-        if (line.includes(" catalogue")) assert.match(out, /printed (main|review|store)/);
+        if (line.includes(" catalogue --claude")) assert.match(out, /Rich session/);
+        else if (line.includes(" catalogue")) assert.match(out, /printed (main|review|store)/);
         if (filled.includes(" search ") && !filled.includes("--json")) {
           // A hit, and the line printed under it reads the hit's conversation as printed.
           const read = /\n {2}(npm run conversation -- read .*)\n/.exec(out)?.[1] ?? "";

@@ -34,6 +34,9 @@ export function startCli(t: TestContext, args: string[], options: CliOptions = {
     TMPDIR: tmp,
     // A test that names its own cache (process.env) keeps it; otherwise never ~/.cache.
     XDG_CACHE_HOME: process.env.XDG_CACHE_HOME ?? join(tmp, "cache"),
+    // Nor the machine's ~/.claude: with no source named the command reads every default store
+    // that exists, so a test sees Claude's only where it names one (or removes this).
+    CLAUDE_CONFIG_DIR: process.env.CLAUDE_CONFIG_DIR ?? join(tmp, "no-claude"),
     ...options.env,
   };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];

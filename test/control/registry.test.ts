@@ -80,6 +80,9 @@ describe("registry places", () => {
       registry: "/r/mosaic-conversation/controllers",
       sockets: "/r/mosaic-conversation/sockets",
       agents: "/r/mosaic-conversation/agents",
+      // What must outlive a reboot (the ledger, the board's device links) is state, not runtime.
+      audit: "/s/mosaic-conversation/audit",
+      board: "/s/mosaic-conversation/board",
     });
   });
 
@@ -91,6 +94,8 @@ describe("registry places", () => {
       registry: `${base}/controllers`,
       sockets: `${base}/sockets`,
       agents: `${base}/agents`,
+      audit: `${base}/audit`,
+      board: `${base}/board`,
     });
   });
 
@@ -101,6 +106,8 @@ describe("registry places", () => {
       "/x/st/controllers",
       "/x/st/sockets",
       "/x/st/agents",
+      "/x/st/audit",
+      "/x/st/board",
     ]);
   });
 
