@@ -1,7 +1,7 @@
 // Whether the sealed Pi a controller launches will have a credential, checked at start so a
 // person hears what is missing before the first prompt fails with Pi's "No API key found … Use
-// /login" (issue 24 item 13). The rule is Pi's own (docs/providers.md, Resolution Order; docs/
-// models.md, Value Resolution): a provider has a credential when its auth.json entry is an
+// /login" (issue 24 item 13). The rule is Pi's own (Pi's docs/providers.md, Resolution Order;
+// Pi's docs/models.md, Value Resolution): a provider has a credential when its auth.json entry is an
 // API key or an OAuth token, or its models.json provider has an `apiKey`. The sealed engine
 // inherits no environment (SPEC §6: PATH, a scratch HOME, PI_OFFLINE, PI_CODING_AGENT_DIR), so a
 // key written as `$VAR` resolves only from the auth.json entry's own `env`, and the shell's
@@ -138,7 +138,7 @@ export function credentialWarning(check: CredentialCheck): string | null {
     wanted === null ? usualHas.providers.length > 0 : usualHas.providers.includes(wanted);
   const example =
     `{"${wanted ?? "anthropic"}": {"type": "api_key", "key": "..."}}` +
-    " (see Pi's docs/providers.md)";
+    " (see Pi's docs/providers.md, in its package @earendil-works/pi-coding-agent)";
   if (check.named !== "agent-dir" && usualOk && check.given !== usual) {
     lines.push(
       `  What to do: stop (Ctrl-C) and start again with Pi's own credentials copied from ${shellWord(usual)}:`,
