@@ -481,24 +481,26 @@ describe("conversation search and export, as a newcomer runs them", () => {
   });
 
   it("says where export looked for an unknown conversation, with the lines that look further", async (t) => {
+    // A whole id no fixture has: a short one would be a prefix a random fixture id may match.
+    const UNKNOWN = `pi-${"0".repeat(40)}`;
     const fx = writeReadingFixture(t);
     const project = join(fx.base, "gamma");
-    const r = await runCli(t, ["export", "pi-0", "--project", project, "--format", "md"]);
-    const read = await runCli(t, ["read", "pi-0", "--project", project]);
+    const r = await runCli(t, ["export", UNKNOWN, "--project", project, "--format", "md"]);
+    const read = await runCli(t, ["read", UNKNOWN, "--project", project]);
     assert.equal(r.code, 1);
     const sessions = join(project, ".pi", "state", "main", "sessions");
     assert.equal(
       r.stderr,
       [
-        `refused: unknown-conversation: no conversation pi-0 in ${sessions}.`,
+        `refused: unknown-conversation: no conversation ${UNKNOWN} in ${sessions}.`,
         `Only seat main of ${project} was searched (--seat, default main).`,
-        `Search every seat: npm run conversation -- export pi-0 --project ${project} --seat '*' --format md`,
+        `Search every seat: npm run conversation -- export ${UNKNOWN} --project ${project} --seat '*' --format md`,
         `List them: npm run conversation -- catalogue --project ${project} --seat '*'`,
         "",
       ].join("\n"),
     );
     assert.equal(
-      r.stderr.replace(" export pi-0 ", " read pi-0 ").replace(" --format md", ""),
+      r.stderr.replace(` export ${UNKNOWN} `, ` read ${UNKNOWN} `).replace(" --format md", ""),
       read.stderr,
       "read's message, this export's line",
     );
