@@ -2,7 +2,7 @@
 // in a shell: the source flags as shell words for the command lines they print, the refused
 // roots of a catalogue, and an unknown conversation with where it was looked for and the lines
 // that widen the search. One place, so every command says it the same way.
-import { readdirSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { branchTitle } from "../present/labels.ts";
 import { makeVisible } from "../present/visible.ts";
@@ -17,9 +17,15 @@ const SEAT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 /** Every seat of a project: the names under <project>/.pi/state, sorted. */
 export function seatsOf(project: string): string[] {
+  const state = join(resolve(project), ".pi", "state");
+  // A seat folder holding only Claude Code's config folder is a Claude seat: it has no Pi
+  // sessions folder to read, and is read through its controller's registration (sources.ts
+  // seatOn), so `--seat '*'` does not name it as a Pi seat whose folder is missing.
+  const claudeOnly = (seat: string) =>
+    existsSync(join(state, seat, "claude")) && !existsSync(join(state, seat, "sessions"));
   try {
-    return readdirSync(join(resolve(project), ".pi", "state"), { withFileTypes: true })
-      .filter((d) => d.isDirectory() && SEAT.test(d.name))
+    return readdirSync(state, { withFileTypes: true })
+      .filter((d) => d.isDirectory() && SEAT.test(d.name) && !claudeOnly(d.name))
       .map((d) => d.name)
       .sort();
   } catch {
