@@ -3,7 +3,9 @@
 // modes prove nothing about what root may do; what another uid can do is what they prove.
 // Each child has a deadline and is killed when the test ends.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { join } from "node:path";
+import { chmodSync, copyFileSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, dirname, join } from "node:path";
 import type { TestContext } from "node:test";
 
 export const OTHER_UID = 65534;
@@ -45,7 +47,8 @@ export type OtherUser = {
 
 /** Starts `process.execPath script ...args` as OTHER_UID; killed after the test. */
 export function startAsOtherUser(t: TestContext, script: string, args: string[]): OtherUser {
-  const child = spawn("setpriv", [...AS_OTHER, "--", process.execPath, script, ...args], {
+  const [node, file] = [reachable(process.execPath), reachable(script)];
+  const child = spawn("setpriv", [...AS_OTHER, "--", node, file, ...args], {
     stdio: ["pipe", "pipe", "pipe"],
   });
   let out = "";
@@ -107,6 +110,42 @@ export function startAsOtherUser(t: TestContext, script: string, args: string[])
         });
       }),
   };
+}
+
+/** Copies of files the other user could not reach where they are, made once per process. */
+let staged: string | undefined;
+const copies = new Map<string, string>();
+
+/**
+ * `path`, or a copy the other user can run. A checkout may sit in a folder only its owner may
+ * enter (`mktemp -d` makes one 0700), and then neither the pinned Node nor the script is within
+ * the other user's reach; the copies (self-contained scripts, `node:` imports only) sit in a
+ * folder of their own that anyone may enter, removed when this process exits.
+ */
+function reachable(path: string): string {
+  if (othersReach(path)) return path;
+  const known = copies.get(path);
+  if (known !== undefined) return known;
+  if (staged === undefined) {
+    const dir = mkdtempSync(join(tmpdir(), "other-user-"));
+    chmodSync(dir, 0o755);
+    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+    staged = dir;
+  }
+  const copy = join(staged, `${copies.size}-${basename(path)}`);
+  copyFileSync(path, copy);
+  chmodSync(copy, 0o755);
+  copies.set(path, copy);
+  return copy;
+}
+
+/** Whether every folder above `path` lets others in and others may read and run it. */
+function othersReach(path: string): boolean {
+  if ((statSync(path).mode & 0o005) !== 0o005) return false;
+  for (let dir = dirname(path); ; dir = dirname(dir)) {
+    if ((statSync(dir).mode & 0o001) === 0) return false;
+    if (dirname(dir) === dir) return true;
+  }
 }
 
 /** A request the other user sends (test/board/attacker-request.ts sends it). */
