@@ -258,7 +258,7 @@ describe("board Console: what a newcomer hit", { skip: browserSkip }, () => {
       const listY = await page.evaluate<number>("window.scrollY");
       assert.equal(listY, 300, "the list scrolls as a page");
       const picked = await page.evaluate<string>(`(() => {
-        const b = [...document.querySelectorAll("#catalogue button.open")].find((e) => e.getBoundingClientRect().top > 300);
+        const b = [...document.querySelectorAll("#catalogue button.open")].find((e) => e.getBoundingClientRect().top > 300 && /^Listed conversation \\d+$/.test(e.textContent));
         return b.textContent;
       })()`);
       const n = Number(/^Listed conversation (\d+)$/.exec(picked)?.[1]);
