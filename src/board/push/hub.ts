@@ -86,15 +86,19 @@ export class PushHub {
 
   /** `GET /api/push/key`. */
   serveKey(req: IncomingMessage, res: ServerResponse, request: BoardRequest): void {
+    send(res, this.#keyReply(request), req.method);
+  }
+
+  #keyReply(request: BoardRequest): Reply {
     const refused = checkRequest(this.#o.hosts, request);
-    if (refused !== null) return send(res, refused, req.method);
+    if (refused !== null) return refused;
     if (request.method !== "GET" && request.method !== "HEAD") {
       const allow = { Allow: "GET, HEAD" };
-      return send(res, boardRefusal("method-not-allowed", "The push key: GET only.", allow));
+      return boardRefusal("method-not-allowed", "The push key: GET only.", allow);
     }
     const ready = this.#open();
-    if (!ready.ok) return send(res, unavailable(ready.message), req.method);
-    send(res, jsonReply(200, { ok: true, publicKey: ready.vapid.publicKey }), req.method);
+    if (!ready.ok) return unavailable(ready.message);
+    return jsonReply(200, { ok: true, publicKey: ready.vapid.publicKey });
   }
 
   /**
