@@ -92,8 +92,8 @@ for (const [net, prefix] of [
   INWARD.addSubnet(net, prefix, "ipv4");
 }
 for (const [net, prefix] of [
+  // (IPv4-mapped addresses are checked as the IPv4 address they carry: isInwardAddress.)
   ["::", 127],
-  ["::ffff:0:0", 96],
   ["64:ff9b::", 96],
   ["fc00::", 7],
   ["fe80::", 10],
