@@ -42,7 +42,10 @@ self.addEventListener("notificationclick", (event) => {
   event.notification.close();
   const id = event.notification.data?.conversation;
   const conversation = typeof id === "string" && ID.test(id) ? id : null;
-  event.waitUntil(openConsole(conversation));
+  const opening = openConsole(conversation);
+  // The browser's own click keeps the worker alive until the window is open; a synthetic
+  // event (isTrusted false) cannot be extended, and the work goes on without it.
+  if (event.isTrusted) event.waitUntil(opening);
 });
 
 async function openConsole(conversation) {
@@ -51,9 +54,10 @@ async function openConsole(conversation) {
   const windows = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
   const open = windows.find((w) => new URL(w.url).origin === self.location.origin);
   if (open === undefined) return self.clients.openWindow(url);
-  await open.focus();
   // The page moves itself (push.js): its history and state stay as they are.
   open.postMessage({ type: "open-conversation", conversation });
+  // Allowed only during the click's own handling; the page has moved either way.
+  await open.focus().catch(() => {});
   return undefined;
 }
 
