@@ -19,14 +19,16 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
+import { DeviceLinks } from "../../src/board/device-links.ts";
 import type { Board } from "../../src/board/index.ts";
 import { checkEndpoint, isInwardAddress, publicOnlyLookup } from "../../src/board/push/endpoint.ts";
 import { deliver } from "../../src/board/push/send.ts";
 import { MAX_PER_IDENTITY } from "../../src/board/push/store.ts";
 import { loadOrMakeVapid } from "../../src/board/push/vapid.ts";
+import { runLogins } from "../../src/cli/logins.ts";
 import { startController } from "../control/controller-fixture.ts";
 import { until } from "../helpers/deadline.ts";
-import { logIn } from "../helpers/login.ts";
+import { logIn, postLogin } from "../helpers/login.ts";
 import {
   type PushEndpoint,
   startPushEndpoint,
@@ -248,7 +250,10 @@ describe("push/vapid", () => {
 });
 
 /** A board over a fake-pi controller with Web Push, its state in the fixture's state dir. */
-async function pushBoard(t: TestContext, extra: { stallMs?: number; script?: object } = {}) {
+async function pushBoard(
+  t: TestContext,
+  extra: { stallMs?: number; script?: object; devices?: boolean } = {},
+) {
   // The board closes first (hooks run in the order they were added), so the controller's stop
   // that follows is not a change it pushes to an endpoint already gone.
   let board: Board | undefined;
@@ -259,6 +264,7 @@ async function pushBoard(t: TestContext, extra: { stallMs?: number; script?: obj
   const made = await boardOverController(f, ctl.socketPath, {
     push: { dir: boardDir, origins: [e.origin] },
     ...(extra.stallMs === undefined ? {} : { stallMs: extra.stallMs }),
+    ...(extra.devices ? { devices: new DeviceLinks(boardDir) } : {}),
   });
   board = made.board;
   t.after(made.unregister);
@@ -526,5 +532,54 @@ describe("pushes from attention changes", () => {
     // 64 more logins: the first is signed out to make room.
     for (let i = 0; i < 64; i += 1) await logIn(board.loginUrl);
     assert.equal(count(), 0);
+  });
+
+  it("removes a revoked device link's subscription before anything is sent to it", {
+    timeout: 120_000,
+  }, async (t) => {
+    const { board, conversation, e, boardDir, f } = await pushBoard(t, {
+      stallMs: 1500,
+      script: { holds: ["assistant-start"] },
+      devices: true,
+    });
+    const operator = await logIn(board.loginUrl);
+    const link = board.mintDeviceLink("local-operator");
+    const phoneKey = ((await postLogin(link.url)).json as { key: string }).key;
+    const phone = { ...operator.headers, "x-board-login": phoneKey };
+    const onPhone = e.subscribe();
+    const onDesk = e.subscribe();
+    assert.equal(
+      (await post(board, "/api/push/subscribe", phone, subscribeBody(onPhone))).status,
+      200,
+    );
+    assert.equal(
+      (await post(board, "/api/push/subscribe", operator.headers, subscribeBody(onDesk))).status,
+      200,
+    );
+    const quiet = { out: () => {}, err: () => {}, width: 80 };
+    const revoke = {
+      name: "logins",
+      json: false,
+      revoke: link.id,
+      stateDir: join(f.root, "state"),
+    } as const;
+    assert.equal(runLogins(revoke, quiet), 0);
+
+    const steer = (body: object) =>
+      post(board, `/api/conversations/${conversation}/control`, operator.headers, body);
+    assert.equal((await steer({ op: "takeover" })).status, 200);
+    assert.equal((await steer({ op: "prompt", text: "hi" })).status, 200);
+    const got = await e.next(30_000);
+    assert.equal(got.id, onDesk.id);
+    const file = join(boardDir, "push", "subscriptions.json");
+    await until(
+      () => !readFileSync(file, "utf8").includes(onPhone.id),
+      "the phone's subscription was removed",
+    );
+    assert.ok(
+      e.received.every((r) => r.id !== onPhone.id),
+      "nothing went to the revoked phone",
+    );
+    writeFileSync(join(f.holdDir, "assistant-start.1.release"), "");
   });
 });
