@@ -105,6 +105,18 @@ describe("device links", () => {
     assert.match(JSON.stringify(refused.json), /was revoked/);
   });
 
+  it("says, when no link was minted, the command that mints one in the same state dir", (t) => {
+    const state = stateDir(t);
+    const { err, io: o } = io();
+    assert.equal(runLogins({ name: "logins", json: false, stateDir: state }, o), 1);
+    assert.match(
+      err.join(""),
+      new RegExp(
+        `start \`npm run conversation -- serve --phone --state-dir ${state}\` to mint one`,
+      ),
+    );
+  });
+
   it("draws the QR code of the link, module for module", () => {
     const text = "https://localhost:8443/login?token=abc";
     const lines = qrLines(text);
