@@ -8,6 +8,7 @@ import { placesFor } from "../control/registry/places.ts";
 import { ensurePrivateFolder } from "../fs/private-folder.ts";
 import { makeVisible } from "../present/visible.ts";
 import { parseFlags } from "./flags.ts";
+import { commandLine } from "./invocation.ts";
 import type { Io } from "./io.ts";
 
 export type LoginsCommand = { name: "logins"; revoke?: string; json: boolean; stateDir?: string };
@@ -65,13 +66,15 @@ export function runLogins(cmd: LoginsCommand, io: Io): number {
   );
   if (links === undefined) {
     io.err(
-      `conversation: no device links in ${makeVisible(dir)}: start \`conversation serve --phone\` (with the same --state-dir) to mint one.\n`,
+      `conversation: no device links in ${makeVisible(dir)}: start \`${commandLine(withStateDir(cmd, ["serve", "--phone"]))}\` to mint one.\n`,
     );
     return 1;
   }
   if (cmd.revoke !== undefined) {
     if (!links.some((l) => l.id === cmd.revoke)) {
-      io.err(`conversation: no device link ${cmd.revoke}: \`conversation logins\` lists them.\n`);
+      io.err(
+        `conversation: no device link ${makeVisible(cmd.revoke)}: \`${commandLine(withStateDir(cmd, ["logins"]))}\` lists them.\n`,
+      );
       return 1;
     }
     const folder = ensurePrivateFolder(join(dir, "revoked"), {
@@ -135,4 +138,9 @@ function readLinks(file: string): DeviceRecord[] | undefined {
       typeof l.state === "string" &&
       typeof l.expiresAt === "string",
   );
+}
+
+/** `args` with this command's --state-dir, so the printed command reads the same folder. */
+function withStateDir(cmd: LoginsCommand, args: string[]): string[] {
+  return cmd.stateDir === undefined ? args : [...args, "--state-dir", cmd.stateDir];
 }
