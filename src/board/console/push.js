@@ -11,6 +11,8 @@ const $ = (id) => document.getElementById(id);
 /** The inbox's choices (inbox.js PREFS). */
 const PREFS = "inbox-notify";
 const SW_URL = "/sw.js";
+/** How long the browser's push service may take to subscribe (Chromium asks FCM, on the network). */
+const SUBSCRIBE_MS = 30_000;
 
 export function startPush() {
   const ui = { toggle: $("push-toggle"), note: $("push-note") };
@@ -84,10 +86,16 @@ export function startPush() {
     if ((await Notification.requestPermission()) !== "granted") {
       return say("Notifications are not allowed for this board: allow them in the site settings.");
     }
-    const sub = await reg.pushManager.subscribe({
-      userVisibleOnly: true,
-      applicationServerKey: key.publicKey,
-    });
+    say("Asking this browser's push service for a subscription…");
+    const sub = await withDeadline(
+      reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key.publicKey }),
+      SUBSCRIBE_MS,
+    );
+    if (sub === null) {
+      return say(
+        `This browser's push service did not answer within ${SUBSCRIBE_MS / 1000} s (is this device offline?): try again later. Notifications while the Console is open still work.`,
+      );
+    }
     if (await send(sub)) say("Pushes come to this device now, with no Console open.");
   }
 
@@ -119,6 +127,15 @@ export function startPush() {
   function say(text) {
     if (ui.note) ui.note.textContent = text;
   }
+}
+
+/** `p`'s value, or null when it has not settled within `ms`. */
+function withDeadline(p, ms) {
+  let timer;
+  const late = new Promise((resolve) => {
+    timer = setTimeout(() => resolve(null), ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
 function readPrefs() {
