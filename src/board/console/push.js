@@ -5,11 +5,10 @@
 // person must be logged in; the same button turns it off. The inbox's two choices ("waiting
 // for input too", "show details") are the subscription's too, and sent again when changed.
 import { fetchJson, isLoggedIn, postLoggedIn } from "./api.js";
+import { readPrefs } from "./inbox.js";
 import { navigate } from "./routing.js";
 
 const $ = (id) => document.getElementById(id);
-/** The inbox's choices (inbox.js PREFS). */
-const PREFS = "inbox-notify";
 const SW_URL = "/sw.js";
 /** How long the browser's push service may take to subscribe (Chromium asks FCM, on the network). */
 const SUBSCRIBE_MS = 30_000;
@@ -136,13 +135,4 @@ function withDeadline(p, ms) {
     timer = setTimeout(() => resolve(null), ms);
   });
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
-}
-
-function readPrefs() {
-  try {
-    const v = JSON.parse(localStorage.getItem(PREFS) ?? "{}");
-    return { inputToo: v?.inputToo === true, details: v?.details === true };
-  } catch {
-    return { inputToo: false, details: false };
-  }
 }

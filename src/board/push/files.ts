@@ -59,9 +59,23 @@ export function readPrivate(path: string): FileRead {
 
 /** Replaces `path` with `text`, 0600, atomically. Throws on a failed write (disk full). */
 export function writePrivate(path: string, text: string): void {
-  const temp = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+  const temp = tempBeside(path);
+  writeNew(temp, text);
+  renameSync(temp, path);
+}
+
+/** A name beside `path` no other writer picks. */
+export function tempBeside(path: string): string {
+  return `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+}
+
+/**
+ * Writes `text` to a file that must not exist yet (O_EXCL|O_NOFOLLOW: never a link or another
+ * file), 0600, synced. A failed write removes it and throws.
+ */
+export function writeNew(path: string, text: string): void {
   const fd = openSync(
-    temp,
+    path,
     constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
     0o600,
   );
@@ -72,9 +86,8 @@ export function writePrivate(path: string, text: string): void {
     fsyncSync(fd);
   } catch (e) {
     closeSync(fd);
-    rmSync(temp, { force: true });
+    rmSync(path, { force: true });
     throw e;
   }
   closeSync(fd);
-  renameSync(temp, path);
 }

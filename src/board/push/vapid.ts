@@ -2,11 +2,10 @@
 // `<push dir>/vapid.json` (0600, in the checked private folder): every subscription a browser
 // made is bound to this public key, so a new pair would silently orphan them all. The private
 // key never leaves the file and the board's memory; the public key is served to the Console.
-import { randomBytes } from "node:crypto";
-import { closeSync, constants, linkSync, openSync, rmSync, writeSync } from "node:fs";
+import { linkSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import webpush from "web-push";
-import { readPrivate } from "./files.ts";
+import { readPrivate, tempBeside, writeNew } from "./files.ts";
 
 export type Vapid = { publicKey: string; privateKey: string; subject: string };
 
@@ -30,17 +29,8 @@ export function loadOrMakeVapid(
   const made: Vapid = { publicKey: keys.publicKey, privateKey: keys.privateKey, subject };
   // Made under a temp name, then linked to its name: a second board making one at the same
   // moment keeps the first one's (link fails on an existing name; rename would replace it).
-  const temp = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-  const fd = openSync(
-    temp,
-    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-    0o600,
-  );
-  try {
-    writeSync(fd, `${JSON.stringify({ ...made, createdAt: new Date().toISOString() })}\n`);
-  } finally {
-    closeSync(fd);
-  }
+  const temp = tempBeside(path);
+  writeNew(temp, `${JSON.stringify({ ...made, createdAt: new Date().toISOString() })}\n`);
   try {
     linkSync(temp, path);
   } catch (e) {
