@@ -1,11 +1,12 @@
 // `conversation logins [--revoke ID] [--json] [--state-dir DIR]`: the device login links a
 // `serve --phone` minted (device-links.ts), from `<state-dir>/board/logins.json`; --revoke writes
 // the revocation the board looks for at the link's next use and at its login's next act.
-import { closeSync, constants, existsSync, openSync, readFileSync } from "node:fs";
+import { closeSync, constants, existsSync, openSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { DeviceRecord } from "../board/device-links.ts";
 import { placesFor } from "../control/registry/places.ts";
 import { ensurePrivateFolder } from "../fs/private-folder.ts";
+import { readNoFollow } from "../fs/read-no-follow.ts";
 import { makeVisible } from "../present/visible.ts";
 import { parseFlags } from "./flags.ts";
 import { commandLine } from "./invocation.ts";
@@ -111,12 +112,7 @@ export function runLogins(cmd: LoginsCommand, io: Io): number {
 function readLinks(file: string): DeviceRecord[] | undefined {
   let text: string;
   try {
-    const fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
-    try {
-      text = readFileSync(fd, "utf8");
-    } finally {
-      closeSync(fd);
-    }
+    text = readNoFollow(file);
   } catch {
     // No list yet (or not one we may read): there is nothing to show.
     return undefined;
