@@ -147,3 +147,55 @@ export function claudeSpend(line: unknown): Spend | null {
     unpriced,
   };
 }
+
+/**
+ * A later line of the same request (an older Claude Code wrote the output count as it
+ * streamed; a reply of several blocks repeats its usage): the largest count of each kind, and
+ * the largest cost, are the request's. `into` takes them.
+ */
+export function keepLargest(into: Spend, s: Spend): void {
+  into.input = Math.max(into.input, s.input);
+  into.output = Math.max(into.output, s.output);
+  into.cacheRead = Math.max(into.cacheRead, s.cacheRead);
+  into.cacheWrite = Math.max(into.cacheWrite, s.cacheWrite);
+  into.cost = Math.max(into.cost, s.cost);
+}
+
+/**
+ * The spend of one event of a running Pi (RPC mode): an assistant message's `message_end`, or
+ * a compaction's `compaction_end` with its request's usage, read as the line Pi writes for it
+ * (so the same rule counts a live reply and a file's line). Each such event is one request, so
+ * the spend has no key: a controller counts every one. `lastModel` as for piSpend.
+ */
+export function piLiveSpend(event: unknown, lastModel: string, now = Date.now()): Spend | null {
+  if (!isObj(event)) return null;
+  let line: Obj;
+  if (event.type === "message_end" && isObj(event.message)) {
+    const at = typeof event.message.timestamp === "number" ? event.message.timestamp : now;
+    line = { type: "message", timestamp: isoOf(at, now), message: event.message };
+  } else if (event.type === "compaction_end" && isObj(event.result)) {
+    line = { type: "compaction", timestamp: isoOf(now, now), usage: event.result.usage };
+  } else {
+    return null;
+  }
+  const spend = piSpend(line, lastModel);
+  return spend === null ? null : { ...spend, key: null };
+}
+
+/**
+ * The spend of one stream-json line of a running Claude Code: its `assistant` lines are the
+ * lines it writes to the session file (one per content block, each with the reply's id and
+ * usage), so they are counted as `claudeSpend` counts the file's, keyed by the reply's id: the
+ * repeated lines of one reply count once. The turn's `result` sums what its lines said and is
+ * not counted again.
+ */
+export function claudeLiveSpend(event: unknown, now = Date.now()): Spend | null {
+  if (!isObj(event) || event.type !== "assistant") return null;
+  const at = typeof event.timestamp === "string" ? event.timestamp : isoOf(now, now);
+  return claudeSpend({ ...event, timestamp: at });
+}
+
+function isoOf(ms: number, fallback: number): string {
+  const d = new Date(Number.isFinite(ms) ? ms : fallback);
+  return Number.isFinite(d.getTime()) ? d.toISOString() : new Date(fallback).toISOString();
+}
