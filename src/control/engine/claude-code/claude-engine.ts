@@ -7,6 +7,7 @@
 // `interrupt` control request (Claude Code holds no queue of ours to clear).
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { claudeLiveSpend } from "../../../usage/lines.ts";
 import { ControlRefusal } from "../../refusal.ts";
 import { controlPlace, ensurePrivateDir } from "../../registry/private-dirs.ts";
 import type { EngineLink } from "../engine.ts";
@@ -211,6 +212,8 @@ class ClaudeSession implements EngineSession {
       }
       h.signal({ type: "user-message", text });
     }
+    const spend = claudeLiveSpend(e);
+    if (spend) h.spent(spend);
     for (const mapped of this.#mapper.map(e)) h.event(mapped);
     if (e.type === "result") {
       if (this.#interrupted && e.subtype === "error_during_execution")
