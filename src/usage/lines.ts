@@ -183,16 +183,41 @@ export function piLiveSpend(event: unknown, lastModel: string, now = Date.now())
 }
 
 /**
- * The spend of one stream-json line of a running Claude Code: its `assistant` lines are the
- * lines it writes to the session file (one per content block, each with the reply's id and
- * usage), so they are counted as `claudeSpend` counts the file's, keyed by the reply's id: the
- * repeated lines of one reply count once. The turn's `result` sums what its lines said and is
- * not counted again.
+ * The spends of a running Claude Code's stream-json lines. Its `assistant` lines are the lines
+ * it writes to the session file (one per content block, each with the reply's id and the usage
+ * as the reply began), counted as `claudeSpend` counts the file's. The reply's final counts
+ * come later, in the `message_delta` of its stream (`--include-partial-messages`): read as one
+ * more line of the same reply, so the rule for repeated lines (keepLargest: each count at its
+ * largest) gives the reply its real output. Keyed by the reply's id alone: within one stream
+ * it names one request. The turn's `result` sums what its replies said and is not counted.
  */
-export function claudeLiveSpend(event: unknown, now = Date.now()): Spend | null {
-  if (!isObj(event) || event.type !== "assistant") return null;
-  const at = typeof event.timestamp === "string" ? event.timestamp : isoOf(now, now);
-  return claudeSpend({ ...event, timestamp: at });
+export class ClaudeLiveSpends {
+  /** The reply streaming now: its id, model and usage so far (from its message_start). */
+  #streaming: { id: string; model: unknown; usage: Obj } | null = null;
+
+  read(event: unknown, now = Date.now()): Spend | null {
+    if (!isObj(event)) return null;
+    const at = typeof event.timestamp === "string" ? event.timestamp : isoOf(now, now);
+    if (event.type === "assistant") {
+      return claudeSpend({ ...event, requestId: undefined, timestamp: at });
+    }
+    if (event.type !== "stream_event" || !isObj(event.event)) return null;
+    const e = event.event;
+    if (e.type === "message_start" && isObj(e.message) && typeof e.message.id === "string") {
+      const usage = isObj(e.message.usage) ? e.message.usage : {};
+      this.#streaming = { id: e.message.id, model: e.message.model, usage };
+      return null;
+    }
+    if (e.type !== "message_delta" || !isObj(e.usage) || this.#streaming === null) return null;
+    const { id, model, usage } = this.#streaming;
+    const merged: Obj = { ...usage };
+    for (const [k, v] of Object.entries(e.usage)) if (typeof v === "number") merged[k] = v;
+    return claudeSpend({
+      type: "assistant",
+      timestamp: at,
+      message: { id, model, usage: merged },
+    });
+  }
 }
 
 function isoOf(ms: number, fallback: number): string {

@@ -8,7 +8,7 @@ import {
   spentText,
 } from "../../src/control/controller/budget.ts";
 import { parseBudgetLimits } from "../../src/control/protocol.ts";
-import { claudeLiveSpend, piLiveSpend, type Spend } from "../../src/usage/lines.ts";
+import { ClaudeLiveSpends, piLiveSpend, type Spend } from "../../src/usage/lines.ts";
 
 function spend(over: Partial<Spend> = {}): Spend {
   return {
@@ -67,14 +67,40 @@ describe("budget", () => {
         usage: { input_tokens: 10, output_tokens: output, cache_read_input_tokens: 100 },
       },
     });
+    const live = new ClaudeLiveSpends();
     for (const l of [line(1), line(50), line(50)]) {
-      const s = claudeLiveSpend(l);
+      const s = live.read(l);
       assert.ok(s);
       meter.add(s);
     }
     assert.equal(meter.spentTokens, 160);
     // Priced from the pinned table (sonnet 4.5: $3/M in, $15/M out, $0.30/M cache read).
     assert.equal(meter.spentNano, 10 * 3000 + 50 * 15000 + 100 * 300);
+  });
+
+  it("takes a Claude reply's final output from its stream's message_delta, counted once", () => {
+    const meter = new BudgetMeter();
+    const live = new ClaudeLiveSpends();
+    const usage = { input_tokens: 10, output_tokens: 1 };
+    const events = [
+      {
+        type: "stream_event",
+        event: {
+          type: "message_start",
+          message: { id: "msg_2", model: "claude-sonnet-4-5", usage },
+        },
+      },
+      { type: "assistant", message: { id: "msg_2", model: "claude-sonnet-4-5", usage } },
+      { type: "assistant", message: { id: "msg_2", model: "claude-sonnet-4-5", usage } },
+      { type: "stream_event", event: { type: "message_delta", usage: { output_tokens: 400 } } },
+      { type: "result", usage: { input_tokens: 10, output_tokens: 400 }, total_cost_usd: 1 },
+    ];
+    for (const e of events) {
+      const s = live.read(e);
+      if (s) meter.add(s);
+    }
+    assert.equal(meter.spentTokens, 410);
+    assert.equal(meter.spentNano, 10 * 3000 + 400 * 15000);
   });
 
   it("counts every Pi reply and compaction the engine reports, with Pi's own cost", () => {
