@@ -39,6 +39,7 @@ const ASSET_FILES: Readonly<Record<string, readonly [file: string, contentType: 
   "/conversation-head.js": ["conversation-head.js", "text/javascript; charset=utf-8"],
   "/follow.js": ["follow.js", "text/javascript; charset=utf-8"],
   "/live-run.js": ["live-run.js", "text/javascript; charset=utf-8"],
+  "/budget-meter.js": ["budget-meter.js", "text/javascript; charset=utf-8"],
   "/inbox.js": ["inbox.js", "text/javascript; charset=utf-8"],
   "/render.js": ["render.js", "text/javascript; charset=utf-8"],
   "/tools.js": ["tools.js", "text/javascript; charset=utf-8"],

@@ -6,6 +6,8 @@
 // float sums of per-reply costs drift (0.1 + 0.2), and a budget of $0.30 must be reached by
 // three replies of $0.10, not missed by 4e-17. Tokens are every kind together (input, output,
 // cache read, cache write), the `total` of `conversation usage`.
+import { usdUpText } from "../../present/budget-meter.ts";
+import { formatCount } from "../../present/usage-report.ts";
 import { keepLargest, type Spend } from "../../usage/lines.ts";
 import {
   type BudgetLimits,
@@ -65,7 +67,7 @@ export function parseTokensText(
 
 /** "$12.34" from whole cents. */
 export function centsText(cents: number): string {
-  return `$${Math.floor(cents / 100)}.${String(cents % 100).padStart(2, "0")}`;
+  return usdUpText(cents / 100);
 }
 
 /**
@@ -73,12 +75,7 @@ export function centsText(cents: number): string {
  * it is reached), "$0" for nothing.
  */
 export function spentText(nano: number): string {
-  return nano === 0 ? "$0" : centsText(Math.ceil(nano / NANO_PER_CENT));
-}
-
-/** 1234567 → "1,234,567". */
-function countText(n: number): string {
-  return n.toLocaleString("en-US");
+  return usdUpText(nano / NANO_PER_USD);
 }
 
 /** Which limit is reached: spent at or past it. */
@@ -157,7 +154,7 @@ export class BudgetMeter {
       return `the USD limit ${centsText(next.cents)} is not above what was spent (${spentText(this.#nano)}); give a larger one`;
     }
     if (next.tokens !== null && next.tokens <= this.#tokens) {
-      return `the token limit ${countText(next.tokens)} is not above what was spent (${countText(this.#tokens)} tokens); give a larger one`;
+      return `the token limit ${formatCount(next.tokens)} is not above what was spent (${formatCount(this.#tokens)} tokens); give a larger one`;
     }
     return null;
   }
@@ -195,11 +192,11 @@ export class BudgetMeter {
       parts.push(`${spentText(this.#nano)} of ${centsText(this.#limits.cents)}`);
     }
     if (this.#limits.tokens !== null) {
-      parts.push(`${countText(this.#tokens)} of ${countText(this.#limits.tokens)} tokens`);
+      parts.push(`${formatCount(this.#tokens)} of ${formatCount(this.#limits.tokens)} tokens`);
     }
     return parts.length > 0
       ? parts.join(", ")
-      : `${spentText(this.#nano)}, ${countText(this.#tokens)} tokens (no limit)`;
+      : `${spentText(this.#nano)}, ${formatCount(this.#tokens)} tokens (no limit)`;
   }
 
   #count(s: Spend, sign: 1 | -1): void {
