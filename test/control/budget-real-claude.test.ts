@@ -74,6 +74,7 @@ describe("budgets with the real pinned Claude Code", () => {
         assert.ok(approval.state === "denied" || approval.state === "closed", approval.state);
       }
 
+      await until(() => a.client.state?.admission === "open", "the stop lifted its fence", WAIT);
       const refused = await a.client.prompt("try again");
       assert.equal(refused.outcome, "refused:budget");
       assert.match((refused as { message?: string }).message ?? "", /\$0\.05 of \$0\.04 spent/);

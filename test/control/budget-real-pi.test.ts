@@ -85,6 +85,7 @@ describe("budgets with the real pinned Pi", () => {
       const stops = run.ctrl.records.filter((x) => x.kind === "stop");
       assert.ok(stops.length > 0, "the stop is on record");
 
+      await until(() => a.state?.admission === "open", "the stop lifted its fence");
       const refused = await a.prompt("go on");
       assert.equal(refused.outcome, "refused:budget", JSON.stringify(refused));
       assert.match(
@@ -170,6 +171,8 @@ describe("budgets with the real pinned Pi", () => {
       const d = openBudget(dialogs) as Dialog;
       assert.match(d.title, /\$0\.05 of \$0\.03/);
 
+      // The reply that reached it may have started a stop as its run ended: wait until it ends.
+      await until(() => a.state?.admission === "open", "admission open again");
       const third = await a.prompt("three");
       assert.equal(third.outcome, "refused:budget");
       assert.match((third as { message?: string }).message ?? "", /\$0\.05 of \$0\.03 spent/);
