@@ -7,22 +7,14 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import type { LedgerAction } from "../../src/audit/ledger-line.ts";
-import type { Dialog, Receipt, ReceiptReason, StreamEvent } from "../../src/control/protocol.ts";
+import type { Dialog } from "../../src/control/protocol.ts";
 import { until } from "../helpers/deadline.ts";
 import { startClaude } from "./real-claude-controller.ts";
+import { settled } from "./settled.ts";
 
 const T = { timeout: 120_000 };
 const WAIT = 60_000;
 
-function settled(events: StreamEvent[], receipt: string): ReceiptReason | null {
-  for (const e of events) {
-    const r = e.event.receipt as Receipt | undefined;
-    if (e.event.kind === "receipt" && r?.id === receipt && r.state === "settled") {
-      return r.reason ?? null;
-    }
-  }
-  return null;
-}
 const latest = (dialogs: Dialog[]) => {
   const by = new Map<string, Dialog>();
   for (const d of dialogs) by.set(d.id, d);

@@ -6,10 +6,11 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import type { LedgerAction } from "../../src/audit/ledger-line.ts";
-import type { Dialog, Receipt, ReceiptReason, StreamEvent } from "../../src/control/protocol.ts";
+import type { Dialog } from "../../src/control/protocol.ts";
 import { until } from "../helpers/deadline.ts";
 import { GRANTS } from "./controller-fixture.ts";
 import { startReal } from "./real-controller.ts";
+import { settled } from "./settled.ts";
 
 const T = { timeout: 60_000 };
 const OPERATOR = {
@@ -21,16 +22,6 @@ const grants = () => [
   ...GRANTS.map((g) => ({ ...g, capabilities: [...g.capabilities] })),
   { ...OPERATOR, capabilities: [...OPERATOR.capabilities] },
 ];
-
-function settled(events: StreamEvent[], receipt: string): ReceiptReason | null {
-  for (const e of events) {
-    const r = e.event.receipt as Receipt | undefined;
-    if (e.event.kind === "receipt" && r?.id === receipt && r.state === "settled") {
-      return r.reason ?? null;
-    }
-  }
-  return null;
-}
 
 function watchDialogs(client: { onDialog(fn: (d: Dialog) => void): unknown }): Dialog[] {
   const dialogs: Dialog[] = [];
