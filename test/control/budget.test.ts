@@ -26,16 +26,16 @@ function spend(over: Partial<Spend> = {}): Spend {
 }
 
 describe("budget", () => {
-  it("reaches a $0.30 budget with three replies of $0.10, where a float sum falls short", () => {
-    // 0.1 + 0.1 + 0.1 is 0.30000000000000004 and 0.1 + 0.2 - 0.2 is not 0.1: nano-dollars are exact.
-    const meter = new BudgetMeter({ cents: 30, tokens: null });
-    meter.add(spend({ cost: 0.1 }));
-    meter.add(spend({ cost: 0.1 }));
+  it("reaches a $0.90 budget with replies of $0.30 and $0.60, where a float sum falls short", () => {
+    // 0.3 + 0.6 is 0.8999999999999999 in floating point: nano-dollars are exact.
+    assert.ok(0.3 + 0.6 < 0.9);
+    const meter = new BudgetMeter({ cents: 90, tokens: null });
+    meter.add(spend({ cost: 0.3 }));
     assert.equal(meter.reached(), null);
-    meter.add(spend({ cost: 0.1 }));
+    meter.add(spend({ cost: 0.6 }));
     assert.equal(meter.reached(), "usd");
-    assert.equal(meter.spentNano, 300_000_000);
-    assert.equal(meter.describe(), "$0.30 of $0.30");
+    assert.equal(meter.spentNano, 900_000_000);
+    assert.equal(meter.describe(), "$0.90 of $0.90");
   });
 
   it("stays unreached one nano-dollar under the limit, and shows the spending rounded up", () => {

@@ -3,8 +3,8 @@
 // at their largest counts, Claude priced from the pinned table), and the limits it keeps.
 //
 // Money is counted in whole nano-dollars and limits in whole cents, so a comparison is exact:
-// float sums of per-reply costs drift (0.1 + 0.2), and a budget of $0.30 must be reached by
-// three replies of $0.10, not missed by 4e-17. Tokens are every kind together (input, output,
+// float sums of per-reply costs drift (0.3 + 0.6 is 0.8999999999999999), and a budget of $0.90
+// must be reached by replies of $0.30 and $0.60, not missed by 1e-16. Tokens are every kind together (input, output,
 // cache read, cache write), the `total` of `conversation usage`.
 import { usdUpText } from "../../present/budget-meter.ts";
 import { formatCount } from "../../present/usage-report.ts";
