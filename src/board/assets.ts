@@ -39,6 +39,7 @@ const ASSET_FILES: Readonly<Record<string, readonly [file: string, contentType: 
   "/conversation-head.js": ["conversation-head.js", "text/javascript; charset=utf-8"],
   "/follow.js": ["follow.js", "text/javascript; charset=utf-8"],
   "/live-run.js": ["live-run.js", "text/javascript; charset=utf-8"],
+  "/budget-meter.js": ["budget-meter.js", "text/javascript; charset=utf-8"],
   "/inbox.js": ["inbox.js", "text/javascript; charset=utf-8"],
   // Web Push and installing (docs/push.md): the Console's side of it, its service worker at
   // the root (so its scope is the whole Console), the web app manifest (its icon is a data: URL in it, as

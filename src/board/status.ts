@@ -131,7 +131,8 @@ export type BoardRefusalCode = keyof typeof BOARD_REFUSAL_STATUS;
  *   `foreign-host`, `unsealed-engine`).
  * - 409: the controller's state says no now, and another step may change it: not the
  *   controller, a newer generation, busy, a confirmation missing or used, a run already
- *   active, a replacement that would not be safe…
+ *   active, a replacement that would not be safe, the budget reached (`budget`: a raise
+ *   lets it go on)…
  * - 410 `cursor`: the observe cursor is gone, as the reader's `cursor-*`.
  * - 503: the controller cannot act at all now (`channel`: its connection is down; `audit`:
  *   it cannot write its evidence; `configuration`: it is set up wrong) — not the caller's
@@ -157,6 +158,7 @@ export const CONTROL_REFUSAL_STATUS: Record<ControlRefusalCode, number> = {
   draft: 409,
   "no-turn": 409,
   dialog: 409,
+  budget: 409,
   "already-controller": 409,
   "controller-present": 409,
   confirmation: 409,

@@ -11,6 +11,7 @@ import { Transcript, type TranscriptItem } from "../control/client/transcript.ts
 import type { ControllerState } from "../control/protocol.ts";
 import { placesFor } from "../control/registry/places.ts";
 import { findController } from "../control/registry/registry.ts";
+import { budgetMeterText } from "../present/budget-meter.ts";
 import { makeVisible } from "../present/visible.ts";
 import type { AttachCommand } from "./attach-args.ts";
 import { fitLine, renderItems } from "./attach-lines.ts";
@@ -445,6 +446,8 @@ class AttachApp {
     if (st.running) bits.push("[running]");
     if (this.#transcript.reading) bits.push("[reading]");
     if (this.#scroll > 0) bits.push(`[+${this.#scroll} lines below]`);
+    const budget = this.#client.state?.budget;
+    if (budget) bits.push(`[${budgetMeterText(budget)}]`);
     bits.push(this.#notice === "" ? HINTS : this.#notice);
     return bits.join(" ");
   }

@@ -198,6 +198,7 @@ async function controlUntilStopped(
       harness: cmd.harness,
       ...(agentDir === undefined ? {} : { agentDir }),
       ...(cmd.piVersion === undefined ? {} : { piVersion: cmd.piVersion }),
+      ...(cmd.budget === undefined ? {} : { budget: cmd.budget }),
       // A binding record marks each execution (a recovery mints a new one): keep the entry true.
       audit: (record) => {
         if (record.kind !== "binding") return;

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import type { TestContext } from "node:test";
 import { ConversationClient } from "../../src/control/client/client.ts";
 import { PgroupLauncher } from "../../src/control/cohort/launcher.ts";
-import { Controller } from "../../src/control/controller/controller.ts";
+import { Controller, type ControllerOptions } from "../../src/control/controller/controller.ts";
 import { FixtureVerifier } from "../../src/control/controller/records.ts";
 import { claudeSessionFile } from "../../src/control/engine/claude-code/claude-files.ts";
 import type { Dialog, StreamEvent } from "../../src/control/protocol.ts";
@@ -27,13 +27,21 @@ export type ClaudeRun = {
   fake: FakeAnthropic;
   projectRoot: string;
   sessionFile: string;
-  client(): Promise<{ client: ConversationClient; events: StreamEvent[]; dialogs: Dialog[] }>;
+  /** A connected client (on grant `g-op` unless named). */
+  client(
+    grant?: string,
+  ): Promise<{ client: ConversationClient; events: StreamEvent[]; dialogs: Dialog[] }>;
   stop(): Promise<void>;
 };
 
 export async function startClaude(
   t: TestContext,
-  options: { replies?: AnthropicReply[]; sessionId?: string } = {},
+  options: {
+    replies?: AnthropicReply[];
+    sessionId?: string;
+    /** Options the controller is given besides these (a budget, grants, a sink). */
+    controller?: Partial<ControllerOptions>;
+  } = {},
 ): Promise<ClaudeRun> {
   const root = mkdtempSync("/tmp/mcc-");
   const fixtureRoot = join(root, "fx");
@@ -76,6 +84,7 @@ export async function startClaude(
     launcher: new PgroupLauncher({ termGraceMs: 2000, killGraceMs: 2000 }),
     engine: { extraArgs: ["--model", "claude-sonnet-4-5"] },
     agentDir,
+    ...options.controller,
   });
   await ctrl.start();
   const socketPath = ctrl.socketPath;
@@ -84,10 +93,10 @@ export async function startClaude(
     fake,
     projectRoot,
     sessionFile,
-    async client() {
+    async client(grant = "g-op") {
       const client = new ConversationClient({
         socketPath,
-        grant: "g-op",
+        grant,
         requestTimeoutMs: 30_000,
       });
       clients.push(client);

@@ -14,9 +14,10 @@ import { type AnyLaunched, type Launcher, PgroupLauncher } from "../cohort/launc
 import { LiveSessionGuard, type PathStamp } from "../engine/guard.ts";
 import type { CommandOptions, EngineCommandBase, SessionHead } from "../engine/harness.ts";
 import { type Harness, harnessFor } from "../engine/harnesses.ts";
-import type { ControllerState, Grant, Hello } from "../protocol.ts";
+import { type ControllerState, type Grant, type Hello, parseBudgetLimits } from "../protocol.ts";
 import { ControlRefusal } from "../refusal.ts";
 import { type AuditHost, auditedConnection } from "./audit-hook.ts";
+import { BudgetGuard, budgetHost, limitsOf } from "./budget-guard.ts";
 import type { ControllerOptions } from "./controller-options.ts";
 import {
   Approvals,
@@ -83,6 +84,7 @@ export class Controller {
   #controllerConnection: string | null = null;
   #auditOk = true;
   readonly #ops: Operations;
+  readonly #budget: BudgetGuard;
   /** Where the approvals' records and messages go. */
   readonly #dialogOutlet: DialogOutlet = {
     record: (r) => this.record(r),
@@ -101,6 +103,17 @@ export class Controller {
       throw new ControlRefusal("configuration", "a verifier is required");
     }
     this.#grants = checkGrants(options.grants);
+    const limits = options.budget === undefined ? undefined : parseBudgetLimits(options.budget);
+    if (typeof limits === "string") throw new ControlRefusal("configuration", `budget: ${limits}`);
+    this.#budget = new BudgetGuard(
+      budgetHost({
+        exec: () => this.#exec,
+        record: (r) => this.record(r),
+        broadcast: (m) => this.#server?.broadcast(m),
+        broadcastState: () => this.broadcastState(),
+      }),
+      limitsOf(limits),
+    );
     this.#harness = harnessFor(options.harness ?? "pi");
     checkExtraEnv(this.#harness, options.engine?.env);
     this.#options = options;
@@ -191,12 +204,18 @@ export class Controller {
       record: (r) => this.record(r),
       broadcast: (m) => this.#server?.broadcast(m),
       broadcastLine: (line) => this.#server?.broadcastLine(line),
-      answer: (conn, grant, r) =>
-        answerApproval(
-          this.#exec,
-          this.#dialogOutlet,
-          { connection: conn.id, actor: grant.actor },
-          r,
+      answer: (conn, grant, r) => {
+        const by = { connection: conn.id, actor: conn.actor ?? grant.actor };
+        return this.#budget.owns(r.dialog)
+          ? this.#budget.answer(by, r, mayChangeBudget(conn, grant))
+          : answerApproval(this.#exec, this.#dialogOutlet, by, r);
+      },
+      budgetRefusal: () => this.#budget.refusePrompt(),
+      changeBudget: (conn, grant, limits) =>
+        this.#budget.change(
+          { connection: conn.id, actor: conn.actor ?? grant.actor },
+          limits,
+          mayChangeBudget(conn, grant),
         ),
       relaunch: async (execution, incarnation, leaf) => {
         const old = this.#exec;
@@ -232,6 +251,7 @@ export class Controller {
 
   state(): ControllerState {
     const e = this.#exec;
+    const budget = this.#budget.state();
     return {
       incarnation: e?.incarnation ?? "none",
       execution: e?.execution ?? "none",
@@ -239,6 +259,7 @@ export class Controller {
       controllerConnection: this.#controllerConnection,
       admission: admissionOf(e),
       binding: e?.binding.state ?? "uncertain",
+      ...(budget === undefined ? {} : { budget }),
     };
   }
 
@@ -337,6 +358,9 @@ export class Controller {
           if (!current()) return;
           if (d.kind === "ui") this.#dialog(exec, d.native, d.method, d.title);
           else openApproval(exec, this.#dialogOutlet, d.native, d.tool);
+        },
+        spent: (spend) => {
+          if (current()) this.#budget.spent(spend);
         },
         withdrawn: (native) => {
           if (!current()) return;
@@ -500,7 +524,10 @@ export class Controller {
       controllerConnection: this.#controllerConnection,
       state: this.state(),
       stream: this.#exec?.stream,
-      openDialogs: this.#exec?.approvals.openMessages() ?? [],
+      openDialogs: [
+        ...(this.#exec?.approvals.openMessages() ?? []),
+        ...this.#budget.openMessages(),
+      ],
     });
   }
 
@@ -609,6 +636,14 @@ export class Controller {
 function scopeOf(launched: AnyLaunched): string | null {
   const scope: unknown = (launched as { scope?: { dir?: unknown } }).scope?.dir;
   return typeof scope === "string" ? scope : null;
+}
+
+/** A budget change needs the budget capability, in the grant and in the hello's narrowing. */
+function mayChangeBudget(conn: Connection, grant: Grant): boolean {
+  return (
+    grant.capabilities.includes("budget") &&
+    (conn.capabilities === null || conn.capabilities.includes("budget"))
+  );
 }
 
 function admissionOf(e: Execution | null): ControllerState["admission"] {

@@ -12,6 +12,8 @@ import type { Reader } from "../../reader/reader.ts";
 import type { Claim, ClaimStore, SeatKey } from "../claim/claim.ts";
 import type { SessionHead, TextCheck } from "../engine/harness.ts";
 import {
+  type BudgetLimits,
+  type BudgetState,
   type ControllerMessage,
   type ControllerState,
   canonicalRequest,
@@ -68,6 +70,14 @@ export type OperationsHost = {
     grant: Grant,
     r: Extract<Request, { op: "answer" }>,
   ): { ok: true; dialog: Dialog } | { ok: false; code: ControlRefusalCode; message: string };
+  /** Why a prompt may not start now: the budget is reached (budget-guard.ts); else null. */
+  budgetRefusal(): string | null;
+  /** The `budget` op: a budget change, refused `capability` without the budget capability. */
+  changeBudget(
+    conn: Connection,
+    grant: Grant,
+    limits: BudgetLimits,
+  ): { ok: true; budget: BudgetState } | { ok: false; code: ControlRefusalCode; message: string };
   /** A new execution and incarnation (generation + 1), the claim already acquired for it. */
   relaunch(execution: string, incarnation: string, leaf: string | null): Promise<void>;
 };
@@ -217,8 +227,11 @@ export class Operations {
       case "release":
         h.setController(null);
         return ok({ generation: h.generation(), role: "observer" });
-      case "prompt":
+      case "prompt": {
+        const over = h.budgetRefusal();
+        if (over !== null) return refused(r.id, "budget", over);
         return this.#prompt(conn, r.id, exec, verdict.text ?? r.text);
+      }
       case "interrupt":
         return ok({ stop: await exec.stops.interrupt() });
       case "confirm": {
@@ -256,6 +269,16 @@ export class Operations {
         return answered.ok
           ? ok({ dialog: answered.dialog })
           : refused(r.id, answered.code, answered.message);
+      }
+      case "budget": {
+        const limits = {
+          ...(r.usd === undefined ? {} : { usd: r.usd }),
+          ...(r.tokens === undefined ? {} : { tokens: r.tokens }),
+        };
+        const changed = h.changeBudget(conn, grant, limits);
+        return changed.ok
+          ? ok({ budget: changed.budget })
+          : refused(r.id, changed.code, changed.message);
       }
       default: {
         const never: never = r;

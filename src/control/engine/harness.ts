@@ -3,6 +3,8 @@
 // proofs) live above it in controller/; each harness (pi/, claude-code/) implements it below and
 // turns its own wire into the same things: turn signals for the tracker, CHAT-01 stream events
 // for clients, dialogs the engine waits on, and a load check.
+
+import type { Spend } from "../../usage/lines.ts";
 import type { StreamEvent } from "../protocol.ts";
 import type { ControlRefusalCode } from "../refusal.ts";
 import type { EngineLink, EngineLinkOptions } from "./engine.ts";
@@ -89,6 +91,11 @@ export type EngineHooks = {
   signal(signal: TurnSignal): void;
   event(event: ChatEvent): void;
   dialog(dialog: EngineDialog): void;
+  /**
+   * One request's usage, as the engine reported it (Pi's assistant message, Claude Code's
+   * assistant line), read by the usage rule of src/usage/lines.ts: the controller's budget.
+   */
+  spent(spend: Spend): void;
   /** The engine withdrew a dialog it asked (Claude Code's `control_cancel_request`). */
   withdrawn(native: string): void;
   /**

@@ -7,6 +7,7 @@
 // `interrupt` control request (Claude Code holds no queue of ours to clear).
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { ClaudeLiveSpends } from "../../../usage/lines.ts";
 import { ControlRefusal } from "../../refusal.ts";
 import { controlPlace, ensurePrivateDir } from "../../registry/private-dirs.ts";
 import type { EngineLink } from "../engine.ts";
@@ -154,6 +155,8 @@ class ClaudeSession implements EngineSession {
   readonly #runEnded: (() => void)[] = [];
   /** What each open permission prompt asked to run, by Claude Code's request id. */
   readonly #inputs = new Map<string, unknown>();
+  /** What each reply spent, by the usage rule (the controller's budget counts it). */
+  readonly #spends = new ClaudeLiveSpends();
 
   constructor(link: Link, hooks: EngineHooks, basis: ClaudeFileState) {
     this.#link = link;
@@ -211,6 +214,8 @@ class ClaudeSession implements EngineSession {
       }
       h.signal({ type: "user-message", text });
     }
+    const spend = this.#spends.read(e);
+    if (spend) h.spent(spend);
     for (const mapped of this.#mapper.map(e)) h.event(mapped);
     if (e.type === "result") {
       if (this.#interrupted && e.subtype === "error_during_execution")
