@@ -4,6 +4,7 @@
 // welcomes connections, dialogs.ts records the engine's dialogs. Admission opens only after a
 // passing K8 check; the claim ends only with a proven stop.
 import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { createReader, type Reader } from "../../reader/reader.ts";
 import { claudeProjectsDirOf, rootsFromSpecs } from "../../reader/sources.ts";
@@ -163,6 +164,7 @@ export class Controller {
       conversation: this.conversation,
       sessionKey: this.sessionKey,
       sessionFile: this.sessionFile,
+      unwritten: () => this.#harness.name === "claude-code" && !existsSync(this.sessionFile),
       readHead: () => this.#harness.readHead(this.sessionFile),
       readKey: () => this.#harness.readKey(this.sessionFile, this.sessionKey),
       checkText: (text) => this.#harness.checkText(text),
