@@ -69,6 +69,11 @@ describe("the Controller with the real pinned Claude Code", () => {
     assert.equal(exec.binding.testHook, false, "the pinned binary itself");
     assert.equal(existsSync(run.sessionFile), false, "no file before the first turn");
     const { client, events } = await run.client();
+    // Before the first turn there is no file: the page is empty, and the stream joins at once.
+    const before = await client.observe();
+    assert.ok(before.outcome === "admitted", JSON.stringify(before));
+    assert.deepEqual((before.result.page as { parts: unknown[] }).parts, []);
+    assert.equal(before.seam.streamEpoch, exec.stream.epoch);
     assert.equal((await client.takeover()).outcome, "admitted");
     const r = await client.prompt("say hello");
     assert.ok(r.outcome === "admitted", JSON.stringify(r));
