@@ -386,6 +386,11 @@ export class Controller {
     exec.stops = new StopChain(this.#stopHost(exec));
     void link.exited.then(() => {
       if (this.#exec !== exec) return;
+      try {
+        this.#harness.afterExit?.({ projectRoot: this.projectRoot, seat: this.seat });
+      } catch {
+        // A leftover is replaced at the next launch and removed by the agent copy's watcher.
+      }
       exec.tracker.engineGone();
       endApprovals(exec, this.#dialogOutlet, "closed", "closed: the engine exited");
       if (!exec.stops.escalationRunning && !exec.closers.has("stopped")) {

@@ -186,6 +186,8 @@ export type EngineHarness<E = unknown, C = unknown, O extends object = object> =
     projectRoot: string;
     seat: string;
   }): Record<string, string>;
+  /** The engine exited: remove what `env` placed for it alone (Claude Code's credentials). */
+  afterExit?(o: { projectRoot: string; seat: string }): void;
   /** What the launcher gives the link: this harness's wire. */
   linkOptions(): EngineLinkOptions<E, C>;
   /** Reads what the load check compares with, right before the spawn. */
