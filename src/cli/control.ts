@@ -13,7 +13,7 @@ import { chmodSync, copyFileSync, rmSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { LedgerAction } from "../audit/ledger-line.ts";
 import type { Controller } from "../control/controller/controller.ts";
-import type { HarnessName } from "../control/engine/harness.ts";
+import { HARNESS_LABELS, type HarnessName } from "../control/engine/harness.ts";
 import type { Grant } from "../control/protocol.ts";
 import { placesFor } from "../control/registry/places.ts";
 import type { Registration } from "../control/registry/registry.ts";
@@ -84,7 +84,14 @@ async function controlUntilStopped(
     const guard = new LiveSessionGuard({ fixtureRoot: cmd.fixtureRoot ?? project });
     const live = cmd.agentDir === undefined ? null : guard.liveRootOf(cmd.agentDir);
     if (live !== null) {
-      return refused(io, "live-session-refused", `--agent-dir is inside the live root ${live}`);
+      return refused(
+        io,
+        "live-session-refused",
+        `--agent-dir is inside the live root ${live}`,
+        cmd.stateDir,
+        false,
+        HARNESS_LABELS[cmd.harness],
+      );
     }
     const sessions = sessionsDirOf(project, cmd.seat);
     const claude = cmd.harness === "claude-code";
@@ -241,22 +248,37 @@ async function controlUntilStopped(
       process.off("exit", onExit);
     });
   } catch (e) {
-    return failed(io, "cannot start the controller", e, cmd.stateDir, cmd.target.kind === "new");
+    const engine = HARNESS_LABELS[cmd.harness];
+    return failed(
+      io,
+      "cannot start the controller",
+      e,
+      cmd.stateDir,
+      cmd.target.kind === "new",
+      engine,
+    );
   }
   const how: AttachHow =
     cmd.stateDir === undefined ? { by: "registry" } : { by: "registry", stateDir: cmd.stateDir };
   io.out(describeStarted(ctl, grants, how));
-  const credentials = credentialWarning({
-    agentDir: engineAgentDir,
-    ...(cmd.agentFrom !== undefined
+  const named =
+    cmd.agentFrom !== undefined
       ? { named: "agent-from" as const, given: cmd.agentFrom }
       : cmd.agentDir !== undefined
         ? { named: "agent-dir" as const, given: cmd.agentDir }
-        : { named: "none" as const }),
-    ...providerOf(cmd),
-    argv: ["control", ...argv.slice(argv[0] === "control" ? 1 : 0)],
-    ...(cmd.target.kind === "new" ? { written: sessionFile } : {}),
-  });
+        : { named: "none" as const };
+  const controlArgv = ["control", ...argv.slice(argv[0] === "control" ? 1 : 0)];
+  const { claudeCredentialWarning } = await import("./credentials-claude.ts");
+  const credentials =
+    cmd.harness === "claude-code"
+      ? claudeCredentialWarning({ agentDir: engineAgentDir, ...named, argv: controlArgv })
+      : credentialWarning({
+          agentDir: engineAgentDir,
+          ...named,
+          ...providerOf(cmd),
+          argv: controlArgv,
+          ...(cmd.target.kind === "new" ? { written: sessionFile } : {}),
+        });
   if (credentials !== null) io.err(credentials);
   const warning = loadWarning(ctl);
   if (warning !== null) io.err(`${warning}\n`);
@@ -264,9 +286,10 @@ async function controlUntilStopped(
     if (signal.aborted) return;
     const how = exit.spawnError ?? exit.signal ?? `code ${exit.exitCode}`;
     const tail = ctl.execution?.link.stderr().text.trim() ?? "";
-    const said = tail === "" ? "" : `; Pi said: ${visible(tail.slice(-500))}`;
+    const label = ctl.engineLabel;
+    const said = tail === "" ? "" : `; ${label} said: ${visible(tail.slice(-500))}`;
     io.err(
-      `Pi exited (${visible(how)})${said}. Watchers can still read the conversation, but ` +
+      `${label} exited (${visible(how)})${said}. Watchers can still read the conversation, but ` +
         "nothing can be prompted; Ctrl-C stops the controller.\n",
     );
   });

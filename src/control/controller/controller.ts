@@ -220,6 +220,11 @@ export class Controller {
   }
 
   /** The proof of a crashed controller's stop that this one recorded before it took over. */
+  /** How people call the engine this controller runs ("Pi", "Claude Code"). */
+  get engineLabel(): string {
+    return this.#harness.label;
+  }
+
   get recovered(): Recovered | null {
     return this.#recovered;
   }

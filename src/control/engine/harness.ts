@@ -10,6 +10,12 @@ import type { EngineLink, EngineLinkOptions } from "./engine.ts";
 export const HARNESS_NAMES = ["pi", "claude-code"] as const;
 export type HarnessName = (typeof HARNESS_NAMES)[number];
 
+/** How people call each harness: the one place the words "Pi" and "Claude Code" are decided. */
+export const HARNESS_LABELS: Readonly<Record<HarnessName, string>> = {
+  pi: "Pi",
+  "claude-code": "Claude Code",
+};
+
 export function isHarnessName(v: unknown): v is HarnessName {
   return (HARNESS_NAMES as readonly unknown[]).includes(v);
 }

@@ -19,6 +19,7 @@ import type {
   LoadCheck,
   TextCheck,
 } from "../harness.ts";
+import { HARNESS_LABELS } from "../harness.ts";
 import { placeCredentials, removeCredentials } from "./claude-credentials.ts";
 import { ClaudeEventMapper } from "./claude-events.ts";
 import {
@@ -99,7 +100,7 @@ export function checkClaudeText(text: unknown): TextCheck {
 
 export const CLAUDE_ENGINE: EngineHarness<ClaudeEvent, ClaudeCommand, ClaudeOutgoing> = {
   name: "claude-code",
-  label: "Claude Code",
+  label: HARNESS_LABELS["claude-code"],
   place: CLAUDE_SESSION_PLACE,
   readHead: readClaudeHead,
   readKey(file, sessionKey) {
