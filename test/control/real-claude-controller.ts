@@ -33,7 +33,12 @@ export type ClaudeRun = {
 
 export async function startClaude(
   t: TestContext,
-  options: { replies?: AnthropicReply[]; sessionId?: string } = {},
+  options: {
+    replies?: AnthropicReply[];
+    sessionId?: string;
+    /** Claude Code's OAuth login file, written into the agent dir beside the settings. */
+    credentials?: string;
+  } = {},
 ): Promise<ClaudeRun> {
   const root = mkdtempSync("/tmp/mcc-");
   const fixtureRoot = join(root, "fx");
@@ -63,6 +68,9 @@ export async function startClaude(
     join(agentDir, "settings.json"),
     JSON.stringify(sealedClaudeSettings(fake.baseUrl)),
   );
+  if (options.credentials !== undefined) {
+    writeFileSync(join(agentDir, ".credentials.json"), options.credentials, { mode: 0o600 });
+  }
   const sessionFile = claudeSessionFile(projectRoot, "main", options.sessionId ?? randomUUID());
   ctrl = new Controller({
     harness: "claude-code",
