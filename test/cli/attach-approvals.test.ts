@@ -13,6 +13,7 @@ import {
 } from "../../src/cli/attach-approvals.ts";
 import { textWidth } from "../../src/cli/wrap.ts";
 import type { Dialog } from "../../src/control/protocol.ts";
+import { firstForbidden } from "./hostile.ts";
 
 const open = (
   id: string,
@@ -55,7 +56,7 @@ describe("attach-approvals", () => {
     b.take(open("dl-1", { command: "rm -rf /\x1b[2J\x1b]0;x\x07", description: "\u202eevil\r" }));
     const lines = approvalLines(b, me, 60, 10);
     const text = lines.join("\n");
-    assert.doesNotMatch(text, /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]/);
+    for (const l of lines) assert.equal(firstForbidden(l), null, l);
     assert.ok(text.includes("^[[2J^[]0;x^G"), text);
     assert.ok(text.includes("<U+202E>"), text);
     assert.ok(lines.every((l) => textWidth(l) <= 60));
