@@ -41,6 +41,8 @@ export async function startClaude(
     sessionId?: string;
     /** Options the controller is given besides these (a budget, grants, a sink). */
     controller?: Partial<ControllerOptions>;
+    /** Claude Code's OAuth login file, written into the agent dir beside the settings. */
+    credentials?: string;
   } = {},
 ): Promise<ClaudeRun> {
   const root = mkdtempSync("/tmp/mcc-");
@@ -71,6 +73,9 @@ export async function startClaude(
     join(agentDir, "settings.json"),
     JSON.stringify(sealedClaudeSettings(fake.baseUrl)),
   );
+  if (options.credentials !== undefined) {
+    writeFileSync(join(agentDir, ".credentials.json"), options.credentials, { mode: 0o600 });
+  }
   const sessionFile = claudeSessionFile(projectRoot, "main", options.sessionId ?? randomUUID());
   ctrl = new Controller({
     harness: "claude-code",

@@ -4,6 +4,7 @@
 // welcomes connections, dialogs.ts records the engine's dialogs. Admission opens only after a
 // passing K8 check; the claim ends only with a proven stop.
 import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { createReader, type Reader } from "../../reader/reader.ts";
 import { claudeProjectsDirOf, rootsFromSpecs } from "../../reader/sources.ts";
@@ -176,6 +177,7 @@ export class Controller {
       conversation: this.conversation,
       sessionKey: this.sessionKey,
       sessionFile: this.sessionFile,
+      unwritten: () => this.#harness.name === "claude-code" && !existsSync(this.sessionFile),
       readHead: () => this.#harness.readHead(this.sessionFile),
       readKey: () => this.#harness.readKey(this.sessionFile, this.sessionKey),
       checkText: (text) => this.#harness.checkText(text),
@@ -237,6 +239,11 @@ export class Controller {
   }
 
   /** The proof of a crashed controller's stop that this one recorded before it took over. */
+  /** How people call the engine this controller runs ("Pi", "Claude Code"). */
+  get engineLabel(): string {
+    return this.#harness.label;
+  }
+
   get recovered(): Recovered | null {
     return this.#recovered;
   }
@@ -408,6 +415,11 @@ export class Controller {
     exec.stops = new StopChain(this.#stopHost(exec));
     void link.exited.then(() => {
       if (this.#exec !== exec) return;
+      try {
+        this.#harness.afterExit?.({ projectRoot: this.projectRoot, seat: this.seat });
+      } catch {
+        // A leftover is replaced at the next launch and removed by the agent copy's watcher.
+      }
       exec.tracker.engineGone();
       endApprovals(exec, this.#dialogOutlet, "closed", "closed: the engine exited");
       if (!exec.stops.escalationRunning && !exec.closers.has("stopped")) {

@@ -37,6 +37,11 @@ import type { PromptResponse } from "./turns.ts";
 const MAX_DETAIL_CHARS = 4000;
 
 export type OperationsHost = {
+  /**
+   * True while the session has no file yet: Claude Code writes a new one at its first turn
+   * (docs/claude-control.md). An observe then reads an empty page, not a refusal.
+   */
+  unwritten?: () => boolean;
   conversation: string;
   sessionKey: string;
   sessionFile: string;
@@ -298,6 +303,9 @@ export class Operations {
           branch: this.#cursorBranch.get(cursor) ?? DEFAULT_BRANCH,
         })
       : h.reader.open({ conversation: h.conversation });
+    if (!read.ok && cursor === undefined && h.unwritten?.() === true) {
+      return emptyPage(id, h.conversation, exec);
+    }
     if (!read.ok) {
       const code = cursor ? "cursor" : "mapping";
       return { ...refused(id, code, read.refusal.message), detail: read.refusal.code };
@@ -441,3 +449,33 @@ export class Operations {
 export function refused(id: string | null, code: ControlRefusalCode, message: string): Reply {
   return { type: "reply", id, outcome: `refused:${code}`, refusal: code, message };
 }
+
+/**
+ * The page of a session with no file yet: no parts, the snapshot of zero bytes, and a seam from
+ * where the stream is now (everything after it is live), so a client joins the stream at once.
+ */
+function emptyPage(id: string, conversation: string, exec: Execution): Reply {
+  const fromSequence = exec.stream.nextSequence;
+  const page = {
+    conversation,
+    branch: DEFAULT_BRANCH,
+    parts: [],
+    nextCursor: null,
+    snapshot: { bytes: 0, digest: EMPTY_SHA256 },
+    sourceEpoch: "unwritten",
+  };
+  const replay = exec.stream.covers(exec.stream.epoch, fromSequence - 1)
+    ? "available"
+    : "unavailable";
+  const seam = {
+    replay,
+    streamEpoch: exec.stream.epoch,
+    fromSequence,
+    reconcile: true,
+    quiet: exec.tracker.isQuiet(),
+  };
+  return { type: "reply", id, outcome: "admitted", result: { page, seam } };
+}
+
+/** SHA-256 of no bytes. */
+const EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";

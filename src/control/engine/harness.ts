@@ -12,6 +12,12 @@ import type { EngineLink, EngineLinkOptions } from "./engine.ts";
 export const HARNESS_NAMES = ["pi", "claude-code"] as const;
 export type HarnessName = (typeof HARNESS_NAMES)[number];
 
+/** How people call each harness: the one place the words "Pi" and "Claude Code" are decided. */
+export const HARNESS_LABELS: Readonly<Record<HarnessName, string>> = {
+  pi: "Pi",
+  "claude-code": "Claude Code",
+};
+
 export function isHarnessName(v: unknown): v is HarnessName {
   return (HARNESS_NAMES as readonly unknown[]).includes(v);
 }
@@ -193,6 +199,8 @@ export type EngineHarness<E = unknown, C = unknown, O extends object = object> =
     projectRoot: string;
     seat: string;
   }): Record<string, string>;
+  /** The engine exited: remove what `env` placed for it alone (Claude Code's credentials). */
+  afterExit?(o: { projectRoot: string; seat: string }): void;
   /** What the launcher gives the link: this harness's wire. */
   linkOptions(): EngineLinkOptions<E, C>;
   /** Reads what the load check compares with, right before the spawn. */

@@ -20,6 +20,8 @@ import type {
   LoadCheck,
   TextCheck,
 } from "../harness.ts";
+import { HARNESS_LABELS } from "../harness.ts";
+import { placeCredentials, removeCredentials } from "./claude-credentials.ts";
 import { ClaudeEventMapper } from "./claude-events.ts";
 import {
   CLAUDE_SESSION_PLACE,
@@ -99,7 +101,7 @@ export function checkClaudeText(text: unknown): TextCheck {
 
 export const CLAUDE_ENGINE: EngineHarness<ClaudeEvent, ClaudeCommand, ClaudeOutgoing> = {
   name: "claude-code",
-  label: "Claude Code",
+  label: HARNESS_LABELS["claude-code"],
   place: CLAUDE_SESSION_PLACE,
   readHead: readClaudeHead,
   readKey(file, sessionKey) {
@@ -116,10 +118,12 @@ export const CLAUDE_ENGINE: EngineHarness<ClaudeEvent, ClaudeCommand, ClaudeOutg
   bind: (o) => commandOf(o),
   reservesEnv: (name) =>
     RESERVED_ENV.has(name) || name.startsWith("CLAUDE") || name.startsWith("PI_"),
-  env({ home, extra, projectRoot, seat }) {
+  env({ home, agentDir, extra, projectRoot, seat }) {
     const configDir = claudeConfigDir(projectRoot, seat);
     mkdirSync(configDir, { recursive: true, mode: 0o700 });
     ensurePrivateDir(configDir, controlPlace("the seat's Claude Code folder", "fix its owner"));
+    // OAuth credentials, when the agent directory has them: only the config folder is read.
+    placeCredentials(agentDir, projectRoot, seat);
     const tmp = join(home, "tmp");
     mkdirSync(tmp, { mode: 0o700 });
     return {
@@ -135,6 +139,7 @@ export const CLAUDE_ENGINE: EngineHarness<ClaudeEvent, ClaudeCommand, ClaudeOutg
       DISABLE_ERROR_REPORTING: "1",
     };
   },
+  afterExit: ({ projectRoot, seat }) => removeCredentials(projectRoot, seat),
   linkOptions: () => ({ wire: CLAUDE_WIRE }),
   beforeSpawn: (sessionFile) => readClaudeFile(sessionFile),
   start: (link, hooks, basis) => new ClaudeSession(link, hooks, basis as ClaudeFileState),

@@ -17,6 +17,7 @@ import type {
   LoadCheck,
   TurnSignal,
 } from "../harness.ts";
+import { HARNESS_LABELS } from "../harness.ts";
 import { mapEvent } from "./pi-events.ts";
 import { checkLoad, readStartupBasis, type StartupBasis } from "./pi-load.ts";
 import { bindEngine, engineCommand, sealedArgv } from "./pi-pin.ts";
@@ -36,7 +37,7 @@ const RESERVED_ENV = new Set(["PATH", "HOME", "PI_OFFLINE", "PI_CODING_AGENT_DIR
 
 export const PI_ENGINE: EngineHarness<RpcEvent, RpcCommand, RpcUiResponse> = {
   name: "pi",
-  label: "Pi",
+  label: HARNESS_LABELS.pi,
   place: PI_SESSION_PLACE,
   readHead(file) {
     const head = readSessionHead(file);
