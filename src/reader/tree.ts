@@ -14,6 +14,7 @@ import {
   type SessionHead,
   trimTable,
 } from "./entries.ts";
+import type { LabelFormat } from "./branch-labels.ts";
 import { IdIndex } from "./id-index.ts";
 import type { SizedPart } from "./parts.ts";
 import { work } from "./work.ts";
@@ -85,6 +86,8 @@ export interface RowFormat {
   render(s: ParsedSession, buf: Buffer, rec: EntryRec, lines: EntryLines): SizedPart[];
   /** The text a branch starting at this row is labelled by, or null (no text, or hidden). */
   labelText(s: ParsedSession, buf: Buffer, rec: EntryRec, lines: EntryLines): string | null;
+  /** How the harness's entries name other entries (Pi's `label` lines), when they can. */
+  readonly labels?: LabelFormat;
 }
 
 export type ParsedSession = {
