@@ -3,6 +3,7 @@
 // entry lines), and branches are columns too: a file of millions of tiny entries or roots costs
 // a few words per entry, and no step walks more than linear work (no per-branch depth walk).
 import { toChatId } from "../protocol/chat-01.ts";
+import type { LabelFormat } from "./branch-labels.ts";
 import {
   type EntryLines,
   type EntryRec,
@@ -14,7 +15,6 @@ import {
   type SessionHead,
   trimTable,
 } from "./entries.ts";
-import type { LabelFormat } from "./branch-labels.ts";
 import { IdIndex } from "./id-index.ts";
 import type { SizedPart } from "./parts.ts";
 import { work } from "./work.ts";

@@ -4,7 +4,7 @@
 // shows: that branch, the default branch, the branches forking from it (up to half the room),
 // the branches it forks from (nearest first), then the others in file order. `branchCount` says how many exist;
 // any branch opens by its name (`b.<entry id>`) whether listed or not.
-import { type BranchInfo, LIMITS, type View } from "../protocol/chat-01.ts";
+import { type BranchInfo, type ForkedFrom, LIMITS, type View } from "../protocol/chat-01.ts";
 import { branchLabels } from "./branch-labels.ts";
 import { type EntryLines, entryAt } from "./entries.ts";
 import { branchName, defaultBranch, depthOf, forksOf, leafOf, type ParsedSession } from "./tree.ts";
@@ -15,6 +15,7 @@ export function viewFor(
   shown: number,
   incomplete: boolean,
   lines: EntryLines,
+  forkedFrom: ForkedFrom | null = null,
 ): View {
   const cap = LIMITS.branchesPerView;
   const picked = new Set<number>();
@@ -46,6 +47,7 @@ export function viewFor(
     branchCount: s.branches.count,
     incomplete,
     forkedFromEarlierSession: s.header.parentSession,
+    forkedFrom,
     unreadableLines: unreadableLines(s),
   };
 }
