@@ -6,6 +6,7 @@ import type { Block, Catalogue, CatalogueRow, Fragment, Part, View } from "../in
 import { branchTitle, harnessLabel } from "../present/labels.ts";
 import { forkedFromLabel, messagesLabel, previewOf } from "../present/row-facts.ts";
 import { formatSize } from "../present/size.ts";
+import { formatTime } from "../present/time.ts";
 import { readRange, toolCallView } from "../present/tool-view.ts";
 import { makeVisible } from "../present/visible.ts";
 import { textWidth, wrapText } from "./wrap.ts";
@@ -18,11 +19,7 @@ function headerLines(text: string, width: number, indent = 0): string[] {
   return wrapText(text, { width, indent, oneLine: true });
 }
 
-/** `2026-01-01 10:00:01 UTC` for an ISO time in UTC; anything else as written. */
-export function formatTime(ts: string): string {
-  const m = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})(\.\d+)?Z$/.exec(ts);
-  return m ? `${m[1]} ${m[2]} UTC` : ts;
-}
+export { formatTime };
 
 /**
  * The catalogue grouped by project (a repository's name, or in Pi's store the session's cwd):
