@@ -192,16 +192,17 @@ function pathError(e: unknown): string | null {
   return `${err.syscall ?? "using"} ${err.path}: ${said} (${err.code})`;
 }
 
-/** Prints a refusal and what to do about it; returns 1 (the exit status). */
+/** Prints a refusal and what to do about it (`instead`: this refusal's own); returns 1. */
 export function refused(
   io: Io,
   code: string,
   message: string,
   stateDir?: string,
   isNew = false,
+  instead?: string,
 ): number {
   io.err(`refused: ${makeVisible(code)}: ${visible(message)}\n`);
-  const todo = whatToDo(code, stateDir, isNew);
+  const todo = instead ?? whatToDo(code, stateDir, isNew);
   if (todo !== undefined) io.err(`  What to do: ${todo}.\n`);
   return 1;
 }
