@@ -21,7 +21,7 @@ export type ForkOutcome =
   | { ok: true; forked: Forked }
   | {
       ok: false;
-      ambiguous: { typed: string; rows: Parameters<typeof import("./ids.ts").refuseAmbiguous>[2] };
+      ambiguous: { typed: string; rows: CatalogueRow[] };
     }
   | { ok: false; code: string; message: string; todo: string };
 

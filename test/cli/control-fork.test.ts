@@ -7,8 +7,10 @@
 import assert from "node:assert/strict";
 import {
   appendFileSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
   writeFileSync,
@@ -80,12 +82,6 @@ async function piUser(t: TestContext) {
   return { root, home, original, project, agentSrc, state: join(root, "st"), u1 };
 }
 
-async function controllers(t: TestContext, state: string): Promise<RegistryEntry[]> {
-  const r = await runCli(t, ["controllers", "--json", "--state-dir", state]);
-  assert.equal(r.code, 0, r.stderr);
-  return (JSON.parse(r.stdout) as { controllers: RegistryEntry[] }).controllers;
-}
-
 describe("conversation control --fork-from", { concurrency: 1 }, () => {
   it("forks a store conversation into the seat with Pi's code, controls and prompts the fork, and never writes the original", {
     timeout: 240_000,
@@ -123,16 +119,18 @@ describe("conversation control --fork-from", { concurrency: 1 }, () => {
     assert.deepEqual(args.slice(0, 2), ["control", "--fork-from"]);
 
     const traced = traceOpens(MAIN, args, { env: { HOME: u.home }, timeoutMs: 200_000 });
-    traced.catch(() => {});
-    let entry: RegistryEntry | undefined;
-    await until(
-      async () => {
-        entry = (await controllers(t, u.state))[0];
-        return entry !== undefined;
-      },
-      "the fork's controller to register",
-      150_000,
-    );
+    // Awaited below; a rejection before then (strace failing) must not go unhandled meanwhile.
+    void traced.catch(() => undefined);
+    // The registry entry the controller writes once it runs (registry.ts): its socket and pid.
+    const registry = join(u.state, "controllers");
+    const entryOf = (): RegistryEntry | undefined => {
+      const names = existsSync(registry) ? readdirSync(registry) : [];
+      const name = names.find((n) => n.endsWith(".json"));
+      if (name === undefined) return undefined;
+      return JSON.parse(readFileSync(join(registry, name), "utf8")) as RegistryEntry;
+    };
+    await until(() => entryOf() !== undefined, "the fork's controller to register", 150_000);
+    const entry = entryOf();
     assert.ok(entry);
     const client = new ConversationClient({
       socketPath: entry.socket,
@@ -152,7 +150,7 @@ describe("conversation control --fork-from", { concurrency: 1 }, () => {
         .map((e) => e.event.receipt as Receipt)
         .find((r) => r.id === sent.receipt?.id && r.state === "settled");
     await until(() => settled() !== undefined, "the prompt to settle", 60_000);
-    client.close();
+    await client.close();
     process.kill(entry.pid, "SIGTERM");
     const run = await traced;
     assert.equal(run.code, 0, run.stderr);
