@@ -4,7 +4,6 @@
 // `{ ok: false, refusal }`, and anything else is a bug and propagates.
 import type {
   Catalogue,
-  CatalogueRow,
   Cursor,
   ForkedFrom,
   Page,
