@@ -10,7 +10,11 @@ import { isPiVersion, PI_VERSION, PI_VERSIONS, piCliPath } from "../control/engi
 import type { BudgetLimits } from "../control/protocol.ts";
 import { parseFlags } from "./flags.ts";
 
-export type ControlTarget = { kind: "session"; file: string } | { kind: "new"; title?: string };
+export type ControlTarget =
+  | { kind: "session"; file: string }
+  | { kind: "new"; title?: string }
+  /** A conversation of Pi's own store (`store`, else its default place), forked into the seat. */
+  | { kind: "fork"; from: string; store?: string };
 
 export type ControlCommand = {
   name: "control";
@@ -46,7 +50,8 @@ export type ControlParsed =
 
 export const CONTROL_HELP = `Usage: conversation control --project DIR --seat NAME
                             [--harness pi|claude-code]
-                            (--session FILE | --new [--title TEXT])
+                            (--session FILE | --new [--title TEXT] |
+                             --fork-from ID [--pi-sessions DIR])
                             [--model M] [--provider P] [--thinking LEVEL]
                             [--agent-from DIR | --agent-dir DIR]
                             [--grants FILE] [--state-dir DIR]
@@ -77,6 +82,13 @@ exits 0.
   --new               start a new conversation there (written by Pi's own
                       SessionManager, with the model and thinking level)
   --title TEXT        the new conversation's title (with --new)
+  --fork-from ID      continue a conversation of Pi's own session store (its
+                      id or a unique prefix, as catalogue --pi lists it): Pi's
+                      SessionManager.forkFrom writes a new session in the
+                      seat naming it as its parent, and that fork is
+                      controlled; the store is only read, never written
+  --pi-sessions DIR   the store --fork-from reads (default: Pi's own,
+                      $PI_CODING_AGENT_DIR/sessions or ~/.pi/agent/sessions)
   --model M           Pi's --model, e.g. provider/id
   --provider P        Pi's --provider
   --thinking LEVEL    off, minimal, low, medium, high, xhigh or max
@@ -123,6 +135,7 @@ stop, so after it the claim stays held, marked uncertain (docs/claim.md).
 const SEAT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 const PATH_FLAGS = [
   "project",
+  "pi-sessions",
   "session",
   "fixture-root",
   "state-dir",
@@ -142,6 +155,8 @@ export function parseControl(args: string[]): ControlParsed {
     session: { type: "string" },
     new: { type: "boolean" },
     title: { type: "string" },
+    "fork-from": { type: "string" },
+    "pi-sessions": { type: "string" },
     "fixture-root": { type: "string" },
     "state-dir": { type: "string" },
     "claim-root": { type: "string" },
@@ -172,6 +187,7 @@ export function parseControl(args: string[]): ControlParsed {
       "harness",
       "budget-usd",
       "budget-tokens",
+      "fork-from",
     ] as const),
   ];
   for (const flag of valued) {
@@ -181,7 +197,10 @@ export function parseControl(args: string[]): ControlParsed {
   const missing: string[] = [];
   if (values.project === undefined && fixtureRoot === undefined) missing.push("--project DIR");
   if (values.seat === undefined) missing.push("--seat NAME");
-  if (values.session === undefined && values.new !== true) missing.push("--session FILE or --new");
+  const fork = values["fork-from"];
+  if (values.session === undefined && values.new !== true && fork === undefined) {
+    missing.push("--session FILE, --new or --fork-from ID");
+  }
   if (missing.length > 0) return bad(`missing ${missing.join(", ")}`);
   if (!SEAT_NAME.test(values.seat as string)) {
     // Checked before anything is created: `--new` makes the seat's directory.
@@ -189,6 +208,14 @@ export function parseControl(args: string[]): ControlParsed {
   }
   if (values.session !== undefined && values.new === true) {
     return bad("--session and --new exclude each other: control an existing session, or a new one");
+  }
+  if (fork !== undefined && (values.session !== undefined || values.new === true)) {
+    return bad("--fork-from excludes --session and --new: it makes the session it controls");
+  }
+  if (fork !== undefined && values.project === undefined)
+    return bad("--fork-from needs --project DIR");
+  if (values["pi-sessions"] !== undefined && fork === undefined) {
+    return bad("--pi-sessions goes with --fork-from (the store it forks from)");
   }
   if (values.title !== undefined && values.new !== true) return bad("--title goes with --new");
   if (values.new === true && values.project === undefined) return bad("--new needs --project DIR");
@@ -218,7 +245,7 @@ export function parseControl(args: string[]): ControlParsed {
     return bad(`--harness is one of ${HARNESS_NAMES.join(", ")}, not ${JSON.stringify(harness)}`);
   }
   if (harness === "claude-code") {
-    for (const flag of ["provider", "thinking", "pi-version", "title"] as const) {
+    for (const flag of ["provider", "thinking", "pi-version", "title", "fork-from"] as const) {
       if (values[flag] !== undefined)
         return bad(`--${flag} goes with Pi, not --harness claude-code`);
     }
@@ -238,10 +265,13 @@ export function parseControl(args: string[]): ControlParsed {
   const absent =
     piVersion === undefined || piVersion === PI_VERSION ? null : notInstalled(piVersion);
   if (absent !== null) return bad(absent);
+  const store = values["pi-sessions"];
   const target: ControlTarget =
-    values.session === undefined
-      ? { kind: "new", ...(values.title === undefined ? {} : { title: values.title }) }
-      : { kind: "session", file: resolve(values.session) };
+    fork !== undefined
+      ? { kind: "fork", from: fork, ...(store === undefined ? {} : { store: resolve(store) }) }
+      : values.session === undefined
+        ? { kind: "new", ...(values.title === undefined ? {} : { title: values.title }) }
+        : { kind: "session", file: resolve(values.session) };
   return {
     ok: true,
     command: {

@@ -220,7 +220,7 @@ function pathError(e: unknown): string | null {
   return `${err.syscall ?? "using"} ${err.path}: ${said} (${err.code})`;
 }
 
-/** Prints a refusal and what to do about it; returns 1 (the exit status). */
+/** Prints a refusal and what to do about it (`instead`: this refusal's own); returns 1. */
 export function refused(
   io: Io,
   code: string,
@@ -228,9 +228,10 @@ export function refused(
   stateDir?: string,
   isNew = false,
   engine: string = HARNESS_LABELS.pi,
+  instead?: string,
 ): number {
   io.err(`refused: ${makeVisible(code)}: ${visible(message)}\n`);
-  const todo = whatToDo(code, stateDir, isNew, engine);
+  const todo = instead ?? whatToDo(code, stateDir, isNew, engine);
   if (todo !== undefined) io.err(`  What to do: ${todo}.\n`);
   return 1;
 }

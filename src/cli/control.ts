@@ -31,6 +31,7 @@ import {
   visible,
 } from "./control-report.ts";
 import { credentialWarning } from "./credentials.ts";
+import { storeSessionRefusal } from "./fork-control.ts";
 import type { Io } from "./io.ts";
 import { whenAborted } from "./serve.ts";
 
@@ -108,6 +109,19 @@ async function controlUntilStopped(
         );
       }
     } else if (cmd.target.kind === "session" && cmd.fixtureRoot === undefined) {
+      // Pi's own store is a live root: say how to continue it instead (issue 24 item 7).
+      const inStore = storeSessionRefusal(cmd, project);
+      if (inStore !== null) {
+        return refused(
+          io,
+          "live-session-refused",
+          inStore.message,
+          cmd.stateDir,
+          false,
+          HARNESS_LABELS.pi,
+          inStore.todo,
+        );
+      }
       if (dirname(cmd.target.file) !== sessions) {
         return refused(
           io,
@@ -155,28 +169,34 @@ async function controlUntilStopped(
       const { CLAUDE_ENGINE } = await import("../control/engine/claude-code/claude-engine.ts");
       CLAUDE_ENGINE.command({ sessionFile, projectRoot: project, extraArgs: cmd.engineArgs });
       io.out(`New conversation: Claude Code writes ${visible(sessionFile)} at its first turn\n`);
+    } else if (cmd.target.kind === "fork") {
+      await checkBeforeWriting(cmd, sessions, claimRoot);
+      const { forkFromStore } = await import("./fork-control.ts");
+      const made = await forkFromStore(cmd.target.from, cmd.target.store, project, sessions);
+      if (!made.ok && "ambiguous" in made) {
+        const { refuseAmbiguous } = await import("./ids.ts");
+        return refuseAmbiguous(io, made.ambiguous.typed, made.ambiguous.rows);
+      }
+      if (!made.ok) {
+        return refused(
+          io,
+          made.code,
+          made.message,
+          cmd.stateDir,
+          true,
+          HARNESS_LABELS.pi,
+          made.todo,
+        );
+      }
+      const { forked } = made;
+      const title = forked.title === null ? "" : ` (${visible(forked.title)})`;
+      io.out(
+        `Forked ${forked.conversation}${title} into this seat with Pi's SessionManager.forkFrom ` +
+          `(Pi's store is only read): ${visible(forked.file)}\n`,
+      );
+      sessionFile = forked.file;
     } else if (cmd.target.kind === "new") {
-      // The seal and the pin first: a refused flag must not leave a new conversation behind.
-      const { engineCommand, sealedArgv } = await import("../control/engine/pi/pi-pin.ts");
-      engineCommand({
-        argv: sealedArgv({
-          sessionFile: join(sessions, "new.jsonl"),
-          extraArgs: cmd.engineArgs,
-          piVersion: cmd.piVersion,
-        }),
-        piVersion: cmd.piVersion,
-      });
-      // The seat's claim next: a seat another controller holds refuses here, before a file is
-      // written, not at start with an empty conversation left behind (issue 24 item 8).
-      const { ClaimStore } = await import("../control/claim/claim.ts");
-      const { ControlRefusal } = await import("../control/refusal.ts");
-      const seatKey = { projectRoot: dirname(dirname(dirname(dirname(sessions)))), seat: cmd.seat };
-      // No session has this key (a new one gets Pi's header id): only the seat can block.
-      const view = await new ClaimStore({ root: claimRoot }).inspect({
-        seatKey,
-        sessionKey: "not-yet-written",
-      });
-      if (view.verdict !== "free") throw new ControlRefusal(view.verdict, view.why);
+      await checkBeforeWriting(cmd, sessions, claimRoot);
       const { writeNewSession } = await import("./new-session.ts");
       sessionFile = await writeNewSession({
         projectRoot: project,
@@ -255,7 +275,7 @@ async function controlUntilStopped(
       "cannot start the controller",
       e,
       cmd.stateDir,
-      cmd.target.kind === "new",
+      cmd.target.kind !== "session",
       engine,
     );
   }
@@ -278,7 +298,7 @@ async function controlUntilStopped(
           ...named,
           ...providerOf(cmd),
           argv: controlArgv,
-          ...(cmd.target.kind === "new" ? { written: sessionFile } : {}),
+          ...(cmd.target.kind !== "session" ? { written: sessionFile } : {}),
         });
   if (credentials !== null) io.err(credentials);
   const warning = loadWarning(ctl);
@@ -303,6 +323,37 @@ async function controlUntilStopped(
   }
   io.out(`${describeStopped(ctl)}\n`);
   return 0;
+}
+
+/**
+ * What must hold before a session is written into the seat (--new, --fork-from): the seal and
+ * the pin, so a refused flag leaves nothing behind, then the seat's claim: a seat another
+ * controller holds refuses here, before a file is written, not at start with a conversation
+ * left behind (issue 24 item 8). Throws the refusal.
+ */
+async function checkBeforeWriting(
+  cmd: ControlCommand,
+  sessions: string,
+  claimRoot: string,
+): Promise<void> {
+  const { engineCommand, sealedArgv } = await import("../control/engine/pi/pi-pin.ts");
+  engineCommand({
+    argv: sealedArgv({
+      sessionFile: join(sessions, "new.jsonl"),
+      extraArgs: cmd.engineArgs,
+      piVersion: cmd.piVersion,
+    }),
+    piVersion: cmd.piVersion,
+  });
+  const { ClaimStore } = await import("../control/claim/claim.ts");
+  const { ControlRefusal } = await import("../control/refusal.ts");
+  const seatKey = { projectRoot: dirname(dirname(dirname(dirname(sessions)))), seat: cmd.seat };
+  // No session has this key (a new one gets Pi's header id): only the seat can block.
+  const view = await new ClaimStore({ root: claimRoot }).inspect({
+    seatKey,
+    sessionKey: "not-yet-written",
+  });
+  if (view.verdict !== "free") throw new ControlRefusal(view.verdict, view.why);
 }
 
 /** The provider the person chose: --provider, else the `provider/` of --model. */

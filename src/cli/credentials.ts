@@ -89,7 +89,7 @@ export type CredentialCheck = {
   provider?: string;
   /** The `control` arguments to run again with, `--agent-from` added when that would help. */
   argv: readonly string[];
-  /** The conversation a `--new` run wrote: the command to run again names it instead. */
+  /** The conversation a `--new` or `--fork-from` run wrote: the command to run again names it. */
   written?: string;
   env?: NodeJS.ProcessEnv;
 };
@@ -158,8 +158,9 @@ export function credentialWarning(check: CredentialCheck): string | null {
 }
 
 /**
- * `argv` with `--agent-from dir` in place of any --agent-from/--agent-dir. A `--new` run has
- * written its conversation already: run again on that session, not on a second new one.
+ * `argv` with `--agent-from dir` in place of any --agent-from/--agent-dir. A `--new` (or
+ * `--fork-from`) run has written its conversation already: run again on that session, not on a
+ * second new one (or a second fork).
  */
 export function withAgentFrom(argv: readonly string[], dir: string, written?: string): string[] {
   const out: string[] = [];
@@ -170,12 +171,20 @@ export function withAgentFrom(argv: readonly string[], dir: string, written?: st
       continue;
     }
     if (a.startsWith("--agent-from=") || a.startsWith("--agent-dir=")) continue;
-    if (written !== undefined && (a === "--title" || a === "--new")) {
-      if (a === "--title") i++;
-      else out.push("--session", written);
+    if (written !== undefined && (a === "--title" || a === "--new" || a === "--pi-sessions")) {
+      if (a === "--new") out.push("--session", written);
+      else i++;
       continue;
     }
-    if (written !== undefined && a.startsWith("--title=")) continue;
+    // A fork was written too (--fork-from): run again on it, not on a second fork.
+    if (written !== undefined && (a === "--fork-from" || a.startsWith("--fork-from="))) {
+      if (a === "--fork-from") i++;
+      out.push("--session", written);
+      continue;
+    }
+    if (written !== undefined && (a.startsWith("--title=") || a.startsWith("--pi-sessions="))) {
+      continue;
+    }
     out.push(a);
   }
   out.push("--agent-from", dir);

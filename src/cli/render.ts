@@ -4,8 +4,9 @@
 // show LF as `^J`. Fragments are rejoined before they are shown, across parts and pages.
 import type { Block, Catalogue, CatalogueRow, Fragment, Part, View } from "../index.ts";
 import { branchTitle, harnessLabel } from "../present/labels.ts";
-import { messagesLabel, previewOf } from "../present/row-facts.ts";
+import { forkedFromLabel, messagesLabel, previewOf } from "../present/row-facts.ts";
 import { formatSize } from "../present/size.ts";
+import { formatTime } from "../present/time.ts";
 import { readRange, toolCallView } from "../present/tool-view.ts";
 import { makeVisible } from "../present/visible.ts";
 import { textWidth, wrapText } from "./wrap.ts";
@@ -18,11 +19,7 @@ function headerLines(text: string, width: number, indent = 0): string[] {
   return wrapText(text, { width, indent, oneLine: true });
 }
 
-/** `2026-01-01 10:00:01 UTC` for an ISO time in UTC; anything else as written. */
-export function formatTime(ts: string): string {
-  const m = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})(\.\d+)?Z$/.exec(ts);
-  return m ? `${m[1]} ${m[2]} UTC` : ts;
-}
+export { formatTime };
 
 /**
  * The catalogue grouped by project (a repository's name, or in Pi's store the session's cwd):
@@ -78,6 +75,8 @@ function renderRow(row: CatalogueRow & { live?: boolean }, width: number): strin
   const preview = previewOf(row);
   if (preview !== null) lines.push(...headerLines(`“${preview}”`, width, NESTED));
   lines.push(...headerLines(`${row.conversation}  seat ${row.seat}`, width, NESTED));
+  if (row.forkedFrom !== null)
+    lines.push(...headerLines(forkedLine(row.forkedFrom), width, NESTED));
   if (facts.length > 0) lines.push(...factLines(facts, width, NESTED));
   if (row.unsupportedReason !== null) {
     const harness = row.unsupportedReason === "unsupported-harness" ? ` (${row.harness})` : "";
@@ -143,10 +142,17 @@ export function renderHeader(
   if (view.unreadableLines > 0) {
     notes.push(`${view.unreadableLines} unreadable line${view.unreadableLines > 1 ? "s" : ""}`);
   }
-  if (view.forkedFromEarlierSession) notes.push("forked from an earlier session");
+  if (view.forkedFrom !== null) notes.push(forkedLine(view.forkedFrom));
+  else if (view.forkedFromEarlierSession) notes.push("forked from an earlier session");
   if (view.incomplete) notes.push("the last line is still being written and is left out");
   if (notes.length > 0) out.push(...headerLines(`notes: ${notes.join("; ")}`, width));
   return out;
+}
+
+/** The parent of a fork and its id, to read it by: `forked from “Title” (pi-…)`. */
+function forkedLine(from: { conversation: string; title: string | null }): string {
+  const label = forkedFromLabel(from);
+  return label.endsWith(from.conversation) ? label : `${label} (${from.conversation})`;
 }
 
 /** `── label ───── right`, or the same wrapped when it does not fit the width. */

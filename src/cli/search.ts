@@ -2,6 +2,7 @@
 // over every branch of every conversation in the sources. Text output: one hit per block
 // (title, where, the snippet with matches in [brackets], and the command that reads it).
 
+import { formatTime } from "../present/time.ts";
 import { makeVisible } from "../present/visible.ts";
 import type { Catalogue } from "../protocol/chat-01.ts";
 import type { Root } from "../reader/sources.ts";
@@ -76,7 +77,8 @@ export function hitText(hit: SearchHit, sources: readonly string[], width: numbe
     at = to;
   }
   marked += hit.snippet.slice(at);
-  const where = `${hit.project} / ${hit.seat} · branch ${hit.branch} · entry ${hit.entry}${hit.timestamp ? ` · ${hit.timestamp}` : ""}`;
+  const when = hit.timestamp ? ` · ${formatTime(hit.timestamp)}` : "";
+  const where = `${hit.project} / ${hit.seat} · branch ${hit.branch} · entry ${hit.entry}${when}`;
   const read = commandLine(["read", hit.conversation, "--branch", hit.branch, ...sources]);
   return [
     ...wrapText(hit.title ?? hit.conversation, { width, oneLine: true }),

@@ -37,7 +37,7 @@ export {
   refusalWords,
   WORDED_CODES,
 } from "./refusal-words.ts";
-export { messagesLabel, previewOf } from "./row-facts.ts";
+export { forkedFromLabel, messagesLabel, previewOf } from "./row-facts.ts";
 export { formatSize } from "./size.ts";
 export {
   type DiffLine,

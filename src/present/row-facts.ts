@@ -21,3 +21,12 @@ export function messagesLabel(row: RowFacts): string | null {
   if (n === null) return null;
   return n === 1 ? "1 message" : `${n.toLocaleString("en-US")} messages`;
 }
+
+/**
+ * A fork's parent as one phrase (issue 24 item 14): `forked from “Its title”`, or its id when it
+ * has no title. The terminal adds the id to read it by; the Console makes it a link.
+ */
+export function forkedFromLabel(from: { conversation: string; title: string | null }): string {
+  const title = from.title?.trim() ?? "";
+  return title === "" ? `forked from ${from.conversation}` : `forked from “${title}”`;
+}

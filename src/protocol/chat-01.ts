@@ -202,7 +202,11 @@ export type BranchInfo = {
   forksFrom: { branch: string; entry: string } | null;
   /** Number of entries on the path from the root to the leaf. */
   depth: number;
-  /** The first words of the branch's first entry with text (at most 60 characters), or null. */
+  /**
+   * The name a person gave the branch (Pi: the latest label still set on an entry of its own
+   * segment, branch-labels.ts), else the first words of its first entry with text; at most 60
+   * characters, or null.
+   */
   label: string | null;
 };
 
@@ -221,6 +225,11 @@ export type View = {
   /** The snapshot left out a trailing partial line. */
   incomplete: boolean;
   forkedFromEarlierSession: boolean;
+  /**
+   * The conversation it was forked from, when the header's parent session is a file of an
+   * approved root (matched by its path alone; nothing else is opened); else null.
+   */
+  forkedFrom: ForkedFrom | null;
   /** Lines that are not JSON objects with a string id (each is also a notice part). */
   unreadableLines: number;
 };
@@ -245,7 +254,12 @@ export type CatalogueRow = {
   /** Set when the row cannot be opened: `unsupported-harness`, or why the file is refused. */
   unsupportedReason: ReaderRefusalCode | null;
   harness: string | null;
+  /** The catalogue's conversation this one was forked from (View.forkedFrom), or null. */
+  forkedFrom: ForkedFrom | null;
 };
+
+/** A parent conversation in the same approved roots: its id and title (null when untitled). */
+export type ForkedFrom = { conversation: string; title: string | null };
 
 export type RefusedRoot = {
   project: string;

@@ -14,6 +14,7 @@ import type {
   RefusedRoot,
 } from "../protocol/chat-01.ts";
 import { expandRoots } from "./expand.ts";
+import { parentFileOf } from "./fork-parent.ts";
 import { harnessOf } from "./harness/index.ts";
 import { type Budget, COUNT_BUDGET, type CountState, countMessages } from "./message-count.ts";
 import { isRefusal, Refusal } from "./refusal.ts";
@@ -33,6 +34,7 @@ import {
   engineStartedAtFor,
   type FileRoot,
   PI_HARNESS,
+  type PiRoot,
   type Root,
   type UnsupportedRoot,
   unsupportedRowId,
@@ -58,8 +60,14 @@ function namesIn(root: FileRoot, dir: DirHandle): string[] {
   return harnessOf(root).sessionNames(listDirectory(dir));
 }
 
-/** A row as last read; `count`: its message count so far (done when the row has one). */
-export type Cached = { stamp: string; row: CatalogueRow; count?: CountState };
+/**
+ * A row as last read; `count`: its message count so far (done when the row has one);
+ * `parentPath`: the parent session its header names (the row's forkedFrom is found per listing).
+ */
+export type Cached = { stamp: string; row: CatalogueRow; count?: CountState; parentPath?: string };
+
+/** A row and the parent session path its header names, if any. */
+type Read = { row: CatalogueRow; parentPath?: string };
 
 /**
  * Reads the catalogue; `cache` keeps rows of unchanged files between listings. A store of Pi's
@@ -71,6 +79,7 @@ export function readCatalogue(roots: Root[], cache: Map<string, Cached>, now: Da
   const refusedRoots: RefusedRoot[] = [];
   const seen = new Set<string>();
   const budget: Budget = { left: COUNT_BUDGET };
+  const forks: { at: number; parentPath: string }[] = [];
   for (const root of expandRoots(roots)) {
     if (root.kind === "refused-store") {
       refusedRoots.push({
@@ -95,7 +104,13 @@ export function readCatalogue(roots: Root[], cache: Map<string, Cached>, now: Da
       const names = namesIn(root, dir);
       // Every row is read through the same directory descriptor as the listing.
       const at = dir;
-      conversations.push(...names.map((name) => rowFor(root, at, name, cache, seen, budget)));
+      for (const name of names) {
+        const read = rowFor(root, at, name, cache, seen, budget);
+        if (read.parentPath !== undefined) {
+          forks.push({ at: conversations.length, parentPath: read.parentPath });
+        }
+        conversations.push(read.row);
+      }
     } catch (e) {
       if (!isRefusal(e)) throw e;
       refusedRoots.push({
@@ -109,7 +124,64 @@ export function readCatalogue(roots: Root[], cache: Map<string, Cached>, now: Da
     }
   }
   for (const key of cache.keys()) if (!seen.has(key)) cache.delete(key);
+  linkForks(roots, conversations, forks);
   return { ok: true, conversations, refusedRoots, generatedAt: now.toISOString() };
+}
+
+/**
+ * Sets forkedFrom on the rows whose header names a parent session that is a readable row of this
+ * same listing, matched by its path's text (fork-parent.ts): nothing more is opened. A cached
+ * row is never changed in place; the listing gets a copy.
+ */
+function linkForks(
+  roots: Root[],
+  rows: CatalogueRow[],
+  forks: readonly { at: number; parentPath: string }[],
+): void {
+  if (forks.length === 0) return;
+  const byId = new Map(rows.map((r) => [r.conversation, r]));
+  for (const { at, parentPath } of forks) {
+    const row = rows[at]!;
+    const parent = parentRow(roots, parentPath, (id) => byId.get(id));
+    if (parent !== null && parent.conversation !== row.conversation) {
+      rows[at] = { ...row, forkedFrom: { conversation: parent.conversation, title: parent.title } };
+    }
+  }
+}
+
+/** The readable row a parent path names, by `rowOf` (an id to its row); null when none. */
+export function parentRow(
+  roots: readonly Root[],
+  parentPath: string,
+  rowOf: (id: string, root: PiRoot, name: string) => CatalogueRow | undefined,
+): CatalogueRow | null {
+  const file = parentFileOf(roots, parentPath);
+  if (file === null) return null;
+  const row = rowOf(conversationIdOf(file.root, file.name), file.root, file.name);
+  return row !== undefined && row.unsupportedReason === null ? row : null;
+}
+
+/**
+ * One file's row, read as a listing reads it (through its root's directory, never following a
+ * link; the message count is left for the listings). Null when the root cannot be opened or
+ * does not list the name.
+ */
+export function readRow(
+  root: FileRoot,
+  name: string,
+  cache: Map<string, Cached>,
+): CatalogueRow | null {
+  let dir: DirHandle | undefined;
+  try {
+    dir = openSessionsDirectory(root.projectRoot, root.sessionsDir);
+    if (!namesIn(root, dir).includes(name)) return null;
+    return rowFor(root, dir, name, cache, new Set(), { left: 0 }).row;
+  } catch (e) {
+    if (isRefusal(e)) return null;
+    throw e;
+  } finally {
+    if (dir) closeDirectory(dir);
+  }
 }
 
 function emptyRow(
@@ -134,6 +206,7 @@ function emptyRow(
     unsupportedReason: null,
     harness:
       root.kind === "pi" ? PI_HARNESS : root.kind === "claude" ? CLAUDE_HARNESS : root.harness,
+    forkedFrom: null,
   };
 }
 
@@ -144,7 +217,7 @@ function rowFor(
   cache: Map<string, Cached>,
   seen: Set<string>,
   budget: Budget,
-): CatalogueRow {
+): Read {
   const row = emptyRow(root, conversationIdOf(root, name), name);
   // Keyed by the id too: one folder approved two ways (a store, a seat) gives two rows.
   const path = `${row.conversation}\0${join(root.sessionsDir, name)}`;
@@ -154,26 +227,34 @@ function rowFor(
     st = lstatIn(dir, name, "The session file");
   } catch (e) {
     if (!isRefusal(e)) throw e;
-    return refusedRow(row, e);
+    return { row: refusedRow(row, e) };
   }
   if (!st.isFile()) {
-    return refusedRow(
-      row,
-      new Refusal("unsafe-path", st.isSymbolicLink() ? "symbolic link" : "not a regular file"),
-    );
+    return {
+      row: refusedRow(
+        row,
+        new Refusal("unsafe-path", st.isSymbolicLink() ? "symbolic link" : "not a regular file"),
+      ),
+    };
   }
   row.size = Number(st.size);
   row.modifiedAt = new Date(Number(st.mtimeMs)).toISOString();
   const stamp = `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
   const hit = cache.get(path);
   // A row whose count is not done yet is read again: its count goes on where it stopped.
-  if (hit && hit.stamp === stamp && (hit.row.messageCount !== null || !hit.count)) return hit.row;
+  if (hit && hit.stamp === stamp && (hit.row.messageCount !== null || !hit.count)) {
+    return hit.parentPath === undefined
+      ? { row: hit.row }
+      : { row: hit.row, parentPath: hit.parentPath };
+  }
   const fresh = readHead(root, dir, name, st, row, hit?.count, budget);
-  cache.set(
-    path,
-    fresh.count ? { stamp, row: fresh.row, count: fresh.count } : { stamp, row: fresh.row },
-  );
-  return fresh.row;
+  cache.set(path, {
+    stamp,
+    row: fresh.row,
+    ...(fresh.count ? { count: fresh.count } : {}),
+    ...(fresh.parentPath === undefined ? {} : { parentPath: fresh.parentPath }),
+  });
+  return fresh;
 }
 
 function refusedRow(row: CatalogueRow, r: Refusal): CatalogueRow {
@@ -192,7 +273,7 @@ function readHead(
   row: CatalogueRow,
   prev: CountState | undefined,
   budget: Budget,
-): { row: CatalogueRow; count?: CountState } {
+): Read & { count?: CountState } {
   const refused = (r: Refusal) => ({ row: refusedRow(row, r) });
   if (row.size !== null && row.size > 256 * 1024 * 1024) {
     return refused(new Refusal("too-large", "over 256 MiB"));
@@ -246,6 +327,7 @@ function readHead(
         model: facts.model,
       },
       count: count.state,
+      ...(facts.parentPath === undefined ? {} : { parentPath: facts.parentPath }),
     };
   } catch (e) {
     if (isRefusal(e)) return refused(e);

@@ -147,6 +147,8 @@ export type LineNotice = {
 export type SessionHead = {
   /** The session names an earlier one it was forked from, which is never opened. */
   parentSession: boolean;
+  /** The parent session's path as recorded (fork-parent.ts matches it to a root), if any. */
+  parentPath?: string;
 };
 
 /** Where a scan of the file's lines stopped, so a longer snapshot can continue from there. */

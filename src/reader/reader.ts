@@ -4,13 +4,13 @@
 // `{ ok: false, refusal }`, and anything else is a bug and propagates.
 import type {
   Catalogue,
-  CatalogueRow,
   Cursor,
+  ForkedFrom,
   Page,
   RefusalRecord,
   View,
 } from "../protocol/chat-01.ts";
-import { listRoot, readCatalogue } from "./catalogue.ts";
+import { type Cached, listRoot, parentRow, readCatalogue, readRow } from "./catalogue.ts";
 import type { PrefixCheck, ProofPolicy } from "./change-time.ts";
 import { type Binding, type CursorState, CursorStore } from "./cursors.ts";
 import type { EntryRec } from "./entries.ts";
@@ -108,7 +108,8 @@ export function createReader(options: ReaderOptions): Reader {
     ...(options.cursorCap === undefined ? {} : { cap: options.cursorCap }),
     ...(options.cursorTtlMs === undefined ? {} : { ttlMs: options.cursorTtlMs }),
   });
-  const rowCache = new Map<string, { stamp: string; row: CatalogueRow }>();
+  const rowCache = new Map<string, Cached>();
+  const parents = new WeakMap<Parsed, ForkedFrom | null>();
   const located = new Map<string, { key: string; root: FileRoot; name: string }>();
   const parses = new ParseCache();
   const windows = new WindowCache();
@@ -284,13 +285,39 @@ export function createReader(options: ReaderOptions): Reader {
       sourceEpoch,
     };
     const shown = findBranch(parsed.session, binding.branch);
+    const from = forkedFromOf(parsed, binding.conversation);
     return {
       ok: true,
       page,
       cursor,
       follow,
-      view: viewFor(parsed.session, shown, incomplete, lines),
+      view: viewFor(parsed.session, shown, incomplete, lines, from),
     };
+  }
+
+  /**
+   * The conversation a forked session came from, once per parse: its header's parent path
+   * matched as text to an approved root, and that one file's row read through the root (as a
+   * listing reads it). A path naming nothing approved is never opened.
+   */
+  function forkedFromOf(parsed: Parsed, self: string): ForkedFrom | null {
+    const known = parents.get(parsed);
+    if (known !== undefined) return known;
+    const path = parsed.session.header.parentPath;
+    const row =
+      path === undefined
+        ? null
+        : parentRow(
+            currentRoots(),
+            path,
+            (_id, root, name) => readRow(root, name, rowCache) ?? undefined,
+          );
+    const from =
+      row === null || row.conversation === self
+        ? null
+        : { conversation: row.conversation, title: row.title };
+    parents.set(parsed, from);
+    return from;
   }
 
   function open(req: OpenRequest): ReadResult {

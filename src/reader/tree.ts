@@ -3,6 +3,7 @@
 // entry lines), and branches are columns too: a file of millions of tiny entries or roots costs
 // a few words per entry, and no step walks more than linear work (no per-branch depth walk).
 import { toChatId } from "../protocol/chat-01.ts";
+import type { LabelFormat } from "./branch-labels.ts";
 import {
   type EntryLines,
   type EntryRec,
@@ -85,6 +86,8 @@ export interface RowFormat {
   render(s: ParsedSession, buf: Buffer, rec: EntryRec, lines: EntryLines): SizedPart[];
   /** The text a branch starting at this row is labelled by, or null (no text, or hidden). */
   labelText(s: ParsedSession, buf: Buffer, rec: EntryRec, lines: EntryLines): string | null;
+  /** How the harness's entries name other entries (Pi's `label` lines), when they can. */
+  readonly labels?: LabelFormat;
 }
 
 export type ParsedSession = {

@@ -4,7 +4,8 @@
 // shows: that branch, the default branch, the branches forking from it (up to half the room),
 // the branches it forks from (nearest first), then the others in file order. `branchCount` says how many exist;
 // any branch opens by its name (`b.<entry id>`) whether listed or not.
-import { type BranchInfo, LIMITS, type View } from "../protocol/chat-01.ts";
+import { type BranchInfo, type ForkedFrom, LIMITS, type View } from "../protocol/chat-01.ts";
+import { branchLabels } from "./branch-labels.ts";
 import { type EntryLines, entryAt } from "./entries.ts";
 import { branchName, defaultBranch, depthOf, forksOf, leafOf, type ParsedSession } from "./tree.ts";
 
@@ -14,6 +15,7 @@ export function viewFor(
   shown: number,
   incomplete: boolean,
   lines: EntryLines,
+  forkedFrom: ForkedFrom | null = null,
 ): View {
   const cap = LIMITS.branchesPerView;
   const picked = new Set<number>();
@@ -37,18 +39,25 @@ export function viewFor(
   for (; f < forks.length && picked.size < cap; f++) pick(forks[f]!);
   for (let b = 0; b < s.branches.count && picked.size < cap; b++) pick(b);
   const leaf = s.defaultLeaf;
+  const named = branchLabels(s, lines);
   return {
     defaultBranch: branchName(s, dflt),
     defaultLeaf: leaf ? s.rows.entryKey(s, leaf.index) : null,
-    branches: [...picked].sort((a, b) => a - b).map((b) => branchInfo(s, b, lines)),
+    branches: [...picked].sort((a, b) => a - b).map((b) => branchInfo(s, b, lines, named)),
     branchCount: s.branches.count,
     incomplete,
     forkedFromEarlierSession: s.header.parentSession,
+    forkedFrom,
     unreadableLines: unreadableLines(s),
   };
 }
 
-function branchInfo(s: ParsedSession, b: number, lines: EntryLines): BranchInfo {
+function branchInfo(
+  s: ParsedSession,
+  b: number,
+  lines: EntryLines,
+  named: Map<number, string>,
+): BranchInfo {
   const { start, forksFrom } = s.branches;
   const key = (i: number) => (i >= 0 ? s.rows.entryKey(s, i) : null);
   const from = forksFrom[b]!;
@@ -61,7 +70,8 @@ function branchInfo(s: ParsedSession, b: number, lines: EntryLines): BranchInfo 
         ? { branch: branchName(s, s.branchOf[from]!), entry: s.rows.entryKey(s, from) }
         : null,
     depth: depthOf(s, b),
-    label: labelOf(s, start[b]!, lines),
+    // The name a person gave it (a Pi label on its own entries), else its first words.
+    label: clip(named.get(b) ?? "") ?? labelOf(s, start[b]!, lines),
   };
 }
 
@@ -91,17 +101,21 @@ function labelOf(s: ParsedSession, row: number, lines: EntryLines): string | nul
     // The entry's line, read from the file again (the reader keeps no snapshot bytes).
     const line = lines(rec);
     const text = s.rows.labelText(s, line.buf, line.rec, lines);
-    const words = text === null ? "" : text.slice(0, 400).replace(/\s+/g, " ").trim();
-    if (words.length > 0 && words.length <= LABEL_MAX) label = words;
-    else if (words.length > LABEL_MAX) {
-      // Never end on half a surrogate pair.
-      const cut = words.slice(0, LABEL_MAX - 1).replace(/[\uD800-\uDBFF]$/, "");
-      const space = cut.lastIndexOf(" ");
-      label = `${space > 20 ? cut.slice(0, space) : cut}…`;
-    }
+    label = clip(text === null ? "" : text.slice(0, 400));
   }
   known.set(row, label);
   return label;
+}
+
+/** Text on one line, at most LABEL_MAX characters (cut at a space, with "…"); null when blank. */
+function clip(text: string): string | null {
+  const words = text.replace(/\s+/g, " ").trim();
+  if (words.length === 0) return null;
+  if (words.length <= LABEL_MAX) return words;
+  // Never end on half a surrogate pair.
+  const cut = words.slice(0, LABEL_MAX - 1).replace(/[\uD800-\uDBFF]$/, "");
+  const space = cut.lastIndexOf(" ");
+  return `${space > 20 ? cut.slice(0, space) : cut}…`;
 }
 
 function unreadableLines(s: ParsedSession): number {

@@ -6,15 +6,18 @@
 import { createHash } from "node:crypto";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
+import { plainText } from "../present/plain-text.ts";
 import type { Catalogue, CatalogueRow } from "../protocol/chat-01.ts";
 import { listRoot } from "../reader/catalogue.ts";
 import { expandRoots } from "../reader/expand.ts";
+import { harnessOf } from "../reader/harness/index.ts";
 import { isRefusal } from "../reader/refusal.ts";
 import { closeFile, type OpenFile, openSessionFile, readRange } from "../reader/safe-fs.ts";
 import { conversationIdOf, type FileRoot, isFileRoot, type Root } from "../reader/sources.ts";
 import { defaultCacheDir, prepareCacheDir, whyNot } from "./cache-dir.ts";
 import { type CatchUp, catchUpFile, dropFile, type Identity, textOf } from "./indexer.ts";
 import {
+  firstMatchAt,
   holdsPhrases,
   matchExpression,
   needsCheck,
@@ -256,8 +259,8 @@ export function createSearch(
         const where = located.get(h.path);
         if (!where) continue;
         if (!open.has(h.path)) open.set(h.path, openLocated(where));
-        const text = currentText(open.get(h.path) ?? null, h, where.root);
-        if (text === null) {
+        const entry = currentEntry(open.get(h.path) ?? null, h);
+        if (entry === null) {
           // Drop the file's rows so the catch-up reads it whole, as it is now.
           inTransaction(store, () => {
             dropFile(store, h.file);
@@ -266,16 +269,18 @@ export function createSearch(
           purgeDeleted(store);
           return "stale";
         }
-        if (check && !holdsPhrases(text, terms)) continue;
+        if (check && !holdsPhrases(textOf(entry, where.root), terms)) continue;
         const row = rows.get(where.conversation);
         hits.push({
           conversation: where.conversation,
           branch: h.branch,
           entry: h.entry,
-          ...snippetOf(text, terms),
+          // The snippet is cut from what a person sees of the entry, not from its raw text.
+          ...snippetOf(shownText(entry, where.root, terms), terms),
           title: row?.title ?? null,
-          project: where.root.project,
-          seat: where.root.seat,
+          // As the catalogue names it (in Pi's store: the session's cwd, not its folder's name).
+          project: row?.project ?? where.root.project,
+          seat: row?.seat ?? where.root.seat,
           timestamp: h.ts,
         });
         if (hits.length === n) break;
@@ -332,13 +337,22 @@ function openLocated(where: Located): OpenFile | null {
   }
 }
 
-/** The entry's text as the file holds it now, or null when its line is not what was indexed. */
-function currentText(file: OpenFile | null, h: HitRow, root: FileRoot): string | null {
+/** The entry as the file holds it now, or null when its line is not what was indexed. */
+function currentEntry(file: OpenFile | null, h: HitRow): Record<string, unknown> | null {
   if (file === null) return null;
   const line = readRange(file.fd, h.start, h.end - h.start);
   const digest = createHash("sha256").update(line).digest("hex").slice(0, 32);
   if (line.length !== h.end - h.start || digest !== h.hash) return null;
-  return textOf(JSON.parse(line.toString("utf8")) as Record<string, unknown>, root);
+  const entry: unknown = JSON.parse(line.toString("utf8"));
+  return typeof entry === "object" && entry !== null && !Array.isArray(entry)
+    ? (entry as Record<string, unknown>)
+    : null;
+}
+
+/** What a person sees of an entry (present/plain-text.ts), a long block from around its match. */
+function shownText(entry: Record<string, unknown>, root: FileRoot, terms: readonly Term[]): string {
+  const draft = harnessOf(root).draftOf(entry);
+  return draft ? plainText(draft.blocks, (raw) => firstMatchAt(raw, terms)) : "";
 }
 
 function refusal(code: SearchRefusalCode, message: string): SearchResult {

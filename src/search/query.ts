@@ -179,6 +179,11 @@ export function snippetOf(
   return { snippet, matches };
 }
 
+/** Where the first match of `terms` in `text` starts, or -1. */
+export function firstMatchAt(text: string, terms: readonly Term[]): number {
+  return matchesIn(text, terms)[0]?.[0] ?? -1;
+}
+
 /**
  * Every match of `terms` in `text` (`[from, to)`, sorted) up to the end of the snippet window
  * that the first one opens: the rest of a long text is not tokenized.

@@ -213,6 +213,7 @@ describe("renderCatalogue", () => {
       model: null,
       unsupportedReason: null,
       harness: "pi",
+      forkedFrom: null,
       live: true,
     };
     const lines = renderCatalogue(

@@ -344,6 +344,7 @@ describe("the catalogue's live join", () => {
       model: null,
       unsupportedReason: null,
       harness: "pi",
+      forkedFrom: null,
     };
     const catalogue = {
       ok: true as const,

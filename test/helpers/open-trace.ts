@@ -23,6 +23,8 @@ export interface OpenCall {
   readonly target: string | null;
   /** Opened with O_PATH: the inode was reached (a walk step), never opened for reading. */
   readonly pathOnly: boolean;
+  /** Asked to write: O_WRONLY, O_RDWR, O_CREAT, O_TRUNC or O_APPEND (or `creat`). */
+  readonly writes: boolean;
 }
 
 export interface TraceOptions {
@@ -305,12 +307,23 @@ export function parseStrace(text: string, cwd: string): OpenCall[] {
     const raw = decodeHex(p[1] ?? "");
     const resolved =
       path.isAbsolute(raw) || base === null ? throughFd(raw) : path.resolve(base, raw);
-    const pathOnly = /\bO_PATH\b/.test(rest.slice(p[0].length));
+    const flags = rest.slice(p[0].length);
+    const pathOnly = /\bO_PATH\b/.test(flags);
+    const writes = syscall === "creat" || /\bO_(?:WRONLY|RDWR|CREAT|TRUNC|APPEND)\b/.test(flags);
     if (line.endsWith(UNFINISHED)) {
       pending.set(pid, calls.length);
-      calls.push({ pid, syscall, path: raw, resolved, result: null, target: null, pathOnly });
+      calls.push({
+        pid,
+        syscall,
+        path: raw,
+        resolved,
+        result: null,
+        target: null,
+        pathOnly,
+        writes,
+      });
     } else {
-      calls.push({ pid, syscall, path: raw, resolved, ...readResult(rest), pathOnly });
+      calls.push({ pid, syscall, path: raw, resolved, ...readResult(rest), pathOnly, writes });
       remember(calls[calls.length - 1]);
     }
   }

@@ -112,6 +112,7 @@ const view: View = {
   branchCount: 2,
   incomplete: false,
   forkedFromEarlierSession: false,
+  forkedFrom: null,
   unreadableLines: 0,
 };
 
@@ -131,6 +132,7 @@ const row: CatalogueRow = {
   model: "claude-sonnet-4-5",
   unsupportedReason: null,
   harness: "pi",
+  forkedFrom: null,
 };
 const unsupportedRow: CatalogueRow = {
   ...row,

@@ -394,6 +394,7 @@ describe("bounded views", () => {
       branchCount: 1,
       incomplete: false,
       forkedFromEarlierSession: false,
+      forkedFrom: null,
       unreadableLines: 0,
     });
   });

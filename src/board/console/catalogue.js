@@ -6,7 +6,7 @@
 // than one seat (Pi's own store is one seat, "pi-agent", on every row).
 import { fetchCatalogue } from "./api.js";
 import { refusalBox } from "./controls.js";
-import { harnessLabel, messagesLabel, previewOf } from "./present.js";
+import { forkedFromLabel, harnessLabel, messagesLabel, previewOf } from "./present.js";
 import { navigate } from "./routing.js";
 import { el, formatSize, textEl, timeEl } from "./text.js";
 
@@ -183,6 +183,8 @@ export function createCatalogue({ selected, onChange }) {
     // The first prompt under the title when it says more (a session's name), on two lines at most.
     const preview = previewOf(row);
     if (preview !== null) titleCell.append(textEl("span", "preview", preview, true));
+    // A fork names the conversation it came from, when that one is listed too (issue 24 item 14).
+    if (row.forkedFrom) titleCell.append(forkedLink(row.forkedFrom));
     tr.append(titleCell);
     const when = el("td", "when");
     when.append(timeEl(row.modifiedAt, ""));
@@ -215,4 +217,15 @@ export function createCatalogue({ selected, onChange }) {
     focusRow,
     rowOf: (id) => rows.find((r) => r.conversation === id) ?? null,
   };
+}
+
+/** "forked from “Title”", a link that opens the parent conversation (Console and head alike). */
+export function forkedLink(from) {
+  const a = textEl("a", "forked-from", forkedFromLabel(from), true);
+  a.href = `#c=${encodeURIComponent(from.conversation)}`;
+  a.addEventListener("click", (e) => {
+    e.preventDefault();
+    navigate({ c: from.conversation });
+  });
+  return a;
 }

@@ -3,6 +3,7 @@
 // the one it forks from). A follow page that changes nothing in it redraws nothing, so focus on
 // an export link or a branch stays put; a redraw gives focus back to the same control.
 import { exportPath } from "./api.js";
+import { forkedLink } from "./catalogue.js";
 import { focusKeyIn, refocus } from "./controls.js";
 import { formatTokens, harnessLabel, usageText } from "./present.js";
 import { navigate } from "./routing.js";
@@ -90,6 +91,7 @@ export function createConversationHead({ rowOf, totals }) {
       view.branchCount,
       view.incomplete,
       view.forkedFromEarlierSession,
+      view.forkedFrom,
       view.unreadableLines,
     ]);
     if (key === viewShown) return;
@@ -99,7 +101,11 @@ export function createConversationHead({ rowOf, totals }) {
     if (view.incomplete) {
       ui.flags.append(el("span", "flag", "The last line is still being written."));
     }
-    if (view.forkedFromEarlierSession) {
+    if (view.forkedFrom) {
+      const flag = el("span", "flag", "");
+      flag.append(forkedLink(view.forkedFrom));
+      ui.flags.append(flag);
+    } else if (view.forkedFromEarlierSession) {
       ui.flags.append(el("span", "flag", "Forked from an earlier session, which is not opened."));
     }
     if (view.unreadableLines > 0) {

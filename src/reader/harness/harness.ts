@@ -22,6 +22,8 @@ export type FileFacts = {
   preview: string | null;
   /** The model last set or answering in those bytes, or null. */
   model: string | null;
+  /** The parent session's path as the header records it (fork-parent.ts), if any. */
+  parentPath?: string;
 };
 
 export interface Harness {

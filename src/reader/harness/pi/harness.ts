@@ -36,6 +36,7 @@ export const PI_HARNESS: Harness = {
       title: name ?? (first === null ? null : titleOf(first)),
       preview: first === null ? null : oneLine(first, PREVIEW_CHARS),
       model: findModel([head, tail]),
+      ...(header.parentPath === undefined ? {} : { parentPath: header.parentPath }),
     };
   },
   draftOf: renderEntry,

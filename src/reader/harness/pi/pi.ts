@@ -82,6 +82,9 @@ export function parseHeader(
         : null,
     version,
     parentSession: typeof obj.parentSession === "string" && obj.parentSession.length > 0,
+    ...(typeof obj.parentSession === "string" && obj.parentSession.length > 0
+      ? { parentPath: obj.parentSession }
+      : {}),
   };
 }
 

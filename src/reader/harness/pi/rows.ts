@@ -3,6 +3,7 @@ import { entryObject, keyOf, keyOfId } from "../../entries.ts";
 import { partsOfLine } from "../../render.ts";
 import { type ParsedSession, parseSession, type RowFormat } from "../../tree.ts";
 import { renderEntry } from "./blocks.ts";
+import { PI_LABELS } from "./labels.ts";
 import { type Header, PI_SCANNER } from "./pi.ts";
 
 export const PI_ROWS: RowFormat = {
@@ -16,6 +17,7 @@ export const PI_ROWS: RowFormat = {
     const block = draft?.blocks.find((x) => x.type === "text" || x.type === "bash-command");
     return block && "text" in block ? block.text : null;
   },
+  labels: PI_LABELS,
 };
 
 /** Indexes a Pi snapshot whose header parseHeader accepted. */
