@@ -17,13 +17,13 @@ import {
   internType,
   isBlank,
   isObject,
-  parseLine,
   pushEntry,
   roomFor,
   type Scanner,
   type ScanState,
   type SessionHead,
 } from "../../entries.ts";
+import { type ClaudeRecordFacts, scanClaudeLine } from "./scan-line.ts";
 
 /** What the scan needs of the file's head: the check of the first record's cwd. */
 export type ClaudeHead = SessionHead & {
@@ -139,10 +139,6 @@ function fitColumns(t: ClaudeTable): void {
   t.prevInGroup = prev;
 }
 
-function str(v: unknown): string | null {
-  return typeof v === "string" && v !== "" ? v : null;
-}
-
 /** A `user` record that carries tool results (its content opens with a tool_result block). */
 export function isToolResultRecord(obj: Record<string, unknown>): boolean {
   const m = obj.message;
@@ -166,8 +162,10 @@ function scanLines(buf: Buffer, head: ClaudeHead, scan: ClaudeScan, base = 0): C
     let end = buf.indexOf(NL, start);
     if (end < 0) end = buf.length;
     if (!isBlank(buf, start, end)) {
-      const obj = parseLine(buf, start, end);
-      if (!isObject(obj) || (typeof obj.type !== "string" && str(obj.uuid) === null)) {
+      // What JSON.parse would say of the fields the tree needs, without building the object
+      // (scan-line.ts); the whole line is parsed only when a page renders it.
+      const f = scanClaudeLine(buf, start, end, !scan.started);
+      if (!f.json || !f.object || (f.type === null && f.uuid === null)) {
         scan.lineNotices.push({
           line,
           start: base + start,
@@ -176,11 +174,8 @@ function scanLines(buf: Buffer, head: ClaudeHead, scan: ClaudeScan, base = 0): C
         });
         scan.notices++;
         scan.malformed++;
-      } else {
-        const uuid = str(obj.uuid);
-        if (uuid !== null) {
-          addRecord(scan, t, other, head, obj, uuid, line, base + start, base + end);
-        }
+      } else if (f.uuid !== null) {
+        addRecord(scan, t, other, head, f, f.uuid, line, base + start, base + end);
       }
     }
     start = end + 1;
@@ -194,23 +189,22 @@ function addRecord(
   t: ClaudeTable,
   other: Set<string>,
   head: ClaudeHead,
-  obj: Record<string, unknown>,
+  f: ClaudeRecordFacts,
   uuid: string,
   line: number,
   start: number,
   end: number,
 ): void {
   if (!scan.started) {
-    head.checkCwd(obj.cwd);
+    head.checkCwd(f.cwd);
     scan.started = true;
-    scan.primary = obj.isSidechain === true;
+    scan.primary = f.isSidechain;
   }
-  const type = typeof obj.type === "string" ? internType(obj.type) : "";
-  const side = (obj.isSidechain === true) !== scan.primary ? 1 : 0;
-  let parent = str(obj.parentUuid);
-  if (parent === null && type === "system" && obj.subtype === "compact_boundary") {
-    parent = str(obj.logicalParentUuid);
-  }
+  const type = f.type !== null ? internType(f.type) : "";
+  const side = f.isSidechain !== scan.primary ? 1 : 0;
+  const boundary = type === "system" && f.compactBoundary;
+  let parent = f.parentUuid;
+  if (parent === null && boundary) parent = f.logicalParentUuid;
   // The two sides never hang on each other.
   if (side === 1) other.add(uuid);
   if (parent !== null && other.has(parent) !== (side === 1)) parent = null;
@@ -219,8 +213,7 @@ function addRecord(
   let group = -1;
   let prevInGroup = -1;
   const open = scan.open[side];
-  const m = obj.message;
-  const messageId = type === "assistant" && isObject(m) ? str(m.id) : null;
+  const messageId = type === "assistant" ? f.messageId : null;
   if (
     messageId !== null &&
     open?.messageId === messageId &&
@@ -239,14 +232,14 @@ function addRecord(
     open &&
     parent !== null &&
     type === "user" &&
-    isToolResultRecord(obj) &&
+    f.toolResult &&
     open.chunks.has(parent)
   ) {
     parent = t.ids[open.tail]!;
     open.tail = row;
   } else if (
     type === "user" &&
-    obj.isCompactSummary === true &&
+    f.isCompactSummary &&
     scan.boundary !== null &&
     parent === scan.boundary.uuid
   ) {
@@ -256,7 +249,7 @@ function addRecord(
   // Whatever hangs on the end of the chain below an open reply extends that chain.
   const now = scan.open[side];
   if (now && now.tail !== row && parent !== null && parent === t.ids[now.tail]) now.tail = row;
-  if (type === "system" && obj.subtype === "compact_boundary") scan.boundary = { uuid, row };
+  if (boundary) scan.boundary = { uuid, row };
 
   pushEntry(t, uuid, parent, type, line, start, end);
   fitColumns(t);
