@@ -380,6 +380,9 @@ export function scanClaudeLine(
         // The line itself: a record when it is an object.
         shape = c === OPEN_OBJ ? RECORD : null;
       } else if (field !== null) {
+        // A container replaces what an earlier duplicate of its key held. A scalar needs no
+        // reset: a container field's slot then says OTHER, and every slot below it is read only
+        // when it says IS_OBJECT or IS_ARRAY (recordFacts); a leaf has nothing below it.
         for (const s of field.below) slots[s] = undefined;
         const want: Shape | null = field.shape;
         if (want !== null && want.object === (c === OPEN_OBJ)) {
@@ -415,7 +418,6 @@ export function scanClaudeLine(
       const close = scanString(buf, p + 1, end, words, base);
       if (close < 0) return NOT_JSON;
       if (field !== null) {
-        for (const s of field.below) slots[s] = undefined;
         slots[field.slot] =
           field.shape === null ? kept(field, buf, p + 1, close, sawEscape) : OTHER;
       }
@@ -424,7 +426,6 @@ export function scanClaudeLine(
       p = scanNumber(buf, p, end);
       if (p < 0) return NOT_JSON;
       if (field !== null) {
-        for (const s of field.below) slots[s] = undefined;
         slots[field.slot] = OTHER;
       }
     } else {
@@ -432,7 +433,6 @@ export function scanClaudeLine(
       p = scanLiteral(buf, p, end);
       if (p < 0) return NOT_JSON;
       if (field !== null) {
-        for (const s of field.below) slots[s] = undefined;
         slots[field.slot] =
           field.shape !== null || field.keep === IS
             ? OTHER
