@@ -16,7 +16,6 @@ import {
   emptyTable,
   internType,
   isBlank,
-  isObject,
   pushEntry,
   roomFor,
   type Scanner,
@@ -36,9 +35,14 @@ export type ClaudeHead = SessionHead & {
 /**
  * Rows as the shared table, plus what makes one entry of several lines: per row, the first row
  * of its entry (the first chunk of a reply, a compaction's boundary), or -1 when the row is its
- * own entry's first; and the row before it in that entry, or -1.
+ * own entry's first; and the row before it in that entry, or -1. `toolResult` is 1 for a user
+ * record carrying tool results (a page looking up a call's name need not parse it to know).
  */
-export type ClaudeTable = EntryTable & { group: Int32Array; prevInGroup: Int32Array };
+export type ClaudeTable = EntryTable & {
+  group: Int32Array;
+  prevInGroup: Int32Array;
+  toolResult: Uint8Array;
+};
 
 /**
  * A reply whose chunks and tool results may still come: they hang on `tail`. Owned by one scan
@@ -80,6 +84,7 @@ function emptyClaudeTable(): ClaudeTable {
     ...t,
     group: new Int32Array(t.lines.length),
     prevInGroup: new Int32Array(t.lines.length),
+    toolResult: new Uint8Array(t.lines.length),
   };
 }
 
@@ -109,6 +114,7 @@ function continued(prev: ClaudeScan): ClaudeScan {
       ...t,
       group: prev.entries.group.slice(0, t.lines.length),
       prevInGroup: prev.entries.prevInGroup.slice(0, t.lines.length),
+      toolResult: prev.entries.toolResult.slice(0, t.lines.length),
     },
     other: new Set(prev.other),
     open: [copyOpen(prev.open[0]), copyOpen(prev.open[1])],
@@ -135,16 +141,11 @@ function fitColumns(t: ClaudeTable): void {
   group.set(t.group);
   const prev = new Int32Array(n);
   prev.set(t.prevInGroup);
+  const toolResult = new Uint8Array(n);
+  toolResult.set(t.toolResult);
   t.group = group;
   t.prevInGroup = prev;
-}
-
-/** A `user` record that carries tool results (its content opens with a tool_result block). */
-export function isToolResultRecord(obj: Record<string, unknown>): boolean {
-  const m = obj.message;
-  if (!isObject(m) || !Array.isArray(m.content)) return false;
-  const first: unknown = m.content[0];
-  return isObject(first) && first.type === "tool_result";
+  t.toolResult = toolResult;
 }
 
 /**
@@ -255,6 +256,7 @@ function addRecord(
   fitColumns(t);
   t.group[row] = group;
   t.prevInGroup[row] = prevInGroup;
+  t.toolResult[row] = type === "user" && f.toolResult ? 1 : 0;
   if (side === 0) scan.leaf = row;
 }
 
