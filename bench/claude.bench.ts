@@ -16,9 +16,10 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createReader, encodeClaudeCwd, type Reader, rootsFromSpecs } from "../src/index.ts";
-import { writeClaudeSession, writeClaudeStore } from "./claude-sessions.ts";
+import { writeClaudeStore } from "./claude-sessions.ts";
 import { barePrefixCheck, floorPass } from "./reader/baselines.ts";
 import { timeCatalogue } from "./reader/catalogue.ts";
+import { claudeSession } from "./reader/claude-traversal.ts";
 import { int, mib, ms, ratio, spread, table } from "./report.ts";
 import { gc, type Series, summarize, timed } from "./stats.ts";
 import { expectOk, traverse } from "./traverse.ts";
@@ -61,21 +62,7 @@ type SizeResult = {
   parts: number;
 };
 
-/** One store with one long session; its conversation id from the catalogue. */
-function session(tmp: string, size: number) {
-  const projectsDir = join(tmp, `claude-${size}mib`, "projects");
-  const cwd = `/work/bench project ${size}`;
-  const file = join(
-    projectsDir,
-    encodeClaudeCwd(cwd),
-    "5e55e55e-0000-4000-8000-000000000001.jsonl",
-  );
-  const written = writeClaudeSession(file, cwd, size, seed);
-  const roots = rootsFromSpecs([{ kind: "claude-code", projectsDir }], []);
-  const row = createReader({ roots }).catalogue().conversations[0];
-  if (!row || row.unsupportedReason !== null) throw new Error(`no row: ${JSON.stringify(row)}`);
-  return { ...written, cwd, projectsDir, roots, conversation: row.conversation };
-}
+const session = (tmp: string, size: number) => claudeSession(tmp, size, seed);
 
 function measureSize(
   tmp: string,

@@ -29,6 +29,7 @@ import {
   STORE_DIRS,
   STORE_FILES_PER_DIR,
 } from "./reader/catalogue.ts";
+import { type ClaudeSizeResult, measureClaudeSize } from "./reader/claude-traversal.ts";
 import { type FollowResult, measureFollow } from "./reader/follow.ts";
 import { type MemoryResult, measureMemory, memoryWorker } from "./reader/memory.ts";
 import { freshSession, type PiModule } from "./reader/session.ts";
@@ -118,6 +119,7 @@ async function main(): Promise<void> {
     }
 
     const sizeResults: SizeResult[] = [];
+    const claude: ClaudeSizeResult[] = [];
     let follow: FollowResult | null = null;
     const memory: MemoryResult[] = [];
     let memoryMib: number | null = null;
@@ -154,6 +156,10 @@ async function main(): Promise<void> {
       }
       rmSync(s.projectRoot, { recursive: true, force: true });
       gc();
+      // Claude Code's file of the same size, in the same run (half the runs, at least one).
+      const claudeRuns = Math.max(1, Math.min(runs, Math.ceil(result.runsDone / 2)));
+      claude.push(measureClaudeSize(tmp, c.mib, seed, claudeRuns));
+      rmSync(join(tmp, `claude-${c.mib}mib`), { recursive: true, force: true });
     }
 
     process.stderr.write(`  catalogue: ${CATALOGUE_ROOTS} roots × ${CATALOGUE_FILES_PER_ROOT}\n`);
@@ -166,6 +172,7 @@ async function main(): Promise<void> {
       command,
       machine: mach,
       sizes: sizeResults,
+      claude,
       follow,
       memory,
       memoryMib,
@@ -188,6 +195,7 @@ async function main(): Promise<void> {
       cache: relative(ROOT, CACHE_DIR),
       generated: cached.map(({ path, ...rest }) => ({ ...rest, path: relative(ROOT, path) })),
       sizes: sizeResults,
+      claude,
       follow,
       memory,
       catalogue,

@@ -3,6 +3,7 @@
 import { cpus, loadavg, arch as osArch, platform, release, totalmem } from "node:os";
 import { int, mib, ms, ratio, spread, table } from "../report.ts";
 import type { CatalogueResult } from "./catalogue.ts";
+import type { ClaudeSizeResult } from "./claude-traversal.ts";
 import type { FollowResult } from "./follow.ts";
 import type { MemoryResult } from "./memory.ts";
 import type { SizeResult } from "./traversal.ts";
@@ -28,6 +29,7 @@ export function report(r: {
   command: string;
   machine: Record<string, string | number>;
   sizes: SizeResult[];
+  claude: ClaudeSizeResult[];
   follow: FollowResult | null;
   memory: MemoryResult[];
   memoryMib: number | null;
@@ -103,6 +105,41 @@ export function report(r: {
     ),
   );
   out.push("(page p50 = the median live `next` page)");
+  out.push("");
+  out.push(
+    "Side by side, the same traversal of Pi's session and of Claude Code's (a session of the same size in Claude Code 2.1.328's shape, bench/claude-sessions.ts), each against the one-pass floor over its own file:",
+  );
+  out.push(
+    table(
+      [
+        "size",
+        "Pi live/floor",
+        "Pi settled/floor",
+        "Pi open (Pi's own)/floor",
+        "Claude runs",
+        "Claude floor",
+        "Claude live",
+        "Claude settled",
+        "Claude live/floor",
+        "Claude settled/floor",
+      ],
+      r.sizes.map((s) => {
+        const c = r.claude.find((x) => x.mib === s.mib);
+        return [
+          sizeLabel(s.mib),
+          ratio(s.readerLive.median, s.floor.median),
+          ratio(s.readerCold.median, s.floor.median),
+          ratio(s.pi.median, s.floor.median),
+          c ? String(c.floor.n) : "-",
+          c ? ms(c.floor.median) : "-",
+          c ? ms(c.live.median) : "-",
+          c ? ms(c.settled.median) : "-",
+          c ? ratio(c.live.median, c.floor.median) : "-",
+          c ? ratio(c.settled.median, c.floor.median) : "-",
+        ];
+      }),
+    ),
+  );
   out.push("");
   out.push(
     "Spread: min–max ms; open = each open on a cold settled reader; page = each `next` page",

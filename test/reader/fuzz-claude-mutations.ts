@@ -97,6 +97,58 @@ const CLAUDE: { name: string; apply: (file: Buffer, rng: Rng) => Buffer }[] = [
         ]);
       }),
   },
+  {
+    // The text of a line as the line scanner (harness/claude-code/scan-line.ts) sees it, not
+    // as JSON.stringify writes it: keys and ids spelled with escapes, duplicate keys (the last
+    // wins, with what is inside it), key-like text inside strings and nested objects.
+    name: "claude line text",
+    apply: (file, rng) => {
+      const text = file.toString("utf8");
+      const lines = text.split("\n");
+      const i = rng.int(lines.length);
+      const line = lines[i] ?? "";
+      const key = rng.pick(["uuid", "parentUuid", "type", "message", "isSidechain", "subtype"]);
+      const edits: (() => string)[] = [
+        // A key spelled with an escape: the same key to JSON.parse.
+        () =>
+          line.replace(
+            `"${key}":`,
+            `"${key.slice(0, 1)}\\u00${key.charCodeAt(1).toString(16)}${key.slice(2)}":`,
+          ),
+        // An id's letters as escapes: the same id.
+        () =>
+          line.replace(
+            /"(uuid|parentUuid)":"([0-9a-f])/,
+            (_m, k: string, c: string) => `"${k}":"\\u00${c.charCodeAt(0).toString(16)}`,
+          ),
+        // A duplicate key, first or last in the record or in its message.
+        () => line.replace(/^\{/, `{"${key}":${rng.pick(DUP_VALUES)},`),
+        () => line.replace(/\}$/, `,"${key}":${rng.pick(DUP_VALUES)}}`),
+        () =>
+          line.replace(
+            '"message":{',
+            `"message":{"${rng.pick(["id", "content"])}":${rng.pick(DUP_VALUES)},`,
+          ),
+        // Key-like text inside a string and inside another object.
+        () => line.replace(/^\{/, `{"note":"\\"${key}\\":\\"x\\"","extra":{"${key}":"y"},`),
+      ];
+      lines[i] = rng.pick(edits)();
+      return Buffer.from(lines.join("\n"));
+    },
+  },
+];
+
+const DUP_VALUES = [
+  '"x"',
+  "null",
+  "true",
+  "1",
+  "{}",
+  "[]",
+  '"compact_boundary"',
+  '{"id":"msg_dup","content":[{"type":"tool_result","tool_use_id":"t"}]}',
+  '[{"type":"tool_result"}]',
+  '"a\\"b"',
 ];
 
 /** One to four mutations, each a generic one or one of Claude's own. */

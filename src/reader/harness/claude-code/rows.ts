@@ -10,7 +10,7 @@ import type { SizedPart } from "../../parts.ts";
 import { partsOfLine } from "../../render.ts";
 import type { ParsedSession, RowFormat } from "../../tree.ts";
 import { isHiddenType, labelTextOf, renderRecord } from "./blocks.ts";
-import { type ClaudeHead, type ClaudeTable, isToolResultRecord } from "./scan.ts";
+import type { ClaudeHead, ClaudeTable } from "./scan.ts";
 
 /**
  * Per parse lineage (its shared columns): the last row rendered with its first part's number and
@@ -65,7 +65,14 @@ function partsOf(
   first: number,
 ): SizedPart[] {
   if (isHiddenType(rec.type)) return [];
-  const draft = renderRecord(entryObject(buf, rec), contextOf(s, rec, lines));
+  const obj = entryObject(buf, rec);
+  // A reply's calls, remembered as it renders: the results below it find their names here
+  // instead of parsing the reply's line again (toolNameOf).
+  if (rec.type === "assistant") {
+    const { tools } = memoOf(s);
+    for (const [callId, name] of callsOf(obj)) tools.set(callId, name);
+  }
+  const draft = renderRecord(obj, contextOf(s, rec, lines));
   const key = keyOfId(s.scan.entries.ids[headRow(s, rec.index)]!);
   return draft ? partsOfLine(key, draft, buf, rec, first) : [];
 }
@@ -122,7 +129,7 @@ function toolNameOf(s: ParsedSession, rec: EntryRec, lines: EntryLines, id: stri
       if (found !== undefined) return found;
     } else if (type === "user") {
       // A prompt ends the turn: the call is not above it.
-      if (!isToolResultRecord(objectAt(lines, t, row))) break;
+      if (t.toolResult[row] !== 1) break;
     }
   }
   return "";

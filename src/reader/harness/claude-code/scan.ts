@@ -16,14 +16,13 @@ import {
   emptyTable,
   internType,
   isBlank,
-  isObject,
-  parseLine,
   pushEntry,
   roomFor,
   type Scanner,
   type ScanState,
   type SessionHead,
 } from "../../entries.ts";
+import { type ClaudeRecordFacts, scanClaudeLine } from "./scan-line.ts";
 
 /** What the scan needs of the file's head: the check of the first record's cwd. */
 export type ClaudeHead = SessionHead & {
@@ -36,9 +35,14 @@ export type ClaudeHead = SessionHead & {
 /**
  * Rows as the shared table, plus what makes one entry of several lines: per row, the first row
  * of its entry (the first chunk of a reply, a compaction's boundary), or -1 when the row is its
- * own entry's first; and the row before it in that entry, or -1.
+ * own entry's first; and the row before it in that entry, or -1. `toolResult` is 1 for a user
+ * record carrying tool results (a page looking up a call's name need not parse it to know).
  */
-export type ClaudeTable = EntryTable & { group: Int32Array; prevInGroup: Int32Array };
+export type ClaudeTable = EntryTable & {
+  group: Int32Array;
+  prevInGroup: Int32Array;
+  toolResult: Uint8Array;
+};
 
 /**
  * A reply whose chunks and tool results may still come: they hang on `tail`. Owned by one scan
@@ -80,6 +84,7 @@ function emptyClaudeTable(): ClaudeTable {
     ...t,
     group: new Int32Array(t.lines.length),
     prevInGroup: new Int32Array(t.lines.length),
+    toolResult: new Uint8Array(t.lines.length),
   };
 }
 
@@ -109,6 +114,7 @@ function continued(prev: ClaudeScan): ClaudeScan {
       ...t,
       group: prev.entries.group.slice(0, t.lines.length),
       prevInGroup: prev.entries.prevInGroup.slice(0, t.lines.length),
+      toolResult: prev.entries.toolResult.slice(0, t.lines.length),
     },
     other: new Set(prev.other),
     open: [copyOpen(prev.open[0]), copyOpen(prev.open[1])],
@@ -135,20 +141,11 @@ function fitColumns(t: ClaudeTable): void {
   group.set(t.group);
   const prev = new Int32Array(n);
   prev.set(t.prevInGroup);
+  const toolResult = new Uint8Array(n);
+  toolResult.set(t.toolResult);
   t.group = group;
   t.prevInGroup = prev;
-}
-
-function str(v: unknown): string | null {
-  return typeof v === "string" && v !== "" ? v : null;
-}
-
-/** A `user` record that carries tool results (its content opens with a tool_result block). */
-export function isToolResultRecord(obj: Record<string, unknown>): boolean {
-  const m = obj.message;
-  if (!isObject(m) || !Array.isArray(m.content)) return false;
-  const first: unknown = m.content[0];
-  return isObject(first) && first.type === "tool_result";
+  t.toolResult = toolResult;
 }
 
 /**
@@ -166,8 +163,10 @@ function scanLines(buf: Buffer, head: ClaudeHead, scan: ClaudeScan, base = 0): C
     let end = buf.indexOf(NL, start);
     if (end < 0) end = buf.length;
     if (!isBlank(buf, start, end)) {
-      const obj = parseLine(buf, start, end);
-      if (!isObject(obj) || (typeof obj.type !== "string" && str(obj.uuid) === null)) {
+      // What JSON.parse would say of the fields the tree needs, without building the object
+      // (scan-line.ts); the whole line is parsed only when a page renders it.
+      const f = scanClaudeLine(buf, start, end, !scan.started);
+      if (!f.json || !f.object || (f.type === null && f.uuid === null)) {
         scan.lineNotices.push({
           line,
           start: base + start,
@@ -176,11 +175,8 @@ function scanLines(buf: Buffer, head: ClaudeHead, scan: ClaudeScan, base = 0): C
         });
         scan.notices++;
         scan.malformed++;
-      } else {
-        const uuid = str(obj.uuid);
-        if (uuid !== null) {
-          addRecord(scan, t, other, head, obj, uuid, line, base + start, base + end);
-        }
+      } else if (f.uuid !== null) {
+        addRecord(scan, t, other, head, f, f.uuid, line, base + start, base + end);
       }
     }
     start = end + 1;
@@ -194,23 +190,22 @@ function addRecord(
   t: ClaudeTable,
   other: Set<string>,
   head: ClaudeHead,
-  obj: Record<string, unknown>,
+  f: ClaudeRecordFacts,
   uuid: string,
   line: number,
   start: number,
   end: number,
 ): void {
   if (!scan.started) {
-    head.checkCwd(obj.cwd);
+    head.checkCwd(f.cwd);
     scan.started = true;
-    scan.primary = obj.isSidechain === true;
+    scan.primary = f.isSidechain;
   }
-  const type = typeof obj.type === "string" ? internType(obj.type) : "";
-  const side = (obj.isSidechain === true) !== scan.primary ? 1 : 0;
-  let parent = str(obj.parentUuid);
-  if (parent === null && type === "system" && obj.subtype === "compact_boundary") {
-    parent = str(obj.logicalParentUuid);
-  }
+  const type = f.type !== null ? internType(f.type) : "";
+  const side = f.isSidechain !== scan.primary ? 1 : 0;
+  const boundary = type === "system" && f.compactBoundary;
+  let parent = f.parentUuid;
+  if (parent === null && boundary) parent = f.logicalParentUuid;
   // The two sides never hang on each other.
   if (side === 1) other.add(uuid);
   if (parent !== null && other.has(parent) !== (side === 1)) parent = null;
@@ -219,8 +214,7 @@ function addRecord(
   let group = -1;
   let prevInGroup = -1;
   const open = scan.open[side];
-  const m = obj.message;
-  const messageId = type === "assistant" && isObject(m) ? str(m.id) : null;
+  const messageId = type === "assistant" ? f.messageId : null;
   if (
     messageId !== null &&
     open?.messageId === messageId &&
@@ -239,14 +233,14 @@ function addRecord(
     open &&
     parent !== null &&
     type === "user" &&
-    isToolResultRecord(obj) &&
+    f.toolResult &&
     open.chunks.has(parent)
   ) {
     parent = t.ids[open.tail]!;
     open.tail = row;
   } else if (
     type === "user" &&
-    obj.isCompactSummary === true &&
+    f.isCompactSummary &&
     scan.boundary !== null &&
     parent === scan.boundary.uuid
   ) {
@@ -256,12 +250,13 @@ function addRecord(
   // Whatever hangs on the end of the chain below an open reply extends that chain.
   const now = scan.open[side];
   if (now && now.tail !== row && parent !== null && parent === t.ids[now.tail]) now.tail = row;
-  if (type === "system" && obj.subtype === "compact_boundary") scan.boundary = { uuid, row };
+  if (boundary) scan.boundary = { uuid, row };
 
   pushEntry(t, uuid, parent, type, line, start, end);
   fitColumns(t);
   t.group[row] = group;
   t.prevInGroup[row] = prevInGroup;
+  t.toolResult[row] = type === "user" && f.toolResult ? 1 : 0;
   if (side === 0) scan.leaf = row;
 }
 

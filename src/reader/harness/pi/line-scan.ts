@@ -2,7 +2,7 @@
 // line (is it JSON, is it an object, its top-level type/id/parentId) without building the
 // value: string bodies, which are most of a Pi line's bytes, are skipped four bytes at a time,
 // and only the few strings the index keeps are decoded. It agrees exactly with
-// `JSON.parse(buf.toString("utf8", start, end))`; test/reader/line-scan.test.ts checks it
+// `JSON.parse(buf.toString("utf8", start, end))`; test/reader/harness/pi/line-scan.test.ts checks it
 // against that on hand-written cases and many thousands of fuzzed lines.
 //
 // Why bytes suffice: UTF-8 decoding (with U+FFFD for invalid sequences) maps every byte below
@@ -14,6 +14,25 @@
 // V8's JSON.parse keeps its own stack, so it accepts any nesting depth memory allows; this
 // scanner's explicit stack does the same.
 import { constants } from "node:buffer";
+import {
+  CLOSE_ARR,
+  CLOSE_OBJ,
+  COLON,
+  COMMA,
+  DIGIT_0,
+  DIGIT_9,
+  decodeString,
+  lineWords,
+  MINUS,
+  OPEN_ARR,
+  OPEN_OBJ,
+  QUOTE,
+  sawEscape,
+  scanLiteral,
+  scanNumber,
+  scanString,
+  skipWs,
+} from "../../json-scan.ts";
 
 /** What the index needs to know of one line. */
 export type LineFacts =
@@ -43,22 +62,6 @@ export const NON_STRING: Readonly<{ nonString: true }> = Object.freeze({ nonStri
 const NOT_JSON: LineFacts = Object.freeze({ json: false });
 const NOT_OBJECT: LineFacts = Object.freeze({ json: true, object: false });
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-const OPEN_OBJ = 0x7b;
-const CLOSE_OBJ = 0x7d;
-const OPEN_ARR = 0x5b;
-const CLOSE_ARR = 0x5d;
-const MINUS = 0x2d;
-const DIGIT_0 = 0x30;
-const DIGIT_9 = 0x39;
-
-const NO_WORDS = new Int32Array(0);
-/** Whether word k's lowest-addressed byte is its least significant (specialBytes relies on it). */
-const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
-
 const KEY_NONE = 0;
 const KEY_TYPE = 1;
 const KEY_ID = 2;
@@ -72,150 +75,10 @@ const IN_OBJECT = 1;
 const MAX_TARGET_KEY_BYTES = 48;
 
 // Scanner state shared by the helpers below (one scan runs at a time; nothing here calls out).
-/** Whether the last string scanned held an escape. */
-let sawEscape = false;
 /** The nesting stack, reused across calls and doubled when a line nests deeper. */
 let stack = new Uint8Array(64);
 /** Which of type/id/parentId the last top-level key read was (KEY_NONE for any other). */
 let keyFound = KEY_NONE;
-
-/** Index of the first byte at or after `p` that is not JSON whitespace. */
-function skipWs(buf: Buffer, p: number, end: number): number {
-  while (p < end) {
-    const c = buf[p]!;
-    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return p;
-    p++;
-  }
-  return p;
-}
-
-function isHex(c: number): boolean {
-  return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
-}
-
-/**
- * The high bit of each byte of `x` that is `"`, `\` or below 0x20, and no other bits. Exact per
- * byte, as no sum carries out of a byte: with y = x's low 7 bits per byte, `y + 0x60` sets a
- * byte's high bit when y >= 0x20, and `(y ^ v) + 0x7f` when y != v; OR-ing `x` sets it for
- * bytes from 0x80 up. The AND thus marks ordinary bytes, and its complement the special ones.
- */
-function specialBytes(x: number): number {
-  const y = x & 0x7f7f7f7f;
-  const q = y ^ 0x22222222;
-  const b = y ^ 0x5c5c5c5c;
-  return ~(((y + 0x60606060) & (q + 0x7f7f7f7f) & (b + 0x7f7f7f7f)) | x) & 0x80808080;
-}
-
-/**
- * Scans a string body from `p` (just after its opening quote). Returns the index of the closing
- * quote, or -1 when the string is invalid (a raw byte below 0x20, a bad escape, no closing
- * quote before `end`). Sets `sawEscape`. `words` views the line's whole aligned 4-byte words:
- * word k holds bytes `base + 4k .. base + 4k + 3`; bytes outside them are read one by one.
- */
-function scanString(buf: Buffer, p: number, end: number, words: Int32Array, base: number): number {
-  sawEscape = false;
-  const wordCount = words.length;
-  for (;;) {
-    const rel = p - base;
-    if (rel >= 0 && rel >> 2 < wordCount) {
-      // Jump to the first `"`, `\` or control byte at or after p, a word at a time.
-      let k = rel >> 2;
-      let m = specialBytes(words[k]!) & (-1 << ((rel & 3) << 3));
-      while (m === 0 && ++k < wordCount) m = specialBytes(words[k]!);
-      p = base + (m === 0 ? wordCount * 4 : k * 4 + ((31 - Math.clz32(m & -m)) >> 3));
-    }
-    if (p >= end) return -1;
-    const c = buf[p]!;
-    if (c === QUOTE) return p;
-    if (c === BACKSLASH) {
-      sawEscape = true;
-      if (p + 1 >= end) return -1;
-      const e = buf[p + 1]!;
-      if (e === 0x75 /* u */) {
-        if (
-          p + 5 >= end ||
-          !isHex(buf[p + 2]!) ||
-          !isHex(buf[p + 3]!) ||
-          !isHex(buf[p + 4]!) ||
-          !isHex(buf[p + 5]!)
-        ) {
-          return -1;
-        }
-        p += 6;
-      } else if (
-        e === QUOTE ||
-        e === BACKSLASH ||
-        e === 0x2f /* / */ ||
-        e === 0x62 /* b */ ||
-        e === 0x66 /* f */ ||
-        e === 0x6e /* n */ ||
-        e === 0x72 /* r */ ||
-        e === 0x74 /* t */
-      ) {
-        p += 2;
-      } else {
-        return -1;
-      }
-    } else if (c < 0x20) {
-      return -1;
-    } else {
-      // Only outside the words: an ordinary byte.
-      p++;
-    }
-  }
-}
-
-/** Index just after the number starting at `p`, or -1 when it breaks JSON's number grammar. */
-function scanNumber(buf: Buffer, p: number, end: number): number {
-  if (buf[p] === MINUS) p++;
-  if (p >= end) return -1;
-  const first = buf[p]!;
-  if (first === DIGIT_0) {
-    p++;
-  } else if (first > DIGIT_0 && first <= DIGIT_9) {
-    p++;
-    while (p < end && buf[p]! >= DIGIT_0 && buf[p]! <= DIGIT_9) p++;
-  } else {
-    return -1;
-  }
-  if (p < end && buf[p] === 0x2e /* . */) {
-    p++;
-    if (p >= end || buf[p]! < DIGIT_0 || buf[p]! > DIGIT_9) return -1;
-    while (p < end && buf[p]! >= DIGIT_0 && buf[p]! <= DIGIT_9) p++;
-  }
-  if (p < end && (buf[p] === 0x65 /* e */ || buf[p] === 0x45) /* E */) {
-    p++;
-    if (p < end && (buf[p] === 0x2b /* + */ || buf[p] === MINUS)) p++;
-    if (p >= end || buf[p]! < DIGIT_0 || buf[p]! > DIGIT_9) return -1;
-    while (p < end && buf[p]! >= DIGIT_0 && buf[p]! <= DIGIT_9) p++;
-  }
-  return p;
-}
-
-/** Index just after `true`, `false` or `null` starting at `p`, or -1. */
-function scanLiteral(buf: Buffer, p: number, end: number): number {
-  const c = buf[p];
-  if (c === 0x74 /* t */) {
-    return p + 4 <= end && buf[p + 1] === 0x72 && buf[p + 2] === 0x75 && buf[p + 3] === 0x65
-      ? p + 4
-      : -1;
-  }
-  if (c === 0x66 /* f */) {
-    return p + 5 <= end &&
-      buf[p + 1] === 0x61 &&
-      buf[p + 2] === 0x6c &&
-      buf[p + 3] === 0x73 &&
-      buf[p + 4] === 0x65
-      ? p + 5
-      : -1;
-  }
-  if (c === 0x6e /* n */) {
-    return p + 4 <= end && buf[p + 1] === 0x75 && buf[p + 2] === 0x6c && buf[p + 3] === 0x6c
-      ? p + 4
-      : -1;
-  }
-  return -1;
-}
 
 /** Which of type/id/parentId the key body `s..e` (no quotes) is, escapes decoded. */
 function keyTarget(buf: Buffer, s: number, e: number, escaped: boolean): number {
@@ -251,15 +114,6 @@ function keyTarget(buf: Buffer, s: number, e: number, escaped: boolean): number 
       : KEY_NONE;
   }
   return KEY_NONE;
-}
-
-/** The value of a scanned string body `s..e` (no quotes), as JSON.parse decodes it. */
-function decodeString(buf: Buffer, s: number, e: number, escaped: boolean): string {
-  // The body is delimited by ASCII quotes, so decoding it alone gives the same characters as
-  // decoding the whole line; escapes are left to JSON.parse on the quoted body.
-  return escaped
-    ? (JSON.parse(buf.toString("utf8", s - 1, e + 1)) as string)
-    : buf.toString("utf8", s, e);
 }
 
 /** The truth this scanner must match, used for lines too long for `toString` to decode. */
@@ -321,15 +175,8 @@ export function scanLine(buf: Buffer, start: number, end: number): LineFacts {
   if (end < start) end = start;
   if (end - start > constants.MAX_STRING_LENGTH) return factsByParse(buf, start, end);
 
-  // The line's whole 4-byte-aligned words, for skipping string bodies (offsets may pass 2^31,
-  // so no bit operations on them here). Big-endian hosts read bytes one at a time.
-  const abs = buf.byteOffset + start;
-  const alignedAbs = abs + ((4 - (abs % 4)) % 4);
-  const wordCount = LITTLE_ENDIAN
-    ? Math.max(0, Math.floor((buf.byteOffset + end - alignedAbs) / 4))
-    : 0;
-  const words = wordCount > 0 ? new Int32Array(buf.buffer, alignedAbs, wordCount) : NO_WORDS;
-  const base = alignedAbs - buf.byteOffset;
+  // The line's whole 4-byte-aligned words, for skipping string bodies.
+  const { words, base } = lineWords(buf, start, end);
 
   let type: unknown;
   let id: unknown;
