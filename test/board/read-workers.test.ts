@@ -10,6 +10,7 @@ import { type Board, type ReaderSources, startBoard } from "../../src/board/inde
 import { LANE_QUEUE_MAX, laneOf, startReadPool } from "../../src/board/read-pool.ts";
 import type { Reply } from "../../src/board/reply.ts";
 import { conversationId, sessionsDirOf } from "../../src/index.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { header, T0, ts } from "../helpers/reader.ts";
 import { assertReadResult, assertValid } from "../helpers/schema.ts";
 import { type BoardFixture, writeBoardFixture } from "./fixture.ts";
@@ -36,7 +37,7 @@ function threadsNamed(name: string): string[] {
   );
 }
 
-async function waitFor(what: string, ok: () => boolean, deadlineMs = 10_000): Promise<void> {
+async function waitFor(what: string, ok: () => boolean, deadlineMs = DEADLINE_MS): Promise<void> {
   const until = Date.now() + deadlineMs;
   while (!ok()) {
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);

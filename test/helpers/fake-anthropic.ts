@@ -9,6 +9,7 @@
 // 127.0.0.1 only.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { DEADLINE_MS } from "./deadline.ts";
 
 /** One content block of a scripted reply, as the API returns it. */
 export type ReplyBlock =
@@ -179,7 +180,7 @@ export async function startFakeAnthropic(
       lanes.push({ match, replies });
     },
     pending: () => queue.length + lanes.reduce((n, l) => n + l.replies.length, 0),
-    waitForMessages(count, timeoutMs = 30_000) {
+    waitForMessages(count, timeoutMs = DEADLINE_MS) {
       return new Promise<void>((resolve, reject) => {
         const check = () => {
           if (messageCount < count) return;

@@ -4,6 +4,7 @@
 // one HTTP error. Every request is recorded. Listens on 127.0.0.1 only.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { DEADLINE_MS } from "./deadline.ts";
 
 export type ToolCallReply = { id: string; name: string; arguments: unknown };
 
@@ -81,7 +82,7 @@ export async function startFakeModel(
     enqueue: (...replies) => {
       queue.push(...replies);
     },
-    waitForRequests(count, timeoutMs = 10_000) {
+    waitForRequests(count, timeoutMs = DEADLINE_MS) {
       return new Promise<void>((resolve, reject) => {
         const check = () => {
           if (completionCount < count) return;
