@@ -32,3 +32,10 @@ export async function within<T>(p: Promise<T>, what: string, ms = DEADLINE_MS): 
     clearTimeout(timer);
   }
 }
+
+/**
+ * The timeout of a test that waits on a real engine, a browser, a proxy or many children, when
+ * it names one: such a test takes seconds alone and minutes on a busy machine. Every other test
+ * has the runner's 180 s (scripts/test.ts); like DEADLINE_MS, it only turns a hang into a failure.
+ */
+export const SLOW_TEST_MS = 300_000;

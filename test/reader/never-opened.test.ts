@@ -23,6 +23,7 @@ const INDEX_URL = pathToFileURL(join(import.meta.dirname, "..", "..", "src", "in
  */
 const SCRIPT = `import { readdirSync, readFileSync } from "node:fs";
 import { conversationId, createReader, rootsFromSpecs } from ${JSON.stringify(INDEX_URL)};
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 
 const config = JSON.parse(process.argv[2]);
 const reader = createReader({ roots: () => rootsFromSpecs(config.specs, config.registrations) });
@@ -260,7 +261,7 @@ async function run(
   const before = fingerprintTree(fx.base);
   const result = await traceOpens(script, [JSON.stringify(config)], {
     cwd: dir,
-    timeoutMs: 20_000,
+    timeoutMs: DEADLINE_MS,
   });
   assertUnchanged(before, fingerprintTree(fx.base));
   assert.equal(result.code, 0, `the child failed: ${result.stderr}`);
