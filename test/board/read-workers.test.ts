@@ -128,10 +128,12 @@ describe("board read workers", () => {
 
     let heavyDone = false;
     const heavyStarted = performance.now();
-    const heavyPage = send(board.port, pagePath(heavy), { timeoutMs: 4 * DEADLINE_MS }).then((r) => {
-      heavyDone = true;
-      return { status: r.status, ms: performance.now() - heavyStarted };
-    });
+    const heavyPage = send(board.port, pagePath(heavy), { timeoutMs: 4 * DEADLINE_MS }).then(
+      (r) => {
+        heavyDone = true;
+        return { status: r.status, ms: performance.now() - heavyStarted };
+      },
+    );
     const during: number[] = [];
     while (!heavyDone) {
       const ms = await catalogue();
@@ -427,7 +429,9 @@ describe("board read pool with the board's own worker", () => {
     const frag = conversationId(fx.alpha.projectRoot, fx.alpha.seat, "frag.jsonl");
     // More pages than the slab holds at once (128 chunks, 2 per page).
     const answers = await Promise.all(
-      Array.from({ length: 100 }, () => send(board.port, pagePath(frag), { timeoutMs: 3 * DEADLINE_MS })),
+      Array.from({ length: 100 }, () =>
+        send(board.port, pagePath(frag), { timeoutMs: 3 * DEADLINE_MS }),
+      ),
     );
     for (const a of answers) {
       assert.equal(a.status, 200);
