@@ -22,8 +22,8 @@ import {
 const CHROMIUM = "/usr/bin/chromium";
 const ROOT = join(import.meta.dirname, "..", "..");
 const ARTIFACTS = join(ROOT, "test-artifacts");
-/** How long a follow may take to show an appended part: a poll is about every second. */
-const FOLLOW_DEADLINE_MS = 5000;
+/** How long a follow may take to show an appended part (a poll is about every second alone). */
+const FOLLOW_DEADLINE_MS = DEADLINE_MS;
 
 const skip =
   !existsSync(CHROMIUM) && !process.env.CI
