@@ -18,6 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { PI_PACKAGE } from "../src/control/engine/pi/pi-pin.ts";
+import { DEADLINE_MS } from "./helpers/deadline.ts";
 import { startFakeModel } from "./helpers/fake-model.ts";
 import {
   installGlobally,
@@ -203,7 +204,6 @@ describe("package: the tarball, installed", { timeout: 600_000 }, () => {
       join(app, "check.ts"),
       `import { createReader, rootsFromSpecs, type Catalogue } from "${PACKAGE}";
 import { Controller, ConversationClient } from "${PACKAGE}/control";
-import { DEADLINE_MS } from "./helpers/deadline.ts";
 const reader = createReader({ roots: () => rootsFromSpecs([], []) });
 const c: Catalogue = reader.catalogue();
 const n: number = c.conversations.length;

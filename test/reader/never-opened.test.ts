@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { pathToFileURL } from "node:url";
 import { type BoardSpec, type SeatRegistration, sessionsDirOf } from "../../src/index.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { assertUnchanged, fingerprintTree } from "../helpers/fingerprint.ts";
 import { assertNeverOpened, skipWithoutStrace, traceOpens } from "../helpers/open-trace.ts";
 import { assistant, header, project, tempDir, user, writeSession } from "../helpers/reader.ts";
@@ -23,7 +24,6 @@ const INDEX_URL = pathToFileURL(join(import.meta.dirname, "..", "..", "src", "in
  */
 const SCRIPT = `import { readdirSync, readFileSync } from "node:fs";
 import { conversationId, createReader, rootsFromSpecs } from ${JSON.stringify(INDEX_URL)};
-import { DEADLINE_MS } from "../helpers/deadline.ts";
 
 const config = JSON.parse(process.argv[2]);
 const reader = createReader({ roots: () => rootsFromSpecs(config.specs, config.registrations) });
