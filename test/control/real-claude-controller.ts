@@ -10,7 +10,7 @@ import { join } from "node:path";
 import type { TestContext } from "node:test";
 import { ConversationClient } from "../../src/control/client/client.ts";
 import { PgroupLauncher } from "../../src/control/cohort/launcher.ts";
-import { Controller } from "../../src/control/controller/controller.ts";
+import { Controller, type ControllerOptions } from "../../src/control/controller/controller.ts";
 import { FixtureVerifier } from "../../src/control/controller/records.ts";
 import { claudeSessionFile } from "../../src/control/engine/claude-code/claude-files.ts";
 import type { Dialog, StreamEvent } from "../../src/control/protocol.ts";
@@ -27,13 +27,23 @@ export type ClaudeRun = {
   fake: FakeAnthropic;
   projectRoot: string;
   sessionFile: string;
-  client(): Promise<{ client: ConversationClient; events: StreamEvent[]; dialogs: Dialog[] }>;
+  /** A connected client (on grant `g-op` unless named). */
+  client(
+    grant?: string,
+  ): Promise<{ client: ConversationClient; events: StreamEvent[]; dialogs: Dialog[] }>;
   stop(): Promise<void>;
 };
 
 export async function startClaude(
   t: TestContext,
-  options: { replies?: AnthropicReply[]; sessionId?: string } = {},
+  options: {
+    replies?: AnthropicReply[];
+    sessionId?: string;
+    /** Options the controller is given besides these (a budget, grants, a sink). */
+    controller?: Partial<ControllerOptions>;
+    /** Claude Code's OAuth login file, written into the agent dir beside the settings. */
+    credentials?: string;
+  } = {},
 ): Promise<ClaudeRun> {
   const root = mkdtempSync("/tmp/mcc-");
   const fixtureRoot = join(root, "fx");
@@ -63,6 +73,9 @@ export async function startClaude(
     join(agentDir, "settings.json"),
     JSON.stringify(sealedClaudeSettings(fake.baseUrl)),
   );
+  if (options.credentials !== undefined) {
+    writeFileSync(join(agentDir, ".credentials.json"), options.credentials, { mode: 0o600 });
+  }
   const sessionFile = claudeSessionFile(projectRoot, "main", options.sessionId ?? randomUUID());
   ctrl = new Controller({
     harness: "claude-code",
@@ -76,6 +89,7 @@ export async function startClaude(
     launcher: new PgroupLauncher({ termGraceMs: 2000, killGraceMs: 2000 }),
     engine: { extraArgs: ["--model", "claude-sonnet-4-5"] },
     agentDir,
+    ...options.controller,
   });
   await ctrl.start();
   const socketPath = ctrl.socketPath;
@@ -84,10 +98,10 @@ export async function startClaude(
     fake,
     projectRoot,
     sessionFile,
-    async client() {
+    async client(grant = "g-op") {
       const client = new ConversationClient({
         socketPath,
-        grant: "g-op",
+        grant,
         requestTimeoutMs: 30_000,
       });
       clients.push(client);
