@@ -4,8 +4,24 @@
 // terminal's transcript state machine, each bundled into one module of src/board/console/ that
 // the board serves like its other files. Nothing is fetched at run time. Run by
 // `npm run build:console` (and `prepare`, so `npm ci` makes them).
+import { renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { build } from "esbuild";
+import { build as esbuild } from "esbuild";
+
+/**
+ * esbuild's build, each output written whole under a temporary name and renamed into place: the
+ * board serves these files, and `npm pack` (prepack) rebuilds them while other test files' boards
+ * and browsers may be loading them, so no reader may ever see one half-written.
+ */
+async function build(options) {
+  const result = await esbuild({ ...options, write: false });
+  for (const file of result.outputFiles) {
+    const temporary = `${file.path}.${process.pid}.tmp`;
+    writeFileSync(temporary, file.contents);
+    renameSync(temporary, file.path);
+  }
+  return result;
+}
 
 const src = join(import.meta.dirname, "..", "src");
 const consoleDir = join(src, "board", "console");

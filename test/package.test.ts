@@ -18,6 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { PI_PACKAGE } from "../src/control/engine/pi/pi-pin.ts";
+import { DEADLINE_MS } from "./helpers/deadline.ts";
 import { startFakeModel } from "./helpers/fake-model.ts";
 import {
   installGlobally,
@@ -71,32 +72,37 @@ describe("package: the tarball, installed", { timeout: 600_000 }, () => {
   let globalPkg = "";
   let data = { projectRoot: "", sessionsDir: "", id: "" };
 
-  before(async () => {
-    // Two installs are some 30,000 files: on a tmpfs they cost seconds, on a busy disk a minute.
-    base = mkdtempSync(join(existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), "conv-pack-"));
-    const t0 = performance.now();
-    tarball = await pack(base);
-    const t1 = performance.now();
-    files = (await run("tar", ["tzf", tarball], { cwd: base })).trim().split("\n");
-    app = join(base, "app");
-    prefix = join(base, "g");
-    [, globalPkg] = await Promise.all([
-      installInProject(app, tarball),
-      installGlobally(prefix, tarball),
-    ]);
-    // Where the time goes, for the report: pack (with the build), then both installs.
-    process.stderr.write(
-      `# pack ${Math.round(t1 - t0)} ms, installs ${Math.round(performance.now() - t1)} ms\n`,
-    );
-    const p = project(join(base, "data"));
-    writeSession(p.sessionsDir, "s.jsonl", [
-      header(p.projectRoot),
-      user("u1", null, "hello from the packed test"),
-      assistant("a1", "u1", "hi"),
-    ]);
-    const { conversationId } = await import("../src/index.ts");
-    data = { ...p, id: conversationId(p.projectRoot, p.seat, "s.jsonl") };
-  });
+  before(
+    async () => {
+      // Two installs are some 30,000 files: on a tmpfs they cost seconds, on a busy disk a minute.
+      base = mkdtempSync(join(existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), "conv-pack-"));
+      const t0 = performance.now();
+      tarball = await pack(base);
+      const t1 = performance.now();
+      files = (await run("tar", ["tzf", tarball], { cwd: base })).trim().split("\n");
+      app = join(base, "app");
+      prefix = join(base, "g");
+      [, globalPkg] = await Promise.all([
+        installInProject(app, tarball),
+        installGlobally(prefix, tarball),
+      ]);
+      // Where the time goes, for the report: pack (with the build), then both installs.
+      process.stderr.write(
+        `# pack ${Math.round(t1 - t0)} ms, installs ${Math.round(performance.now() - t1)} ms\n`,
+      );
+      const p = project(join(base, "data"));
+      writeSession(p.sessionsDir, "s.jsonl", [
+        header(p.projectRoot),
+        user("u1", null, "hello from the packed test"),
+        assistant("a1", "u1", "hi"),
+      ]);
+      const { conversationId } = await import("../src/index.ts");
+      data = { ...p, id: conversationId(p.projectRoot, p.seat, "s.jsonl") };
+      // A hook has the run's 180 s test timeout unless it names its own: npm pack (with the
+      // build) and two installs took over three minutes beside three other files.
+    },
+    { timeout: 600_000 },
+  );
   after(() => rmSync(base, { recursive: true, force: true }));
 
   const src = () => `--project ${q(data.projectRoot)}`;
@@ -265,9 +271,9 @@ export { Controller, ConversationClient, n, wrong };
       30_000,
     );
     attach.proc.stdin?.end("\x03");
-    await attach.waitFor("attach to quit", (p) => p.proc.exitCode !== null, 15_000);
+    await attach.waitFor("attach to quit", (p) => p.proc.exitCode !== null, DEADLINE_MS);
     assert.equal(attach.proc.exitCode, 0, attach.stderr());
-    assert.ok(isCleanInterrupt(await interrupt(ctl, 30_000)), ctl.stderr());
+    assert.ok(isCleanInterrupt(await interrupt(ctl, DEADLINE_MS)), ctl.stderr());
     assert.match(ctl.stdout(), /\nStopped: /);
     assert.doesNotMatch(ctl.stderr(), /refused|warning|Error|\n\s+at /);
   });

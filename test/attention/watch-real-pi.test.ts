@@ -9,10 +9,10 @@ import { AttentionWatch, type InboxRow } from "../../src/attention/watch.ts";
 import { register } from "../../src/control/registry/registry.ts";
 import { conversationId } from "../../src/reader/sources.ts";
 import { startReal } from "../control/real-controller.ts";
-import { until } from "../helpers/deadline.ts";
+import { SLOW_TEST_MS, until } from "../helpers/deadline.ts";
 import type { ModelReply } from "../helpers/fake-model.ts";
 
-const T = { timeout: 60_000 };
+const T = { timeout: SLOW_TEST_MS };
 
 async function watched(t: TestContext, replies: ModelReply[], stallMs = 60_000) {
   const run = await startReal(t, { replies });

@@ -12,6 +12,7 @@ import { startBoard } from "../../src/board/index.ts";
 import type { BoardSearch } from "../../src/board/search-route.ts";
 import type { BoardUsage } from "../../src/board/usage-route.ts";
 import type { Reader } from "../../src/index.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 
 export const CHROMIUM = "/usr/bin/chromium";
 export const ROOT = join(import.meta.dirname, "..", "..");
@@ -35,7 +36,7 @@ export async function launchBrowser(
     headless: true,
     viewport,
     colorScheme,
-    timeout: 20_000,
+    timeout: DEADLINE_MS,
     args: [
       "--no-sandbox",
       "--disable-gpu",

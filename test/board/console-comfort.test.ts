@@ -7,6 +7,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Page } from "playwright-core";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { assistant, header, idOf, user, writeSession } from "../helpers/reader.ts";
 import {
   ARTIFACTS,
@@ -22,8 +23,8 @@ import { MARKDOWN_TEXT, writeReadingFixture } from "./reading-fixture.ts";
 
 if (browserSkip) process.stdout.write(`# Console comfort skipped: ${browserSkip}\n`);
 
-/** How long the catalogue may take to show a new file: it refreshes about every 5 s. */
-const REFRESH_DEADLINE_MS = 12_000;
+/** How long the catalogue may take to show a new file (it refreshes about every 5 s alone). */
+const REFRESH_DEADLINE_MS = DEADLINE_MS;
 
 const count = (page: Page, selector: string): Promise<number> => page.locator(selector).count();
 

@@ -7,10 +7,11 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { startReal } from "../control/real-controller.ts";
+import { SLOW_TEST_MS } from "../helpers/deadline.ts";
 import { ARTIFACTS, type Browser, browserSkip, launchBrowser } from "./browser.ts";
 import { boardOverController } from "./controlled-board.ts";
 
-const T = { timeout: 120_000 };
+const T = { timeout: SLOW_TEST_MS };
 
 /** Records each Notification the page makes (and still makes it), before any page script. */
 const RECORD_NOTIFICATIONS = `(() => {

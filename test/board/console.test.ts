@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { after, before, describe, it, type TestContext } from "node:test";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { startBoard } from "../../src/board/index.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { assistant, header, idOf, user } from "../helpers/reader.ts";
 import {
   type BoardFixture,
@@ -21,8 +22,8 @@ import {
 const CHROMIUM = "/usr/bin/chromium";
 const ROOT = join(import.meta.dirname, "..", "..");
 const ARTIFACTS = join(ROOT, "test-artifacts");
-/** How long a follow may take to show an appended part: a poll is about every second. */
-const FOLLOW_DEADLINE_MS = 5000;
+/** How long a follow may take to show an appended part (a poll is about every second alone). */
+const FOLLOW_DEADLINE_MS = DEADLINE_MS;
 
 const skip =
   !existsSync(CHROMIUM) && !process.env.CI
@@ -45,7 +46,7 @@ describe("board Console", { skip }, () => {
       executablePath: CHROMIUM,
       headless: true,
       viewport: { width: 1400, height: 900 },
-      timeout: 20_000,
+      timeout: DEADLINE_MS,
       args: [
         "--no-sandbox",
         "--disable-gpu",

@@ -8,7 +8,7 @@ import { describe, it, type TestContext } from "node:test";
 import { MAX_LOGINS } from "../../src/board/auth.ts";
 import { type Board, CONTROL_REFUSAL_STATUS, statusOf } from "../../src/board/index.ts";
 import { CONTROL_REFUSAL_CODES } from "../../src/control/refusal.ts";
-import { until } from "../helpers/deadline.ts";
+import { DEADLINE_MS, until } from "../helpers/deadline.ts";
 import { logIn } from "../helpers/login.ts";
 import { startControlledBoard } from "./controlled-board.ts";
 import { type Answer, send } from "./http-client.ts";
@@ -42,7 +42,7 @@ function steer(
     method: "POST",
     headers,
     body: JSON.stringify(body),
-    timeoutMs: 20_000,
+    timeoutMs: DEADLINE_MS,
   });
 }
 

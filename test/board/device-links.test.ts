@@ -12,6 +12,7 @@ import { jsonReply } from "../../src/board/reply.ts";
 import { runLogins } from "../../src/cli/logins.ts";
 import { qrLines } from "../../src/cli/qr.ts";
 import { startCli } from "../cli/run-cli.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { postLogin } from "../helpers/login.ts";
 import { writeBoardFixture } from "./fixture.ts";
 import { send } from "./http-client.ts";
@@ -82,7 +83,7 @@ describe("device links", () => {
         method: "POST",
         headers: { origin, "content-type": "application/json", "x-board-login": key },
         body: JSON.stringify({ op: "takeover" }),
-        timeoutMs: 10_000,
+        timeoutMs: DEADLINE_MS,
       });
     assert.equal((await act()).status, 200);
     const unused = board.mintDeviceLink("local-operator");

@@ -2,10 +2,9 @@
 // none) and any method, plus a raw-socket request for what no client library will send.
 import { request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import { connect } from "node:net";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 
 export type Answer = { status: number; headers: IncomingHttpHeaders; text: string; json: unknown };
-
-const DEADLINE_MS = 5000;
 
 /**
  * Sends one request to 127.0.0.1:port. `host` overrides the Host header; `null` sends none.
@@ -18,7 +17,7 @@ export function send(
     method?: string;
     host?: string | null;
     headers?: Record<string, string>;
-    /** The deadline; 5 s unless a test expects a slow answer. */
+    /** The deadline; DEADLINE_MS unless a test expects a slower answer (or means it to run out). */
     timeoutMs?: number;
     /** A request body (a POST's). */
     body?: string;

@@ -6,11 +6,10 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { describe, it, type TestContext } from "node:test";
 import { type Board, startBoard } from "../../src/board/index.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { assertValid } from "../helpers/schema.ts";
 import { type BoardFixture, writeBoardFixture } from "./fixture.ts";
 import { send } from "./http-client.ts";
-
-const DEADLINE_MS = 10_000;
 
 type Mode = "in-process" | "workers";
 

@@ -7,6 +7,7 @@ import { appendFileSync } from "node:fs";
 import { describe, it, type TestContext } from "node:test";
 import { type Board, startBoard } from "../../src/board/index.ts";
 import { MAX_STREAMS } from "../../src/board/live.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { idOf, user } from "../helpers/reader.ts";
 import { browserSkip, suiteBrowser } from "./browser.ts";
 import { type BoardFixture, writeBoardFixture } from "./fixture.ts";
@@ -40,7 +41,7 @@ function line(obj: object): string {
   return `${JSON.stringify(obj)}\n`;
 }
 
-async function waitFor(what: string, ok: () => boolean, deadlineMs = 10_000): Promise<void> {
+async function waitFor(what: string, ok: () => boolean, deadlineMs = DEADLINE_MS): Promise<void> {
   const until = Date.now() + deadlineMs;
   while (!ok()) {
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);

@@ -11,6 +11,7 @@ import { parseRoles } from "../../src/board/roles.ts";
 import { type Grant, OPERATIONS } from "../../src/control/protocol.ts";
 import { startController } from "../control/controller-fixture.ts";
 import { freePort, hasCaddy, startCaddy } from "../helpers/caddy.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { boardOverController } from "./controlled-board.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -57,7 +58,7 @@ describe("the Console through caddy", { skip }, () => {
     const browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
-      timeout: 30_000,
+      timeout: DEADLINE_MS,
       args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"],
     });
     t.after(() => browser.close());

@@ -14,10 +14,11 @@ import { parseRoles, type Role, roleAllows } from "../../src/board/roles.ts";
 import { type Grant, OPERATIONS } from "../../src/control/protocol.ts";
 import { startController } from "../control/controller-fixture.ts";
 import { type Caddy, freePort, hasCaddy, startCaddy, viaCaddy } from "../helpers/caddy.ts";
+import { DEADLINE_MS, SLOW_TEST_MS } from "../helpers/deadline.ts";
 import { boardOverController } from "./controlled-board.ts";
 
 const skip = hasCaddy() ? false : "caddy is not installed (apt-get install caddy)";
-const T = { timeout: 120_000 };
+const T = { timeout: SLOW_TEST_MS };
 
 /** One person per role, and one the proxy knows but the roles file does not. */
 const PEOPLE: Record<string, Role | null> = {
@@ -107,7 +108,7 @@ function direct(
         path,
         headers: { host: `127.0.0.1:${port}`, ...headers },
         localAddress,
-        timeout: 10_000,
+        timeout: DEADLINE_MS,
       },
       (res) => {
         let text = "";

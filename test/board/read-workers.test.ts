@@ -10,6 +10,7 @@ import { type Board, type ReaderSources, startBoard } from "../../src/board/inde
 import { LANE_QUEUE_MAX, laneOf, startReadPool } from "../../src/board/read-pool.ts";
 import type { Reply } from "../../src/board/reply.ts";
 import { conversationId, sessionsDirOf } from "../../src/index.ts";
+import { DEADLINE_MS, SLOW_TEST_MS } from "../helpers/deadline.ts";
 import { header, T0, ts } from "../helpers/reader.ts";
 import { assertReadResult, assertValid } from "../helpers/schema.ts";
 import { type BoardFixture, writeBoardFixture } from "./fixture.ts";
@@ -36,7 +37,7 @@ function threadsNamed(name: string): string[] {
   );
 }
 
-async function waitFor(what: string, ok: () => boolean, deadlineMs = 10_000): Promise<void> {
+async function waitFor(what: string, ok: () => boolean, deadlineMs = DEADLINE_MS): Promise<void> {
   const until = Date.now() + deadlineMs;
   while (!ok()) {
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
@@ -110,7 +111,10 @@ describe("board read workers", () => {
     assert.deepEqual(logs, []);
   });
 
-  it("answers the catalogue promptly while a page that costs seconds is read", async (t) => {
+  // The heavy page is CPU work: a second or two alone, minutes when many suites share 2 cores.
+  it("answers the catalogue promptly while a page that costs seconds is read", {
+    timeout: SLOW_TEST_MS,
+  }, async (t) => {
     const fx = await writeBoardFixture(t);
     const heavy = writeHeavySession(fx);
     const { board } = await boardOver(t, fx);
@@ -124,10 +128,12 @@ describe("board read workers", () => {
 
     let heavyDone = false;
     const heavyStarted = performance.now();
-    const heavyPage = send(board.port, pagePath(heavy), { timeoutMs: 120_000 }).then((r) => {
-      heavyDone = true;
-      return { status: r.status, ms: performance.now() - heavyStarted };
-    });
+    const heavyPage = send(board.port, pagePath(heavy), { timeoutMs: 4 * DEADLINE_MS }).then(
+      (r) => {
+        heavyDone = true;
+        return { status: r.status, ms: performance.now() - heavyStarted };
+      },
+    );
     const during: number[] = [];
     while (!heavyDone) {
       const ms = await catalogue();
@@ -415,13 +421,17 @@ describe("board read pool with the board's own worker", () => {
     assert.equal(small.release, undefined, "the catalogue's lane transfers");
   });
 
-  it("gives back the shared memory of every page it sends, also to clients that hang up", async (t) => {
+  it("gives back the shared memory of every page it sends, also to clients that hang up", {
+    timeout: SLOW_TEST_MS,
+  }, async (t) => {
     const fx = await writeBoardFixture(t);
     const { board } = await boardOver(t, fx, 1);
     const frag = conversationId(fx.alpha.projectRoot, fx.alpha.seat, "frag.jsonl");
     // More pages than the slab holds at once (128 chunks, 2 per page).
     const answers = await Promise.all(
-      Array.from({ length: 100 }, () => send(board.port, pagePath(frag), { timeoutMs: 60_000 })),
+      Array.from({ length: 100 }, () =>
+        send(board.port, pagePath(frag), { timeoutMs: 3 * DEADLINE_MS }),
+      ),
     );
     for (const a of answers) {
       assert.equal(a.status, 200);

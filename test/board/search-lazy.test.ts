@@ -5,6 +5,7 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { startBoard } from "../../src/board/index.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { tempDir } from "../helpers/reader.ts";
 import { send } from "./http-client.ts";
 import { SEARCH_WORD, writeReadingFixture } from "./reading-fixture.ts";
@@ -24,7 +25,9 @@ describe("the board's search lane", () => {
     const catalogue = await send(board.port, "/api/conversations");
     assert.equal(catalogue.status, 200);
     assert.equal(existsSync(cacheDir), false, "no cache before a search");
-    const found = await send(board.port, `/api/search?q=${SEARCH_WORD}`, { timeoutMs: 30_000 });
+    const found = await send(board.port, `/api/search?q=${SEARCH_WORD}`, {
+      timeoutMs: DEADLINE_MS,
+    });
     assert.equal(found.status, 200);
     const hits = (found.json as { hits: { conversation: string }[] }).hits;
     assert.ok(
@@ -49,7 +52,7 @@ describe("the board's search lane", () => {
     });
     t.after(() => board.close());
     for (let i = 0; i < 2; i++) {
-      const r = await send(board.port, `/api/search?q=${SEARCH_WORD}`, { timeoutMs: 30_000 });
+      const r = await send(board.port, `/api/search?q=${SEARCH_WORD}`, { timeoutMs: DEADLINE_MS });
       assert.equal(r.status, 503, r.text);
       const refusal = (r.json as { refusal: { code: string; message: string } }).refusal;
       assert.equal(refusal.code, "search-unavailable");

@@ -7,7 +7,7 @@ import { createServer } from "node:net";
 import { describe, it } from "node:test";
 import { type Board, startBoard } from "../../src/board/index.ts";
 import { BOARD_REFUSAL_STATUS } from "../../src/board/status.ts";
-import { within } from "../helpers/deadline.ts";
+import { DEADLINE_MS, within } from "../helpers/deadline.ts";
 import { writeBoardFixture } from "./fixture.ts";
 import { type Answer, send } from "./http-client.ts";
 
@@ -58,7 +58,7 @@ describe("board start", () => {
       }
     })();
     await within(started, "the board to start", 60_000);
-    await within(asking, "the last early request", 10_000);
+    await within(asking, "the last early request", DEADLINE_MS);
     const early = answers.filter((a) => a.status !== 200);
     assert.ok(early.length > 0, "some request was answered before the workers ran");
     for (const a of early) {

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { ConversationClient } from "../../src/control/client/client.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { startControlledBoard } from "./controlled-board.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -23,7 +24,7 @@ describe("steering from the Console in Chromium", { skip }, () => {
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
-      timeout: 20_000,
+      timeout: DEADLINE_MS,
       args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"],
     });
   });

@@ -8,6 +8,7 @@ import { describe, it } from "node:test";
 import { PgroupLauncher } from "../../src/control/cohort/launcher.ts";
 import { Controller } from "../../src/control/controller/controller.ts";
 import { controllerOptions, makeFixture } from "../control/controller-fixture.ts";
+import { DEADLINE_MS, SLOW_TEST_MS } from "../helpers/deadline.ts";
 import { type FakeModel, startFakeModel } from "../helpers/fake-model.ts";
 import { logIn } from "../helpers/login.ts";
 import { MODEL, settledSession, writeAgentFiles } from "../helpers/real-pi.ts";
@@ -16,7 +17,9 @@ import { send } from "./http-client.ts";
 import { openStream, type SseEvent } from "./sse-client.ts";
 
 describe("board steering with the real pinned Pi", () => {
-  it("takes control, prompts and streams the run and its reply", { timeout: 90_000 }, async (t) => {
+  it("takes control, prompts and streams the run and its reply", {
+    timeout: SLOW_TEST_MS,
+  }, async (t) => {
     // Cleanups in order: board, controller (ends the engine), model, temp dir.
     const removals: (() => void)[] = [];
     let ctrl: Controller | null = null;
@@ -62,7 +65,7 @@ describe("board steering with the real pinned Pi", () => {
         method: "POST",
         headers,
         body: JSON.stringify(body),
-        timeoutMs: 20_000,
+        timeoutMs: DEADLINE_MS,
       });
     assert.equal((await steer({ op: "takeover" })).status, 200);
     const prompted = await steer({ op: "prompt", text: "say hello" });

@@ -16,6 +16,7 @@ import { startBoard } from "../../src/board/index.ts";
 import { TranscriptState } from "../../src/control/client/transcript-state.ts";
 import type { StreamEvent } from "../../src/control/protocol.ts";
 import { makeVisible } from "../../src/present/visible.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { writeBoardFixture } from "./fixture.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -137,7 +138,7 @@ describe("the Console's transcript bundle", () => {
     const context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      timeout: 20_000,
+      timeout: DEADLINE_MS,
       args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"],
     });
     closeContext = () => context.close();

@@ -7,6 +7,7 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { startBoard } from "../../src/board/index.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { tempDir } from "../helpers/reader.ts";
 import { writeClaudeStore } from "../usage/stores.ts";
 import { send } from "./http-client.ts";
@@ -33,7 +34,7 @@ describe("board/usage-route", () => {
     const cacheDir = join(tempDir(t, "usage-cache-"), "cache");
     const b = await board(t, cacheDir);
     assert.equal(existsSync(cacheDir), false, "no cache before a request");
-    const r = await send(b.port, "/api/usage?by=model&tz=Asia%2FTokyo", { timeoutMs: 30_000 });
+    const r = await send(b.port, "/api/usage?by=model&tz=Asia%2FTokyo", { timeoutMs: DEADLINE_MS });
     assert.equal(r.status, 200, r.text);
     const doc = r.json as {
       ok: boolean;
@@ -57,7 +58,7 @@ describe("board/usage-route", () => {
   ] as const) {
     it(`refuses ${query} as bad-query 400`, async (t) => {
       const b = await board(t, join(tempDir(t, "usage-cache-"), "cache"));
-      const r = await send(b.port, `/api/usage?${query}`, { timeoutMs: 30_000 });
+      const r = await send(b.port, `/api/usage?${query}`, { timeoutMs: DEADLINE_MS });
       assert.equal(r.status, 400, r.text);
       const refusal = (r.json as { refusal: { code: string; message: string } }).refusal;
       assert.equal(refusal.code, "bad-query");
@@ -69,7 +70,7 @@ describe("board/usage-route", () => {
     const file = join(tempDir(t, "usage-file-"), "a-file");
     writeFileSync(file, "");
     const b = await board(t, join(file, "cache"));
-    const r = await send(b.port, "/api/usage", { timeoutMs: 30_000 });
+    const r = await send(b.port, "/api/usage", { timeoutMs: DEADLINE_MS });
     assert.equal(r.status, 503, r.text);
     const refusal = (r.json as { refusal: { code: string; message: string } }).refusal;
     assert.equal(refusal.code, "usage-unavailable");

@@ -7,9 +7,9 @@ import { describe, it, type TestContext } from "node:test";
 import { textWidth } from "../../src/cli/wrap.ts";
 import { makeVisible } from "../../src/present/visible.ts";
 import { stableSession, startController } from "../control/controller-fixture.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { MAIN } from "./run-cli.ts";
 
-const DEADLINE_MS = 10_000;
 const FRAME = /^=== frame \d+ ===$/m;
 
 type Attached = {

@@ -20,7 +20,7 @@ import { ConversationClient } from "../../src/control/client/client.ts";
 import type { Receipt, StreamEvent } from "../../src/control/protocol.ts";
 import type { RegistryEntry } from "../../src/control/registry/registry.ts";
 import { sessionsDirOf } from "../../src/reader/sources.ts";
-import { until } from "../helpers/deadline.ts";
+import { DEADLINE_MS, SLOW_TEST_MS, until } from "../helpers/deadline.ts";
 import { startFakeModel } from "../helpers/fake-model.ts";
 import { assertUnchanged, fingerprintTree } from "../helpers/fingerprint.ts";
 import {
@@ -36,8 +36,9 @@ import { assertValid } from "../helpers/schema.ts";
 import { type Child, runCli, startCli } from "./run-cli.ts";
 import { EMPTY_COMPOSER, firstLine, quit, startPane, tmuxSkip } from "./tmux-pane.ts";
 
-const REAL = { timeout: 120_000 };
-const START_MS = 60_000;
+const REAL = { timeout: SLOW_TEST_MS };
+// A controller over the real pinned Pi: seconds alone; over a minute seen at load 50.
+const START_MS = 2 * DEADLINE_MS;
 
 type Project = { root: string; project: string; state: string; agentSrc: string };
 
@@ -86,7 +87,7 @@ async function settledReceipt(events: StreamEvent[], id: string): Promise<Receip
       .filter((e) => e.event.kind === "receipt")
       .map((e) => e.event.receipt as Receipt)
       .find((r) => r.id === id && r.state === "settled");
-  await until(() => find() !== undefined, "the receipt to settle", 30_000);
+  await until(() => find() !== undefined, "the receipt to settle", DEADLINE_MS);
   return find() as Receipt;
 }
 
@@ -136,7 +137,7 @@ async function stopWithSigterm(cli: Child): Promise<void> {
   const exit = await Promise.race([
     cli.exited,
     new Promise<never>((_, reject) =>
-      setTimeout(() => reject(new Error(`no exit: ${cli.stderr()}`)), 30_000),
+      setTimeout(() => reject(new Error(`no exit: ${cli.stderr()}`)), DEADLINE_MS),
     ),
   ]);
   assert.deepEqual(exit, { code: 0, signal: null }, cli.stderr());
@@ -235,7 +236,7 @@ describe("conversation control on a project", { concurrency: 1 }, () => {
       attachArgs: [conversation, "--state-dir", p.state],
     });
     await pane.waitScreen("the observer", (s) => firstLine(s).startsWith("observer · "), {
-      deadlineMs: 20_000,
+      deadlineMs: DEADLINE_MS,
     });
     await pane.tmux(["send-keys", "C-t"]);
     await pane.waitScreen("control", (s) => firstLine(s).startsWith("controller · "));
@@ -244,7 +245,7 @@ describe("conversation control on a project", { concurrency: 1 }, () => {
     const answered = await pane.waitScreen(
       "the model's reply",
       (s) => s.includes("hello from the loopback model") && EMPTY_COMPOSER.test(s),
-      { deadlineMs: 30_000 },
+      { deadlineMs: DEADLINE_MS },
     );
     assert.match(answered, /are you there\?/);
     await quit(pane);
@@ -256,7 +257,7 @@ describe("conversation control on a project", { concurrency: 1 }, () => {
     assert.deepEqual(readdirSync(join(p.state, "controllers")), []);
     assert.equal(existsSync(socket), false);
     assert.deepEqual(readdirSync(join(p.state, "agents")), [], "the credentials copy is gone");
-    await until(() => processesNaming(file).length === 0, "Pi to be gone", 10_000);
+    await until(() => processesNaming(file).length === 0, "Pi to be gone", DEADLINE_MS);
     assertUnchanged(source, fingerprintTree(p.agentSrc));
     const after = await runCli(t, [
       ...["catalogue", "--project", p.project, "--state-dir", p.state, "--json"],
@@ -284,7 +285,7 @@ describe("conversation control on a project", { concurrency: 1 }, () => {
       attachArgs: [conversation, "--state-dir", p.state, "--grant", "operator"],
     });
     await pane.waitScreen("the observer", (s) => firstLine(s).startsWith("observer · "), {
-      deadlineMs: 20_000,
+      deadlineMs: DEADLINE_MS,
     });
     await pane.tmux(["send-keys", "C-t"]);
     await pane.waitScreen("control", (s) => firstLine(s).startsWith("controller · "));
@@ -293,7 +294,7 @@ describe("conversation control on a project", { concurrency: 1 }, () => {
     const said = await pane.waitScreen(
       "the reason",
       (s) => s.replace(/\s+/g, " ").includes("the agent directory has its credentials"),
-      { joined: true, deadlineMs: 30_000 },
+      { joined: true, deadlineMs: DEADLINE_MS },
     );
     const flat = said.replace(/\s+/g, " ");
     assert.match(flat, /\[prompt settled: handled-without-run\]/);
@@ -356,7 +357,7 @@ describe("conversation control on a project", { concurrency: 1 }, () => {
       // Nothing removed it: the process had no chance to.
       assert.deepEqual(readdirSync(registry), [name]);
       // The controller's shim kills Pi when its controller's channel closes (cohort/shim.ts).
-      await until(() => processesNaming(session).length === 0, "Pi to be gone", 15_000);
+      await until(() => processesNaming(session).length === 0, "Pi to be gone", DEADLINE_MS);
 
       const gone = await runCli(t, ["attach", conversation, "--state-dir", p.state]);
       assert.equal(gone.code, 1);
@@ -393,7 +394,7 @@ describe("conversation control on a project", { concurrency: 1 }, () => {
       const first = await run("main");
       first.cli.proc.kill("SIGKILL");
       assert.deepEqual(await first.cli.exited, { code: null, signal: "SIGKILL" });
-      await until(() => !existsSync(first.copy), "the watcher to remove the copy", 15_000);
+      await until(() => !existsSync(first.copy), "the watcher to remove the copy", DEADLINE_MS);
       assert.equal(readdirSync(registry).length, 1, "the dead entry is still there");
 
       // Its watcher killed too (kill -9 of everything it could find): the next listing does it.

@@ -18,6 +18,7 @@ import { describe, it, type TestContext } from "node:test";
 import { startDemoControl } from "../../src/cli/demo-control.ts";
 import { DEMO_FILE } from "../../src/cli/demo-model.ts";
 import { listControllers } from "../../src/control/registry/registry.ts";
+import { DEADLINE_MS, SLOW_TEST_MS } from "../helpers/deadline.ts";
 import { startFakeModel } from "../helpers/fake-model.ts";
 import {
   MODEL,
@@ -28,7 +29,7 @@ import {
 } from "../helpers/real-pi.ts";
 import { runCli, startCli } from "./run-cli.ts";
 
-const REAL = { timeout: 60_000 };
+const REAL = { timeout: SLOW_TEST_MS };
 const GRANTS = [
   { id: "g-op", actor: "local-operator", capabilities: ["observe", "takeover", "prompt"] },
   { id: "g-ro", actor: "watcher", capabilities: ["observe"] },
@@ -262,7 +263,7 @@ describe("conversation control", { concurrency: 4 }, () => {
         const agentDir = join(home, ".pi", "agent");
         const version = piVersion === "0.85.1" ? [] : ["--pi-version", piVersion];
         const cli = startCli(t, [...f.args, "--model", MODEL, "--agent-dir", agentDir, ...version]);
-        await cli.waitFor("the socket path", (c) => /\nAttach: .*\n/.test(c.stdout()), 30_000);
+        await cli.waitFor("the socket path", (c) => /\nAttach: .*\n/.test(c.stdout()), DEADLINE_MS);
         const out = cli.stdout();
         const socketPath = /^Socket: (.+)$/m.exec(out)?.[1] ?? "";
         assert.equal(socketPath, join(f.root, "s", "control.sock"));

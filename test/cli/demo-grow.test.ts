@@ -7,7 +7,7 @@ import { describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { MAX_APPENDS, restoreLive, saveLive, startGrowing } from "../../src/cli/demo-grow.ts";
 import { writeDemoProject } from "../../src/cli/demo-sessions.ts";
-import { until } from "../helpers/deadline.ts";
+import { DEADLINE_MS, until } from "../helpers/deadline.ts";
 import { tempDir } from "../helpers/reader.ts";
 
 const lines = (file: string) => readFileSync(file, "utf8").split("\n").filter(Boolean).length;
@@ -23,7 +23,7 @@ describe("demo-grow: a bounded live conversation", () => {
       onCapped: (n) => capped.push(n),
     });
     t.after(stop);
-    await until(() => capped.length > 0, "the writer reached its cap", 10_000);
+    await until(() => capped.length > 0, "the writer reached its cap", DEADLINE_MS);
     // Twenty more intervals: a writer that kept going would have appended by now.
     await sleep(100);
     assert.deepEqual(capped, [3]);
@@ -36,7 +36,7 @@ describe("demo-grow: a bounded live conversation", () => {
     let done = false;
     const stop = startGrowing(demo.liveFile, { intervalMs: 1, onCapped: () => (done = true) });
     t.after(stop);
-    await until(() => done, `${MAX_APPENDS} appends`, 20_000);
+    await until(() => done, `${MAX_APPENDS} appends`, DEADLINE_MS);
     const grown = statSync(demo.liveFile).size - before;
     assert.ok(grown < 64 * 1024, `grew ${grown} bytes`);
     for (const l of readFileSync(demo.liveFile, "utf8").trimEnd().split("\n")) JSON.parse(l);

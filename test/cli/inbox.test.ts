@@ -8,9 +8,10 @@ import { parseCommand } from "../../src/cli/args.ts";
 import { register } from "../../src/control/registry/registry.ts";
 import { conversationId } from "../../src/reader/sources.ts";
 import { startReal } from "../control/real-controller.ts";
+import { SLOW_TEST_MS } from "../helpers/deadline.ts";
 import { startCli } from "./run-cli.ts";
 
-const T = { timeout: 90_000 };
+const T = { timeout: SLOW_TEST_MS };
 
 async function registered(t: TestContext) {
   const run = await startReal(t, { replies: [{ kind: "text", text: "All done." }] });

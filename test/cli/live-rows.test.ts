@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { register } from "../../src/control/registry/registry.ts";
 import { conversationId, sessionsDirOf } from "../../src/reader/sources.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { listenOn } from "../helpers/listener.ts";
 import { settledSession, writeLines } from "../helpers/real-pi.ts";
 import { assertValid } from "../helpers/schema.ts";
@@ -89,10 +90,10 @@ describe("live rows", () => {
     const serve = startCli(t, [
       ...["serve", "--project", project, "--state-dir", state, "--port", "0"],
     ]);
-    await serve.waitFor("the URL", (c) => /serving on (http:\S+)/.test(c.stdout()), 20_000);
+    await serve.waitFor("the URL", (c) => /serving on (http:\S+)/.test(c.stdout()), DEADLINE_MS);
     const url = /serving on (http:\S+)/.exec(serve.stdout())?.[1] ?? "";
     // A controller runs: the operator line says what logging in is for.
-    await serve.waitFor("the login line", (c) => /login\?token=/.test(c.stdout()), 20_000);
+    await serve.waitFor("the login line", (c) => /login\?token=/.test(c.stdout()), DEADLINE_MS);
     assert.match(
       serve.stdout(),
       /\nTo act \(steer a run\) from the Console, log in with: http:\S+\/login\?token=\S+\n$/,
@@ -117,7 +118,7 @@ describe("live rows", () => {
     const serve = startCli(t, [
       ...["serve", "--project", elsewhere, "--state-dir", state, "--port", "0"],
     ]);
-    await serve.waitFor("the note", (c) => /Not on this board/.test(c.stdout()), 20_000);
+    await serve.waitFor("the note", (c) => /Not on this board/.test(c.stdout()), DEADLINE_MS);
     const line = /^Not on this board: .*$/m.exec(serve.stdout())?.[0] ?? "";
     assert.ok(line.includes(a), line);
     // Another --project: one board reads one, so a second board is the command to run.
@@ -138,7 +139,7 @@ describe("live rows", () => {
     mkdirSync(join(agent, "sessions"), { recursive: true });
     const env = { PI_CODING_AGENT_DIR: agent };
     const serve = startCli(t, ["serve", "--state-dir", state, "--port", "0"], { env });
-    await serve.waitFor("the note", (c) => /Not on this board/.test(c.stdout()), 20_000);
+    await serve.waitFor("the note", (c) => /Not on this board/.test(c.stdout()), DEADLINE_MS);
     const line = /^Not on this board: .*$/m.exec(serve.stdout())?.[0] ?? "";
     // Issue 24 item 6: "add --project" alone would drop Pi's store; --pi keeps it.
     assert.ok(
@@ -168,7 +169,7 @@ async function runsAsPrinted(
   const printed = line.slice(line.lastIndexOf(`${prefix} serve `) + prefix.length + 1);
   const args = printed.split(" ");
   const again = startCli(t, args, { env });
-  await again.waitFor("the login line", (c) => /login\?token=/.test(c.stdout()), 20_000);
+  await again.waitFor("the login line", (c) => /login\?token=/.test(c.stdout()), DEADLINE_MS);
   const url = /serving on (http:\S+)/.exec(again.stdout())?.[1] ?? "";
   const r = await get(`${url.replace(/\/$/, "")}/api/conversations`);
   assert.equal(r.status, 200);

@@ -12,6 +12,7 @@ import { conversationId } from "../../src/index.ts";
 import { encodeClaudeCwd } from "../../src/reader/harness/claude-code/store.ts";
 import { encodeCwd } from "../../src/reader/harness/pi/pi-store.ts";
 import { richClaudeSession } from "../helpers/claude-sessions.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { startFakeModel } from "../helpers/fake-model.ts";
 import { logIn } from "../helpers/login.ts";
 import {
@@ -122,7 +123,7 @@ async function attachAsPrinted(t: TestContext, line: string): Promise<void> {
   const attach = startLine(t, line, { ...shell, stdin: true });
   await attach.waitFor("a first screen", (p) => p.stdout().includes("=== frame"), 60_000);
   attach.proc.stdin?.end("\x03");
-  await attach.waitFor("attach to quit", (p) => p.proc.exitCode !== null, 20_000);
+  await attach.waitFor("attach to quit", (p) => p.proc.exitCode !== null, DEADLINE_MS);
   assert.equal(attach.proc.exitCode, 0, attach.stderr());
 }
 
@@ -310,10 +311,10 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
       const a = startLine(t, line, { ...here, stdin: true });
       await a.waitFor("a first screen", (p) => p.stdout().includes("=== frame"), 60_000);
       a.proc.stdin?.end("\x03");
-      await a.waitFor("attach to quit", (p) => p.proc.exitCode !== null, 20_000);
+      await a.waitFor("attach to quit", (p) => p.proc.exitCode !== null, DEADLINE_MS);
       assert.equal(a.proc.exitCode, 0, a.stderr());
     }
-    assert.ok(isCleanInterrupt(await interrupt(ctl, 30_000)), ctl.stderr());
+    assert.ok(isCleanInterrupt(await interrupt(ctl, DEADLINE_MS)), ctl.stderr());
     const none = await runLine(t, listing.line, { ...here, ms: 60_000 });
     assert.match(none.stdout, /^No controller is running \(registry: /m);
   });

@@ -5,11 +5,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestContext } from "node:test";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 
 export const MAIN = join(import.meta.dirname, "..", "..", "src", "cli", "main.ts");
-// Generous: a command starts in about a second alone, but tests spawn many at once on a shared
-// two-core machine, where a start has been seen to take over 10 s.
-const DEADLINE_MS = 30_000;
+// Every wait has the shared generous deadline: a command starts in about a second alone, but
+// several files spawn commands at once on a shared two-core machine, where a start has been
+// seen to take over 30 s.
 
 export type Exit = { code: number | null; signal: NodeJS.Signals | null };
 export type Child = {

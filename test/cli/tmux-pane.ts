@@ -11,10 +11,11 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { join, resolve } from "node:path";
 import type { TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { MAIN } from "./run-cli.ts";
 
-export const DEADLINE_MS = 10_000;
-const TMUX_COMMAND_MS = 5_000;
+/** One tmux command (it answers at once alone; slower when the machine is busy). */
+const TMUX_COMMAND_MS = 30_000;
 const POLL_MS = 50;
 
 export const ARTIFACTS = resolve(import.meta.dirname, "../../test-artifacts/attach");

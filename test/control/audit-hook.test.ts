@@ -9,9 +9,10 @@ import { AuditLedger } from "../../src/audit/ledger.ts";
 import { readLedger } from "../../src/audit/verify.ts";
 import { Controller } from "../../src/control/controller/controller.ts";
 import { type Grant, OPERATIONS } from "../../src/control/protocol.ts";
+import { SLOW_TEST_MS } from "../helpers/deadline.ts";
 import { controllerOptions, makeFixture, TestClient } from "./controller-fixture.ts";
 
-const T = { timeout: 30_000 };
+const T = { timeout: SLOW_TEST_MS };
 const GRANTS: Grant[] = [
   { id: "board", actor: "the-board", capabilities: [...OPERATIONS], delegate: true },
   { id: "plain", actor: "local-operator", capabilities: [...OPERATIONS] },

@@ -25,11 +25,11 @@ import {
   type SeatKey,
 } from "../../src/control/claim/claim.ts";
 import { isControlRefusal } from "../../src/control/refusal.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { assertValid } from "../helpers/schema.ts";
 import type { ChildArgs, ChildEvent } from "./claim-child.ts";
 
 const CHILD = new URL("./claim-child.ts", import.meta.url).pathname;
-const DEADLINE_MS = 15_000;
 const PROOF = createHash("sha256").update("cohort empty").digest("hex");
 const SESSION = "3f2a9c1e-0d4b-4c2a-9f1e-5b1c0d2e3f4a";
 

@@ -17,7 +17,7 @@ import type {
   ReceiptReason,
   StreamEvent,
 } from "../../src/control/protocol.ts";
-import { until } from "../helpers/deadline.ts";
+import { SLOW_TEST_MS, until } from "../helpers/deadline.ts";
 import {
   controllerOptions,
   type Fixture,
@@ -28,7 +28,7 @@ import {
   validateRecords,
 } from "./controller-fixture.ts";
 
-const T = { timeout: 20_000 };
+const T = { timeout: SLOW_TEST_MS };
 
 /** A client that keeps every event, dialog and state it is pushed. */
 type Watched = {

@@ -17,8 +17,7 @@ import {
   parseClientMessage,
   type Request,
 } from "../../src/control/protocol.ts";
-
-const DEADLINE_MS = 3000;
+import { within } from "../helpers/deadline.ts";
 
 const STATE: ControllerState = {
   incarnation: "inc-1",
@@ -28,15 +27,6 @@ const STATE: ControllerState = {
   admission: "open",
   binding: "bound",
 };
-
-/** Rejects when `p` has not settled within the deadline. */
-function within<T>(p: Promise<T>, label: string, ms = DEADLINE_MS): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`deadline: ${label} after ${ms} ms`)), ms);
-  });
-  return Promise.race([p, deadline]).finally(() => clearTimeout(timer));
-}
 
 type StubConn = {
   socket: Socket;

@@ -18,7 +18,7 @@ import {
 } from "../../src/control/controller/records.ts";
 import { PI_VERSION, type PiVersion } from "../../src/control/engine/pi/pi-pin.ts";
 import type { Receipt, StreamEvent } from "../../src/control/protocol.ts";
-import { until, within } from "../helpers/deadline.ts";
+import { DEADLINE_MS, SLOW_TEST_MS, until, within } from "../helpers/deadline.ts";
 import { type FakeModel, type ModelReply, startFakeModel } from "../helpers/fake-model.ts";
 import { isAlive, killQuietly } from "../helpers/processes.ts";
 import { MODEL, REAL_PI_VERSIONS, settledSession, writeAgentFiles } from "../helpers/real-pi.ts";
@@ -32,7 +32,7 @@ import {
 } from "./controller-fixture.ts";
 import { holdPoint } from "./fake-pi-harness.ts";
 
-const T = { timeout: 60_000 };
+const T = { timeout: SLOW_TEST_MS };
 
 const probe = await CgroupLauncher.probe({
   termGraceMs: 1000,
@@ -206,7 +206,7 @@ for (const piVersion of REAL_PI_VERSIONS)
 
         const p = await within(client.prompt("start the family"), "prompt");
         assert.ok(p.outcome === "admitted", JSON.stringify(p));
-        await until(() => settled(events, p.receipt.id) !== null, "receipt settled", 30_000);
+        await until(() => settled(events, p.receipt.id) !== null, "receipt settled", DEADLINE_MS);
         assert.equal(settled(events, p.receipt.id), "completed");
         assert.equal(run.model.requests.length, 2, "the tool call, then the answer after it");
         await until(

@@ -25,6 +25,7 @@ import {
 } from "../../src/control/cohort/cohort.ts";
 import { FixtureVerifier } from "../../src/control/controller/records.ts";
 import type { EngineSpec } from "../../src/control/engine/engine.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { isAlive, killQuietly, waitForPidFile, waitGone } from "../helpers/processes.ts";
 import { assertValid } from "../helpers/schema.ts";
 import { fakeHeader, fakePiSpec, makeFakeProject } from "./fake-pi-harness.ts";
@@ -122,7 +123,7 @@ function cgroupOf(pid: number): string | null {
   }
 }
 
-async function waitFor(what: string, cond: () => boolean, timeoutMs = 5000): Promise<void> {
+async function waitFor(what: string, cond: () => boolean, timeoutMs = DEADLINE_MS): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!cond()) {
     if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);

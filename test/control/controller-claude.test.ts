@@ -9,10 +9,10 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { seatCredentials } from "../../src/control/engine/claude-code/claude-credentials.ts";
 import type { Dialog, Receipt, ReceiptReason, StreamEvent } from "../../src/control/protocol.ts";
-import { until } from "../helpers/deadline.ts";
+import { SLOW_TEST_MS, until } from "../helpers/deadline.ts";
 import { startClaude } from "./real-claude-controller.ts";
 
-const T = { timeout: 120_000 };
+const T = { timeout: SLOW_TEST_MS };
 const WAIT = 60_000;
 
 function settled(events: StreamEvent[], receipt: string): ReceiptReason | null {

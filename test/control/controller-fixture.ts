@@ -10,6 +10,7 @@ import { Controller, type ControllerOptions } from "../../src/control/controller
 import { FixtureVerifier } from "../../src/control/controller/records.ts";
 import { LineSplitter } from "../../src/control/engine/framing.ts";
 import { type Grant, OPERATIONS } from "../../src/control/protocol.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { assertValid, findProblems, type SchemaDef } from "../helpers/schema.ts";
 import type { FakePiScript } from "./fake-pi.ts";
 import { FAKE_PI, FAKE_SESSION_ID } from "./fake-pi-harness.ts";
@@ -241,7 +242,12 @@ export class TestClient {
     return this.waitFor((m) => m.type === "reply" && m.id === id, `reply ${id}`, from);
   }
 
-  waitFor(match: (m: Msg) => boolean, what: string, from = 0, timeoutMs = 10_000): Promise<Msg> {
+  waitFor(
+    match: (m: Msg) => boolean,
+    what: string,
+    from = 0,
+    timeoutMs = DEADLINE_MS,
+  ): Promise<Msg> {
     return new Promise((resolve, reject) => {
       const check = () => {
         if (this.#invalid) {

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import type { StopRecord } from "../../src/control/controller/records.ts";
 import type { Receipt, ReceiptReason, StreamEvent } from "../../src/control/protocol.ts";
-import { until } from "../helpers/deadline.ts";
+import { SLOW_TEST_MS, until } from "../helpers/deadline.ts";
 import {
   assistantEntry,
   headerLine,
@@ -19,7 +19,7 @@ import {
 } from "../helpers/real-pi.ts";
 import { startReal } from "./real-controller.ts";
 
-const T = { timeout: 30_000 };
+const T = { timeout: SLOW_TEST_MS };
 
 function settled(events: StreamEvent[], receipt: string): ReceiptReason | null {
   for (const e of events) {

@@ -24,7 +24,7 @@ import { CgroupLauncher } from "../../src/control/cohort/cohort.ts";
 import { Controller } from "../../src/control/controller/controller.ts";
 import { digestOf } from "../../src/control/controller/records.ts";
 import { isControlRefusal } from "../../src/control/refusal.ts";
-import { until, within } from "../helpers/deadline.ts";
+import { DEADLINE_MS, SLOW_TEST_MS, until, within } from "../helpers/deadline.ts";
 import { startFakeModel } from "../helpers/fake-model.ts";
 import { isAlive } from "../helpers/processes.ts";
 import { MODEL, SESSION_ID, settledSession, writeAgentFiles } from "../helpers/real-pi.ts";
@@ -45,7 +45,7 @@ import type { HoldPoint } from "./fake-pi.ts";
 import { FAKE_PI, FAKE_SESSION_ID, holdPoint } from "./fake-pi-harness.ts";
 
 const KEEPER = '{ /bin/cat; exec /bin/sleep 60; } | exec "$@"';
-const T = { timeout: 60_000 };
+const T = { timeout: SLOW_TEST_MS };
 
 const probe = await CgroupLauncher.probe({ termGraceMs: 1000, killTimeoutMs: 3000 });
 const skip = probe.ok || process.env.CI ? false : `no writable cgroup v2 here: ${probe.reason}`;
@@ -262,7 +262,7 @@ async function recoverAndTakeOver(t: TestContext, scene: Scene, child: Child): P
   const live = dead.verdict !== "free";
   if (live) assert.equal(dead.verdict, "unsafe-replacement", dead.why);
   const next = scene.controller();
-  await within(next.start(), "the next controller's start", 30_000);
+  await within(next.start(), "the next controller's start", DEADLINE_MS);
   const st = next.state();
   assert.notEqual(st.execution, ready.execution);
   assert.equal(st.binding, "bound");

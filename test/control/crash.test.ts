@@ -32,7 +32,7 @@ import { type TestContext, test } from "node:test";
 import { type ClaimState, ClaimStore } from "../../src/control/claim/claim.ts";
 import { Controller } from "../../src/control/controller/controller.ts";
 import { isControlRefusal } from "../../src/control/refusal.ts";
-import { until, within } from "../helpers/deadline.ts";
+import { SLOW_TEST_MS, until, within } from "../helpers/deadline.ts";
 import { assertValid } from "../helpers/schema.ts";
 import {
   controllerOptions,
@@ -476,24 +476,18 @@ async function crashAndRecover(t: TestContext, { phase, keeper }: Scenario): Pro
 
 test(
   "SIGKILL mid-turn: the engine is an orphan, the claim refuses unsafe-replacement until a proven stop, and the next controller refuses the old incarnation",
-  {
-    timeout: 30_000,
-  },
+  { timeout: SLOW_TEST_MS },
   (t) => crashAndRecover(t, { phase: "turn", keeper: true }),
 );
 
 test(
   "SIGKILL mid-stop: the claim stays stopping, the same barrier, recovery and incarnation",
-  {
-    timeout: 30_000,
-  },
+  { timeout: SLOW_TEST_MS },
   (t) => crashAndRecover(t, { phase: "stop", keeper: true }),
 );
 
 test(
   "SIGKILL mid-turn with a bare fake-pi: EOF ends the engine, and the barrier still holds",
-  {
-    timeout: 30_000,
-  },
+  { timeout: SLOW_TEST_MS },
   (t) => crashAndRecover(t, { phase: "turn", keeper: false }),
 );

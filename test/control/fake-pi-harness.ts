@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { TestContext } from "node:test";
 import { EngineLink, type EngineSpec } from "../../src/control/engine/engine.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import type { FakePiScript, HoldPoint } from "./fake-pi.ts";
 import { RecordLog } from "./link-watch.ts";
 
@@ -112,7 +113,7 @@ export function holdPoint(
   p: FakeProject,
   point: HoldPoint,
   n = 1,
-  timeoutMs = 10_000,
+  timeoutMs = DEADLINE_MS,
 ): { reached: Promise<void>; release: () => void } {
   const base = join(p.holdDir, `${point}.${n}`);
   const reached = new Promise<void>((resolve, reject) => {

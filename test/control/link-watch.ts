@@ -1,6 +1,7 @@
 // Test helper: records everything an EngineLink delivers, from the moment it is attached, and
 // waits for a record with a deadline (never a sleep).
 import type { EngineLink, LinkRecord } from "../../src/control/engine/engine.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 
 export class RecordLog {
   readonly records: LinkRecord[] = [];
@@ -19,7 +20,7 @@ export class RecordLog {
     match: (r: LinkRecord) => boolean,
     options: { from?: number; timeoutMs?: number; what?: string } = {},
   ): Promise<LinkRecord> {
-    const { from = 0, timeoutMs = 10_000 } = options;
+    const { from = 0, timeoutMs = DEADLINE_MS } = options;
     return new Promise((resolve, reject) => {
       const check = () => {
         const hit = this.records.slice(from).find(match);

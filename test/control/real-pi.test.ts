@@ -12,6 +12,7 @@ import {
   parseTree,
   type RpcResponse,
 } from "../../src/control/engine/pi/rpc.ts";
+import { DEADLINE_MS, SLOW_TEST_MS } from "../helpers/deadline.ts";
 import {
   assistantEntry,
   headerLine,
@@ -27,7 +28,7 @@ import {
 } from "../helpers/real-pi.ts";
 import { startFakePi } from "./fake-pi-harness.ts";
 
-const T = { timeout: 30_000 };
+const T = { timeout: SLOW_TEST_MS };
 const BUSY =
   "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.";
 
@@ -94,7 +95,7 @@ for (const piVersion of REAL_PI_VERSIONS)
         { piVersion },
       );
       before0 = rawFile(pi);
-      await pi.link.ready({ timeoutMs: 15_000 });
+      await pi.link.ready({ timeoutMs: DEADLINE_MS });
       readyMs = performance.now() - startedAt;
     });
     after(async () => {

@@ -28,7 +28,7 @@ import type {
   ReceiptReason,
   StreamEvent,
 } from "../../src/control/protocol.ts";
-import { until, within } from "../helpers/deadline.ts";
+import { SLOW_TEST_MS, until, within } from "../helpers/deadline.ts";
 import { type FakeModel, type ModelReply, startFakeModel } from "../helpers/fake-model.ts";
 import { isAlive } from "../helpers/processes.ts";
 import {
@@ -45,7 +45,7 @@ import {
   validateRecords,
 } from "./controller-fixture.ts";
 
-const T = { timeout: 60_000 };
+const T = { timeout: SLOW_TEST_MS };
 
 const probe = await CgroupLauncher.probe({
   termGraceMs: 2000,

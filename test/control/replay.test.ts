@@ -16,12 +16,12 @@ import { Transcript } from "../../src/control/client/transcript.ts";
 import { EventStream } from "../../src/control/controller/events.ts";
 import { LineSplitter } from "../../src/control/engine/framing.ts";
 import { parseClientMessage, type StreamEvent } from "../../src/control/protocol.ts";
-import { until } from "../helpers/deadline.ts";
+import { DEADLINE_MS, SLOW_TEST_MS, until } from "../helpers/deadline.ts";
 import { startController, TestClient, tapController } from "./controller-fixture.ts";
 import type { HoldPoint } from "./fake-pi.ts";
 import { holdPoint } from "./fake-pi-harness.ts";
 
-const T = { timeout: 30_000 };
+const T = { timeout: SLOW_TEST_MS };
 const PROMPT = "replay every piece of this";
 
 type Watched = { client: ConversationClient; events: StreamEvent[]; issues: string[] };
@@ -433,7 +433,7 @@ async function rawClient(t: TestContext, path: string) {
     lines,
     write: (v: unknown) => socket.write(`${JSON.stringify(v)}\n`),
     until: (cond: (line: string) => boolean, what: string) =>
-      until(() => lines.some(cond), what, 10_000),
+      until(() => lines.some(cond), what, DEADLINE_MS),
   };
 }
 

@@ -13,7 +13,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ControlServer } from "../../src/control/controller/socket.ts";
 import { LineSplitter } from "../../src/control/engine/framing.ts";
 import type { ControllerState } from "../../src/control/protocol.ts";
-import { within } from "../helpers/deadline.ts";
+import { DEADLINE_MS, within } from "../helpers/deadline.ts";
 import { type Msg, startController } from "./controller-fixture.ts";
 
 const STATE: ControllerState = {
@@ -91,7 +91,7 @@ async function exchange(path: string, bytes: Buffer, byByte: boolean): Promise<M
       socket.write(bytes);
     }
     socket.end();
-    await within(ended, "the controller ending its side after the client's EOF", 10_000);
+    await within(ended, "the controller ending its side after the client's EOF", DEADLINE_MS);
     assert.equal(splitter.end(), null, "every controller line ends with LF");
     return lines;
   } finally {

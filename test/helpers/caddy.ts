@@ -7,6 +7,7 @@ import { request } from "node:https";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import type { TestContext } from "node:test";
+import { DEADLINE_MS } from "./deadline.ts";
 
 export const CADDYFILE = new URL("../../docs/caddy/Caddyfile", import.meta.url).pathname;
 
@@ -132,7 +133,7 @@ export function viaCaddy(
   return new Promise((resolve, reject) => {
     const req = request(
       url,
-      { method: o.method ?? "GET", headers, ca: caddy.ca, timeout: 20_000 },
+      { method: o.method ?? "GET", headers, ca: caddy.ca, timeout: DEADLINE_MS },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));

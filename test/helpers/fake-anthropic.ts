@@ -7,8 +7,9 @@
 // interrupt) until released or the client goes away. Every request is recorded whole, so a test
 // can compare what Claude Code sent (a resumed session's history) with what it wrote. Listens on
 // 127.0.0.1 only.
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { countWaiter, readRequestBody, split } from "./fake-http.ts";
 
 /** One content block of a scripted reply, as the API returns it. */
 export type ReplyBlock =
@@ -112,18 +113,12 @@ export async function startFakeAnthropic(
   const lanes: { match: (r: RecordedRequest) => boolean; replies: AnthropicReply[] }[] = [];
   const fallback = options.fallback ?? FALLBACK;
   const requests: RecordedRequest[] = [];
-  const waiters = new Set<() => void>();
   const open = new Set<Held>();
   let messageCount = 0;
+  const messagesServed = countWaiter("fake anthropic", () => messageCount);
 
   const server = createServer((req, res) => {
-    void readBody(req).then((text) => {
-      let body: unknown = text;
-      try {
-        body = text.length > 0 ? JSON.parse(text) : null;
-      } catch {
-        // Kept as the raw text: the recording shows what arrived even when it isn't JSON.
-      }
+    void readRequestBody(req).then(({ text, body }) => {
       const path = (req.url ?? "").split("?")[0];
       const route =
         req.method === "POST" && path === "/v1/messages"
@@ -160,7 +155,7 @@ export async function startFakeAnthropic(
         options.respond?.(recorded) ?? lane?.replies.shift() ?? queue.shift() ?? fallback;
       const model = isObject(body) && typeof body.model === "string" ? body.model : "claude-fake";
       serve(reply, res, { id: `msg_fake_${String(n).padStart(4, "0")}`, model, stream }, open);
-      for (const wake of [...waiters]) wake();
+      messagesServed.wake();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -179,24 +174,7 @@ export async function startFakeAnthropic(
       lanes.push({ match, replies });
     },
     pending: () => queue.length + lanes.reduce((n, l) => n + l.replies.length, 0),
-    waitForMessages(count, timeoutMs = 30_000) {
-      return new Promise<void>((resolve, reject) => {
-        const check = () => {
-          if (messageCount < count) return;
-          waiters.delete(check);
-          clearTimeout(timer);
-          resolve();
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          reject(
-            new Error(`fake anthropic: ${messageCount} of ${count} requests after ${timeoutMs} ms`),
-          );
-        }, timeoutMs);
-        waiters.add(check);
-        check();
-      });
-    },
+    waitForMessages: (count, timeoutMs) => messagesServed.waitFor(count, timeoutMs),
     release() {
       const held = [...open];
       for (const h of held) h.finish();
@@ -440,25 +418,6 @@ function json(res: ServerResponse, status: number, body: object): void {
   res.end(JSON.stringify(body));
 }
 
-/** `text` cut into at most `pieces` non-empty parts (whole code points). */
-function split(text: string, pieces: number): string[] {
-  const chars = [...text];
-  if (chars.length === 0) return [];
-  const size = Math.ceil(chars.length / Math.max(1, pieces));
-  const out: string[] = [];
-  for (let i = 0; i < chars.length; i += size) out.push(chars.slice(i, i + size).join(""));
-  return out;
-}
-
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
 }

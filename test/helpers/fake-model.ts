@@ -2,8 +2,9 @@
 // Scripted replies are served in order as SSE: text deltas, streamed tool calls, finish_reason,
 // a usage chunk and [DONE]; a slow mode ticks until the client goes away; an error mode answers
 // one HTTP error. Every request is recorded. Listens on 127.0.0.1 only.
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { countWaiter, readRequestBody, split } from "./fake-http.ts";
 
 export type ToolCallReply = { id: string; name: string; arguments: unknown };
 
@@ -45,19 +46,13 @@ export async function startFakeModel(
   const queue: ModelReply[] = [...(options.replies ?? [])];
   const fallback = options.fallback ?? FALLBACK;
   const requests: RecordedRequest[] = [];
-  const waiters = new Set<() => void>();
   const timers = new Set<NodeJS.Timeout>();
   let completionCount = 0;
+  const completions = countWaiter("fake model", () => completionCount);
   let nextCompletion = 1;
 
   const server = createServer((req, res) => {
-    void readBody(req).then((text) => {
-      let body: unknown = text;
-      try {
-        body = text.length > 0 ? JSON.parse(text) : null;
-      } catch {
-        // Kept as the raw text: the recording shows what arrived even when it isn't JSON.
-      }
+    void readRequestBody(req).then(({ body }) => {
       requests.push({ method: req.method ?? "", path: req.url ?? "", headers: req.headers, body });
       if (req.method !== "POST" || req.url !== "/v1/chat/completions") {
         res.writeHead(404, { "content-type": "application/json" });
@@ -65,7 +60,7 @@ export async function startFakeModel(
         return;
       }
       completionCount++;
-      for (const wake of [...waiters]) wake();
+      completions.wake();
       const reply = queue.shift() ?? fallback;
       serve(reply, res, `chatcmpl-${nextCompletion++}`, modelOf(body), timers);
     });
@@ -81,24 +76,7 @@ export async function startFakeModel(
     enqueue: (...replies) => {
       queue.push(...replies);
     },
-    waitForRequests(count, timeoutMs = 10_000) {
-      return new Promise<void>((resolve, reject) => {
-        const check = () => {
-          if (completionCount < count) return;
-          waiters.delete(check);
-          clearTimeout(timer);
-          resolve();
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          reject(
-            new Error(`fake model: ${completionCount} of ${count} requests after ${timeoutMs} ms`),
-          );
-        }, timeoutMs);
-        waiters.add(check);
-        check();
-      });
-    },
+    waitForRequests: (count, timeoutMs) => completions.waitFor(count, timeoutMs),
     close() {
       closed ??= new Promise<void>((resolve) => {
         for (const t of timers) clearInterval(t);
@@ -192,16 +170,6 @@ function sse(res: ServerResponse, data: object): void {
   res.write(`data: ${JSON.stringify(data)}\n\n`);
 }
 
-/** `text` cut into at most `pieces` non-empty parts (whole code points). */
-function split(text: string, pieces: number): string[] {
-  const chars = [...text];
-  if (chars.length === 0) return [];
-  const size = Math.ceil(chars.length / Math.max(1, pieces));
-  const out: string[] = [];
-  for (let i = 0; i < chars.length; i += size) out.push(chars.slice(i, i + size).join(""));
-  return out;
-}
-
 function modelOf(body: unknown): string {
   if (
     typeof body === "object" &&
@@ -212,13 +180,4 @@ function modelOf(body: unknown): string {
     return body.model;
   }
   return "fake";
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
 }

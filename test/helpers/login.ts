@@ -3,6 +3,7 @@
 // for a login key that every action then sends in its own header. No cookie is involved.
 import assert from "node:assert/strict";
 import { send } from "../board/http-client.ts";
+import { DEADLINE_MS } from "./deadline.ts";
 
 export type Login = {
   key: string;
@@ -41,7 +42,7 @@ export async function postLogin(
     method: "POST",
     headers: { origin: url.origin, "content-type": "application/json", ...headers },
     body: JSON.stringify({ token }),
-    timeoutMs: 10_000,
+    timeoutMs: DEADLINE_MS,
   });
   const setCookie = answer.headers["set-cookie"];
   return { status: answer.status, setCookie, json: answer.json ?? answer.text };

@@ -2,6 +2,7 @@
 // CI included), mode 000 does not stop an open; the child drops CAP_DAC_OVERRIDE and
 // CAP_DAC_READ_SEARCH from its bounding set with setpriv(1), so EACCES is real for it.
 import { execFileSync, spawn } from "node:child_process";
+import { DEADLINE_MS } from "./deadline.ts";
 
 export type ChildResult = { code: number | null; stdout: string; stderr: string };
 
@@ -26,7 +27,7 @@ export function whyNoDacDrop(): string | false {
 export function runWithoutDacOverride(
   script: string,
   args: string[],
-  timeoutMs = 20_000,
+  timeoutMs = DEADLINE_MS,
 ): Promise<ChildResult> {
   const asRoot = process.getuid?.() === 0;
   const cmd = asRoot ? "setpriv" : process.execPath;

@@ -7,6 +7,7 @@ import { chmodSync, copyFileSync, mkdtempSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import type { TestContext } from "node:test";
+import { DEADLINE_MS } from "./deadline.ts";
 
 export const OTHER_UID = 65534;
 
@@ -98,9 +99,9 @@ export function startAsOtherUser(t: TestContext, script: string, args: string[])
   return {
     child,
     output: () => out,
-    waitFor: (text, ms = 20_000) =>
+    waitFor: (text, ms = DEADLINE_MS) =>
       until(() => (out.includes(text) ? true : undefined), JSON.stringify(text), ms).then(() => {}),
-    exited: (ms = 20_000) =>
+    exited: (ms = DEADLINE_MS) =>
       new Promise((resolve, reject) => {
         if (code !== undefined) return resolve(code);
         const timer = setTimeout(() => reject(new Error(`still running after ${ms} ms`)), ms);

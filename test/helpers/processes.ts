@@ -3,6 +3,7 @@
 import { existsSync, readFileSync, watch } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
+import { DEADLINE_MS } from "./deadline.ts";
 
 export type ProcStat = { state: string; pgrp: number; session: number };
 
@@ -26,7 +27,7 @@ export function isAlive(pid: number): boolean {
 }
 
 /** A process that is not our child gives no exit event: poll /proc, with a deadline. */
-export async function waitGone(pid: number, timeoutMs = 5000): Promise<void> {
+export async function waitGone(pid: number, timeoutMs = DEADLINE_MS): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (isAlive(pid)) {
     if (Date.now() > deadline) throw new Error(`pid ${pid} still alive after ${timeoutMs} ms`);
@@ -44,7 +45,11 @@ export function killQuietly(pid: number): void {
 }
 
 /** Waits for `<dir>/<name>.pid` with a deadline and returns the pid. */
-export function waitForPidFile(dir: string, name: string, timeoutMs = 10_000): Promise<number> {
+export function waitForPidFile(
+  dir: string,
+  name: string,
+  timeoutMs = DEADLINE_MS,
+): Promise<number> {
   const file = join(dir, `${name}.pid`);
   return new Promise((resolve, reject) => {
     const watcher = watch(dir, () => check());

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { pathToFileURL } from "node:url";
 import { type BoardSpec, type SeatRegistration, sessionsDirOf } from "../../src/index.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { assertUnchanged, fingerprintTree } from "../helpers/fingerprint.ts";
 import { assertNeverOpened, skipWithoutStrace, traceOpens } from "../helpers/open-trace.ts";
 import { assistant, header, project, tempDir, user, writeSession } from "../helpers/reader.ts";
@@ -260,7 +261,7 @@ async function run(
   const before = fingerprintTree(fx.base);
   const result = await traceOpens(script, [JSON.stringify(config)], {
     cwd: dir,
-    timeoutMs: 20_000,
+    timeoutMs: DEADLINE_MS,
   });
   assertUnchanged(before, fingerprintTree(fx.base));
   assert.equal(result.code, 0, `the child failed: ${result.stderr}`);

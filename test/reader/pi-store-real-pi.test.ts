@@ -12,6 +12,7 @@ import { describe, it, type TestContext } from "node:test";
 import { EngineLink, type LinkRecord } from "../../src/control/engine/engine.ts";
 import { type Cursor, encodeCwd, type Reader, STORE_SEAT, toChatId } from "../../src/index.ts";
 import { RecordLog } from "../control/link-watch.ts";
+import { DEADLINE_MS, SLOW_TEST_MS } from "../helpers/deadline.ts";
 import { type FakeModel, startFakeModel } from "../helpers/fake-model.ts";
 import { piOracle } from "../helpers/pi-sessions.ts";
 import {
@@ -24,8 +25,8 @@ import {
 } from "../helpers/reader.ts";
 import { MODEL, PI_CLI, writeAgentFiles } from "../helpers/real-pi.ts";
 
-const T = { timeout: 60_000 };
-const FOLLOW_DEADLINE_MS = 15_000;
+const T = { timeout: SLOW_TEST_MS };
+const FOLLOW_DEADLINE_MS = DEADLINE_MS;
 const HIDDEN = new Set([
   "model_change",
   "thinking_level_change",

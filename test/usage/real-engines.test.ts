@@ -9,13 +9,14 @@ import { dirname, join } from "node:path";
 import { describe, it } from "node:test";
 import { EngineLink } from "../../src/control/engine/engine.ts";
 import { RecordLog } from "../control/link-watch.ts";
+import { SLOW_TEST_MS } from "../helpers/deadline.ts";
 import { startFakeModel } from "../helpers/fake-model.ts";
 import { tempDir } from "../helpers/reader.ts";
 import { readJsonl, realClaude } from "../helpers/real-claude.ts";
 import { MODEL, PI_CLI } from "../helpers/real-pi.ts";
 import { ccusageDaily, ccusagePiDaily, oursDaily, oursReport, toCents } from "./peers.ts";
 
-const T = { timeout: 180_000 };
+const T = { timeout: SLOW_TEST_MS };
 
 describe("usage on stores the real engines wrote", () => {
   it("agrees with ccusage on the real Claude Code's store, fork included", T, async (t) => {
