@@ -53,6 +53,9 @@ const CURSOR_ID = /^c-[0-9a-f]{40}$/;
  */
 const POSITIONS_KEPT = 4096;
 
+/** Pages kept for a reconnect after their stream closed mid-read (each one bounded page). */
+const UNSENT_KEPT = 64;
+
 export type LiveStats = {
   followers: number;
   watching: number;
@@ -100,6 +103,13 @@ export class LiveHub {
    * follow nor the relay starts over. Bounded: the oldest goes first (POSITIONS_KEPT).
    */
   readonly #positions = new Map<string, { cursor: string; eventId: string | null }>();
+  /**
+   * Pages read for a stream that closed while the read was on its way (conversation + the
+   * cursor read from → the answer). The read used that cursor up, so a reconnect that resumes
+   * there (its Last-Event-ID) would be refused `cursor-unknown` and the page lost: it is
+   * handed this answer instead, once. Bounded: the oldest goes first (UNSENT_KEPT).
+   */
+  readonly #unsent = new Map<string, string>();
   readonly #watches: ControllerWatches | null;
 
   constructor(options: LiveOptions) {
@@ -299,6 +309,16 @@ export class LiveHub {
     }
   }
 
+  #keepUnsent(from: string, text: string): void {
+    this.#unsent.set(from, text);
+    if (this.#unsent.size > UNSENT_KEPT) {
+      for (const oldest of this.#unsent.keys()) {
+        this.#unsent.delete(oldest);
+        break;
+      }
+    }
+  }
+
   /** The directory and file name of a conversation: its id is a hash, so the roots are listed. */
   #locate(conversation: string): { dir: string; name: string } | null {
     for (const root of expandRoots(this.#options.roots())) {
@@ -448,18 +468,26 @@ export class LiveHub {
   async #readOn(follower: Follower): Promise<void> {
     // A follow page can be one of several when much was appended: read on to the new end.
     for (;;) {
-      const query = new URLSearchParams({ branch: follower.branch, cursor: follower.cursor });
-      const target = `/api/conversations/${encodeURIComponent(follower.conversation)}/page?${query}`;
-      this.#reads++;
-      const out = await this.#options.read({ method: "GET", target, host: this.#host });
-      let body: unknown;
-      try {
-        body = JSON.parse(out.body.toString("utf8"));
-      } finally {
-        out.release?.();
+      const from = `${follower.conversation}\u0000${follower.cursor}`;
+      let text = this.#unsent.get(from);
+      this.#unsent.delete(from);
+      if (text === undefined) {
+        const query = new URLSearchParams({ branch: follower.branch, cursor: follower.cursor });
+        const target = `/api/conversations/${encodeURIComponent(follower.conversation)}/page?${query}`;
+        this.#reads++;
+        const out = await this.#options.read({ method: "GET", target, host: this.#host });
+        try {
+          text = out.body.toString("utf8");
+        } finally {
+          out.release?.();
+        }
       }
-      if (follower.closed) return;
+      const body: unknown = JSON.parse(text);
       const next = nextCursor(body);
+      if (follower.closed) {
+        if (next !== null) this.#keepUnsent(from, text);
+        return;
+      }
       if (next === null) {
         // A refusal (source-replaced, cursor-expired…): sent once, then the stream ends; the
         // page shows it in words and reopens as it does for a refused read.
