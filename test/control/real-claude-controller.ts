@@ -11,9 +11,10 @@ import type { TestContext } from "node:test";
 import { ConversationClient } from "../../src/control/client/client.ts";
 import { PgroupLauncher } from "../../src/control/cohort/launcher.ts";
 import { Controller } from "../../src/control/controller/controller.ts";
+import type { ControllerOptions } from "../../src/control/controller/controller-options.ts";
 import { FixtureVerifier } from "../../src/control/controller/records.ts";
 import { claudeSessionFile } from "../../src/control/engine/claude-code/claude-files.ts";
-import type { Dialog, StreamEvent } from "../../src/control/protocol.ts";
+import type { Dialog, Grant, StreamEvent } from "../../src/control/protocol.ts";
 import {
   type AnthropicReply,
   type FakeAnthropic,
@@ -25,6 +26,8 @@ import { GRANTS, validateRecords } from "./controller-fixture.ts";
 export type ClaudeRun = {
   ctrl: Controller;
   fake: FakeAnthropic;
+  /** The run's temp dir (removed at the end): a test may keep its own state under it. */
+  root: string;
   projectRoot: string;
   sessionFile: string;
   client(): Promise<{ client: ConversationClient; events: StreamEvent[]; dialogs: Dialog[] }>;
@@ -33,7 +36,14 @@ export type ClaudeRun = {
 
 export async function startClaude(
   t: TestContext,
-  options: { replies?: AnthropicReply[]; sessionId?: string } = {},
+  options: {
+    replies?: AnthropicReply[];
+    sessionId?: string;
+    /** The controller's grants (the fixture's g-op and g-ro unless given). */
+    grants?: Grant[];
+    /** Where each act goes with its actor (an audit ledger's append). */
+    actions?: ControllerOptions["actions"];
+  } = {},
 ): Promise<ClaudeRun> {
   const root = mkdtempSync("/tmp/mcc-");
   const fixtureRoot = join(root, "fx");
@@ -72,7 +82,8 @@ export async function startClaude(
     sessionFile,
     seat: "main",
     verifier: new FixtureVerifier({ fixtureRoot }),
-    grants: GRANTS.map((g) => ({ ...g, capabilities: [...g.capabilities] })),
+    grants: (options.grants ?? GRANTS).map((g) => ({ ...g, capabilities: [...g.capabilities] })),
+    ...(options.actions ? { actions: options.actions } : {}),
     launcher: new PgroupLauncher({ termGraceMs: 2000, killGraceMs: 2000 }),
     engine: { extraArgs: ["--model", "claude-sonnet-4-5"] },
     agentDir,
@@ -82,6 +93,7 @@ export async function startClaude(
   return {
     ctrl,
     fake,
+    root,
     projectRoot,
     sessionFile,
     async client() {

@@ -9,6 +9,7 @@
 // the history shows only the controls that apply now, and says why the others are not there.
 import { postControl as steer } from "./api.js";
 import { refusalNodes } from "./controls.js";
+import { createApprovals } from "./live-approval.js";
 import { appendText, textEl } from "./text.js";
 import { TranscriptState } from "./transcript.js";
 
@@ -102,6 +103,7 @@ export function createLiveRun({ onSent = () => {} } = {}) {
     confirm: $("live-confirm-stop"),
     confirmYes: $("live-confirm-yes"),
     confirmNo: $("live-confirm-no"),
+    approvals: $("live-approvals"),
   };
   let conversation = null;
   /** This login's controller connection, learned from the first answer; null before. */
@@ -141,6 +143,7 @@ export function createLiveRun({ onSent = () => {} } = {}) {
     else who = "Another client controls this run.";
     ui.who.textContent = `${who}${running ? " A run is in progress." : ""}`;
     const c = controlsFor({ holder, mine, running });
+    approvals.setControlling(holder !== null && holder === mine);
     // A control that does not apply now is not shown; the line under them says why.
     const had = document.activeElement;
     ui.takeover.hidden = !c.takeover;
@@ -175,6 +178,20 @@ export function createLiveRun({ onSent = () => {} } = {}) {
       onSent();
     }
   }
+
+  // Approvals: Allow and Deny answer through the same route, on this login's connection.
+  const approvals = createApprovals({
+    box: ui.approvals,
+    // Its refusal shows in the approval's own box, not the panel's.
+    answer: async (dialog, decision, message) => {
+      if (conversation === null) return null;
+      const body = { op: "answer", dialog, decision };
+      const answer = await steer(conversation, message === undefined ? body : { ...body, message });
+      if (typeof answer.connection === "string") mine = answer.connection;
+      renderWho();
+      return answer;
+    },
+  });
 
   ui.composer.addEventListener("submit", (ev) => {
     ev.preventDefault();
@@ -283,6 +300,7 @@ export function createLiveRun({ onSent = () => {} } = {}) {
       seated = false;
       before = [];
       after = [];
+      approvals.reset();
       render();
       clearRefusal();
       renderWho();
@@ -305,6 +323,7 @@ export function createLiveRun({ onSent = () => {} } = {}) {
       ui.who.replaceChildren();
       appendText(ui.who, String(info.message ?? ""), true);
       for (const b of [ui.takeover, ui.release, ui.interrupt, ui.forceStop]) b.hidden = true;
+      approvals.gone();
       ui.why.textContent = "Nothing can be sent until a controller runs this conversation again.";
     },
     onState(message) {
@@ -328,6 +347,8 @@ export function createLiveRun({ onSent = () => {} } = {}) {
       render();
     },
     onDialog(message) {
+      // An approval has its own box, with Allow and Deny; Pi's disabled dialogs are one line.
+      if (approvals.onDialog(message)) return;
       after.push(
         textEl(
           "div",

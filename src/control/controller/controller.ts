@@ -195,7 +195,7 @@ export class Controller {
         answerApproval(
           this.#exec,
           this.#dialogOutlet,
-          { connection: conn.id, actor: grant.actor },
+          { connection: conn.id, actor: conn.actor ?? grant.actor },
           r,
         ),
       relaunch: async (execution, incarnation, leaf) => {
