@@ -42,6 +42,7 @@ const ASSET_FILES: Readonly<Record<string, readonly [file: string, contentType: 
   "/live-run.js": ["live-run.js", "text/javascript; charset=utf-8"],
   "/live-approval.js": ["live-approval.js", "text/javascript; charset=utf-8"],
   "/inbox.js": ["inbox.js", "text/javascript; charset=utf-8"],
+  "/inbox-answer.js": ["inbox-answer.js", "text/javascript; charset=utf-8"],
   "/render.js": ["render.js", "text/javascript; charset=utf-8"],
   "/tools.js": ["tools.js", "text/javascript; charset=utf-8"],
   "/markup.js": ["markup.js", "text/javascript; charset=utf-8"],

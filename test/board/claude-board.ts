@@ -16,7 +16,7 @@ export async function startClaudeBoard(
   options: {
     replies?: AnthropicReply[];
     grants?: Grant[];
-    actions?: Parameters<typeof startClaude>[1]["actions"];
+    actions?: NonNullable<Parameters<typeof startClaude>[1]>["actions"];
     board?: Pick<BoardOptions, "proxy">;
   } = {},
 ): Promise<{ run: ClaudeRun; board: Board; conversation: string; registryDir: string }> {

@@ -131,3 +131,12 @@ export function postControl(conversation, body) {
     key === null ? {} : { [LOGIN_HEADER]: key },
   );
 }
+
+/** Whether this tab holds a login key (a login link was opened here); the board still decides. */
+export function hasLogin() {
+  try {
+    return sessionStorage.getItem(LOGIN_STORE) !== null;
+  } catch {
+    return false;
+  }
+}
