@@ -90,6 +90,21 @@ describe("attention/watch with the real pinned Claude Code", () => {
     },
   );
 
+  it("fails when the model answers with an error", T, async (t) => {
+    // Claude Code tries a failed request again a few times: every try fails.
+    const w = await watched(
+      t,
+      Array.from({ length: 8 }, () => ({
+        kind: "error" as const,
+        status: 400,
+        message: "no such model",
+      })),
+    );
+    assert.equal((await w.client.prompt("fail please")).outcome, "admitted");
+    await until(() => w.state() === "failed", "failed after the model's error", WAIT);
+    assert.match(w.row()?.attention.reason ?? "", /engine failed: API Error: 400 no such model/);
+  });
+
   it("fails when the engine dies", T, async (t) => {
     const w = await watched(t, [{ kind: "message", content: [{ type: "text", text: "Hello." }] }]);
     assert.equal((await w.client.prompt("say hello")).outcome, "admitted");
