@@ -10,6 +10,7 @@
 import { postControl as steer } from "./api.js";
 import { refusalNodes } from "./controls.js";
 import { createApprovals } from "./live-approval.js";
+import { actLine } from "./present.js";
 import { appendText, textEl } from "./text.js";
 import { TranscriptState } from "./transcript.js";
 
@@ -37,6 +38,8 @@ export function itemLine(item) {
       };
     case "notice":
       return { className: "notice", text: `${item.method}: ${item.text}` };
+    case "act":
+      return { className: "act", text: actLine(item) };
     case "event":
       return { className: "event", text: `[event ${item.eventKind}]` };
     case "seam":

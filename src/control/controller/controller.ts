@@ -16,6 +16,7 @@ import type { CommandOptions, EngineCommandBase, SessionHead } from "../engine/h
 import { type Harness, harnessFor } from "../engine/harnesses.ts";
 import type { ControllerState, Grant, Hello } from "../protocol.ts";
 import { ControlRefusal } from "../refusal.ts";
+import { announcingConnection } from "./acts.ts";
 import { type AuditHost, auditedConnection } from "./audit-hook.ts";
 import type { ControllerOptions } from "./controller-options.ts";
 import {
@@ -270,7 +271,18 @@ export class Controller {
           hello: (conn, hello) => this.#hello(conn, hello),
           request: (conn, request) => {
             const audited = auditedConnection(conn, request, this.#auditHost);
-            if (audited !== null) this.#ops.handle(audited, request);
+            if (audited === null) return;
+            // Every client is told who did what, once it was admitted (acts.ts).
+            const told = announcingConnection(
+              audited,
+              request,
+              () => (conn.grant === null ? null : this.#grants.get(conn.grant)?.actor) ?? "unknown",
+              (act) => {
+                const exec = this.#exec;
+                if (exec) this.#server?.broadcastLine(exec.stream.next(act).line);
+              },
+            );
+            this.#ops.handle(told, request);
           },
           closed: (conn) => this.#closed(conn),
         },
