@@ -196,6 +196,19 @@ describe("approvals in the Console's live panel, with the real Claude Code", {
     await approval(operator).getByText("Denied by an interrupt").waitFor();
     await approval(watcher).getByText("Denied by an interrupt").waitFor();
     assert.equal(existsSync(lost), false);
+    // Who did what, in the live transcript of both pages (the controller's act events).
+    for (const page of [operator, watcher]) {
+      const acts = (await page.locator("#live-activity .act").allTextContents()).join("\n");
+      for (const line of [
+        "local-operator took control",
+        "local-operator sent a message",
+        "local-operator allowed an approval",
+        "local-operator denied an approval",
+        "local-operator interrupted the run",
+      ]) {
+        assert.ok(acts.includes(line), `${line} in:\n${acts}`);
+      }
+    }
     assert.deepEqual(errors, [], "no page error, no alert");
   });
 });

@@ -112,6 +112,8 @@ export function createLiveRun({ onSent = () => {} } = {}) {
   /** This login's controller connection, learned from the first answer; null before. */
   let mine = null;
   let state = null;
+  /** Connection → the person its acts named (act events): who controls, in words. */
+  const actors = new Map();
   /** The stream said the controller went (or could not be reached). */
   let gone = false;
 
@@ -143,8 +145,15 @@ export function createLiveRun({ onSent = () => {} } = {}) {
     let who;
     if (holder === null) who = "Nobody controls this run.";
     else if (holder === mine) who = "You control this run.";
+    else if (actors.has(holder)) who = `${actors.get(holder)} controls this run.`;
     else who = "Another client controls this run.";
-    ui.who.textContent = `${who}${running ? " A run is in progress." : ""}`;
+    // A person's name comes from the wire: made visible by the history's own rule.
+    const said = `${who}${running ? " A run is in progress." : ""}`;
+    if (ui.who.dataset.said !== said) {
+      ui.who.dataset.said = said;
+      ui.who.replaceChildren();
+      appendText(ui.who, said, true);
+    }
     const c = controlsFor({ holder, mine, running });
     approvals.setControlling(holder !== null && holder === mine);
     // A control that does not apply now is not shown; the line under them says why.
@@ -281,6 +290,10 @@ export function createLiveRun({ onSent = () => {} } = {}) {
       return;
     }
     if (!seated) seat(message);
+    const e = message.event;
+    if (e.kind === "act" && typeof e.connection === "string" && typeof e.actor === "string") {
+      actors.set(e.connection, e.actor);
+    }
     const actions = transcript.applyEvent(message);
     // The terminal answers a hole with a page read; here the follow carries the history, so
     // the live view starts again at this event (the hole's marker stays, before it).
@@ -324,6 +337,7 @@ export function createLiveRun({ onSent = () => {} } = {}) {
       // with nothing to press; a draft in the box stays too.
       ui.root.hidden = false;
       ui.who.replaceChildren();
+      delete ui.who.dataset.said;
       appendText(ui.who, String(info.message ?? ""), true);
       for (const b of [ui.takeover, ui.release, ui.interrupt, ui.forceStop]) b.hidden = true;
       approvals.gone();
