@@ -198,6 +198,11 @@ describe("approvals in the Console's live panel, with the real Claude Code", {
     assert.equal(existsSync(lost), false);
     // Who did what, in the live transcript of both pages (the controller's act events).
     for (const page of [operator, watcher]) {
+      // The interrupt's act follows its reply, after the approval's end.
+      await page
+        .locator("#live-activity .act")
+        .getByText("local-operator interrupted the run")
+        .waitFor();
       const acts = (await page.locator("#live-activity .act").allTextContents()).join("\n");
       for (const line of [
         "local-operator took control",
