@@ -93,6 +93,15 @@ describe("Allow and Deny in the Console's inbox, with the real Claude Code", {
     };
     const operator = await open(phone, true, 390);
     const guest = await open(wide, false, 1400);
+    // A page on the conversation before the approval: the board's watch of it is open.
+    const early = await wide.context.newPage();
+    t.after(() => early.close());
+    early.setDefaultTimeout(30_000);
+    await early.goto(`${board.url}#c=${run.ctrl.conversation}`);
+    await early
+      .locator("#live-who")
+      .getByText(/controls this run/)
+      .waitFor();
 
     // The terminal controls; Claude asks to run Bash: the row waits for approval.
     const marker = join(run.projectRoot, "allowed.txt");
@@ -112,6 +121,16 @@ describe("Allow and Deny in the Console's inbox, with the real Claude Code", {
     assert.ok(width <= 390, `no sideways scroll at 390 px (${width})`);
     await operator.screenshot({ path: join(ARTIFACTS, "inbox-approve-390.png") });
     assert.equal(existsSync(marker), false, "nothing runs before the click");
+    // A page that opens the conversation now joins that watch and is sent the open approval.
+    const late = await wide.context.newPage();
+    t.after(() => late.close());
+    late.setDefaultTimeout(30_000);
+    await late.goto(`${board.url}#c=${run.ctrl.conversation}`);
+    await late
+      .locator("#live-approvals .approval.open")
+      .getByText(/Take control to allow/)
+      .waitFor();
+    await early.locator("#live-approvals .approval.open").waitFor();
 
     // Allow: the page takes control (the terminal becomes an observer), then answers.
     await row(operator)
