@@ -3,7 +3,8 @@
 // the line before it, and the head file naming the last one. A changed line breaks the next
 // line's `prev`; a removed line breaks the numbering and the chain; a changed or removed last
 // line disagrees with the head. Never writes; opens nothing through a link.
-import { closeSync, constants, openSync, readFileSync, readSync } from "node:fs";
+import { closeSync, constants, openSync, readSync } from "node:fs";
+import { readNoFollow } from "../fs/read-no-follow.ts";
 import type { Head, LedgerFiles } from "./ledger.ts";
 import { GENESIS, type LedgerLine, lineDigest, parseLine } from "./ledger-line.ts";
 
@@ -124,12 +125,7 @@ export function readLedger(files: LedgerFiles, conversation: string): LedgerRead
 function readHead(file: string): Head | "missing" | "bad" {
   let text: string;
   try {
-    const fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
-    try {
-      text = readFileSync(fd, "utf8");
-    } finally {
-      closeSync(fd);
-    }
+    text = readNoFollow(file);
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === "ENOENT" ? "missing" : "bad";
   }

@@ -89,7 +89,7 @@ const SOURCES_HELP = `Sources (with none, each default store that exists: --pi, 
 export const HELP = {
   top: `Usage: conversation <command> [options]
 
-Reads Pi and Claude Code conversations; only control runs one (a sealed Pi).
+Reads Pi and Claude Code conversations; only control runs one (sealed).
 
 Commands:
   catalogue          list the conversations in the sources

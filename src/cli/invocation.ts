@@ -9,7 +9,7 @@ import { makeVisible } from "../present/visible.ts";
 
 /** The commands whose mentions in help texts name the program (`conversation read …`). */
 const COMMANDS =
-  /(^|[\s`"'(])conversation(?= (?:catalogue|read|follow|search|export|serve|control|attach|controllers|inbox|seats|<command>|--help)(?=[\s`"'),.]|$))/gm;
+  /(^|[\s`"'(])conversation(?= (?:catalogue|read|follow|search|usage|export|serve|control|attach|controllers|inbox|audit|logins|seats|<command>|--help)(?=[\s`"'),.]|$))/gm;
 
 export type Invocation = {
   /** Set by npm for `npm exec` and `npx`. */

@@ -1,13 +1,15 @@
 // `conversation logins [--revoke ID] [--json] [--state-dir DIR]`: the device login links a
 // `serve --phone` minted (device-links.ts), from `<state-dir>/board/logins.json`; --revoke writes
 // the revocation the board looks for at the link's next use and at its login's next act.
-import { closeSync, constants, existsSync, openSync, readFileSync } from "node:fs";
+import { closeSync, constants, existsSync, openSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { DeviceRecord } from "../board/device-links.ts";
 import { placesFor } from "../control/registry/places.ts";
 import { ensurePrivateFolder } from "../fs/private-folder.ts";
+import { readNoFollow } from "../fs/read-no-follow.ts";
 import { makeVisible } from "../present/visible.ts";
 import { parseFlags } from "./flags.ts";
+import { commandLine } from "./invocation.ts";
 import type { Io } from "./io.ts";
 
 export type LoginsCommand = { name: "logins"; revoke?: string; json: boolean; stateDir?: string };
@@ -65,13 +67,15 @@ export function runLogins(cmd: LoginsCommand, io: Io): number {
   );
   if (links === undefined) {
     io.err(
-      `conversation: no device links in ${makeVisible(dir)}: start \`conversation serve --phone\` (with the same --state-dir) to mint one.\n`,
+      `conversation: no device links in ${makeVisible(dir)}: start \`${commandLine(withStateDir(cmd, ["serve", "--phone"]))}\` to mint one.\n`,
     );
     return 1;
   }
   if (cmd.revoke !== undefined) {
     if (!links.some((l) => l.id === cmd.revoke)) {
-      io.err(`conversation: no device link ${cmd.revoke}: \`conversation logins\` lists them.\n`);
+      io.err(
+        `conversation: no device link ${makeVisible(cmd.revoke)}: \`${commandLine(withStateDir(cmd, ["logins"]))}\` lists them.\n`,
+      );
       return 1;
     }
     const folder = ensurePrivateFolder(join(dir, "revoked"), {
@@ -108,12 +112,7 @@ export function runLogins(cmd: LoginsCommand, io: Io): number {
 function readLinks(file: string): DeviceRecord[] | undefined {
   let text: string;
   try {
-    const fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
-    try {
-      text = readFileSync(fd, "utf8");
-    } finally {
-      closeSync(fd);
-    }
+    text = readNoFollow(file);
   } catch {
     // No list yet (or not one we may read): there is nothing to show.
     return undefined;
@@ -135,4 +134,9 @@ function readLinks(file: string): DeviceRecord[] | undefined {
       typeof l.state === "string" &&
       typeof l.expiresAt === "string",
   );
+}
+
+/** `args` with this command's --state-dir, so the printed command reads the same folder. */
+function withStateDir(cmd: LoginsCommand, args: string[]): string[] {
+  return cmd.stateDir === undefined ? args : [...args, "--state-dir", cmd.stateDir];
 }

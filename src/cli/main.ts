@@ -345,9 +345,17 @@ async function serve(
       );
     } else {
       const link = board.mintDeviceLink(who);
+      const revoke = commandLine(["logins", "--revoke", link.id, ...stateDirOption(cmd)]);
       io.out(
-        `A device login link for ${makeVisible(who)} (${link.id}: once, until ${link.expiresAt}; \`${commandLine(["logins", "--revoke", link.id])}\` revokes it):\n${link.url}\n${qrLines(link.url).join("\n")}\n`,
+        `A device login link for ${makeVisible(who)} (${link.id}: once, until ${link.expiresAt}; \`${revoke}\` revokes it):\n${link.url}\n${qrLines(link.url).join("\n")}\n`,
       );
+      // A loopback address names the phone itself: the link only works in this machine's
+      // browser until the board is served behind a proxy on an address the phone can reach.
+      if (proxy === undefined) {
+        io.out(
+          `This link is on loopback: only a browser on this machine opens it. For a phone, serve the board behind a proxy with --public-origin (docs/remote.md, "Behind a proxy").\n`,
+        );
+      }
     }
   }
   await whenAborted(signal);

@@ -5,9 +5,10 @@
 // word of it as a term: the files are as private as the sessions (0600 in a 0700 folder of
 // ours, lstat'ed before they are opened, never through a link), and the words of what was
 // deleted are purged from them (purgeDeleted).
-import { closeSync, constants, fchmodSync, openSync, rmSync } from "node:fs";
-import { DatabaseSync, type StatementSync } from "node:sqlite";
-import { checkPrivateFile, type PlaceWords } from "../fs/private-folder.ts";
+import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { type CacheLayout, isBusy, openCacheDatabase } from "../fs/sqlite-cache.ts";
+
+export { isBusy, UnsafeIndexFile } from "../fs/sqlite-cache.ts";
 
 /** Bumped when the layout or what is indexed changes: an old index is dropped and rebuilt. */
 export const INDEX_VERSION = 4;
@@ -49,110 +50,15 @@ export type Store = {
   close(): void;
 };
 
-/** A shard file (or its -wal, -shm) that is not a private file of ours: never opened. */
-export class UnsafeIndexFile extends Error {}
-
-const WORDS: PlaceWords = {
-  what: "the search index file",
-  instead:
-    "set XDG_CACHE_HOME to a folder of your own (the index is $XDG_CACHE_HOME/mosaic-conversation, else ~/.cache/mosaic-conversation)",
-};
-const SIDE_FILES = ["-wal", "-shm"] as const;
-
-/** SQLite's result codes for "another connection holds the lock" (SQLITE_BUSY, SQLITE_LOCKED). */
-export function isBusy(e: unknown): boolean {
-  const code = (e as { errcode?: unknown } | null)?.errcode;
-  return code === 5 || code === 6;
-}
-
-/** SQLite's result codes for a file that is not (or no longer) a sound database. */
-function isDamaged(e: unknown): boolean {
-  const code = (e as { errcode?: unknown } | null)?.errcode;
-  return code === 11 || code === 26;
-}
-
 /**
- * Opens the index at `path`. A file there that is not a sound database (damaged, truncated,
- * something else) is deleted and the index built again: it is a cache, and losing it costs
- * only a re-index. Throws UnsafeIndexFile when the file or its -wal or -shm is a link, another
- * user's, or has a second name: SQLite would follow or share it.
+ * Opens the index at `path` (src/fs/sqlite-cache.ts: private files, never through a link; a
+ * damaged file or another layout is built again from a new file).
  */
 export function openStore(path: string): Store {
-  try {
-    return openSound(path);
-  } catch (e) {
-    if (!isDamaged(e)) throw e;
-    removeIndex(path);
-    return openSound(path);
-  }
+  return openCacheDatabase(path, LAYOUT, statementsOf);
 }
 
-/**
- * Checks the database file and its -wal and -shm before SQLite opens them (lstat: a link is
- * refused, never followed), narrows an older version's 0644 to 0600, and creates a missing
- * database file empty with 0600, so SQLite gives its -wal and -shm the same mode.
- */
-function preparePrivateFiles(path: string): void {
-  for (const file of [path, ...SIDE_FILES.map((s) => `${path}${s}`)]) {
-    const check = checkPrivateFile(file, WORDS);
-    if (check.ok || check.problem.code === "missing") continue;
-    if (check.problem.code !== "open") throw new UnsafeIndexFile(check.problem.message);
-    // Ours, one name, in our private folder: only its bits were too wide (an older version).
-    chmodPrivate(file);
-  }
-  if (checkPrivateFile(path, WORDS).ok) return;
-  // No database: a -wal or -shm left without one belongs to nothing and would be replayed.
-  for (const s of SIDE_FILES) rmSync(`${path}${s}`, { force: true });
-  const fd = openSync(
-    path,
-    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-    0o600,
-  );
-  closeSync(fd);
-}
-
-function chmodPrivate(file: string): void {
-  const fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  try {
-    fchmodSync(fd, 0o600);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-function removeIndex(path: string): void {
-  for (const suffix of ["", ...SIDE_FILES]) rmSync(`${path}${suffix}`, { force: true });
-}
-
-function openSound(path: string): Store {
-  preparePrivateFiles(path);
-  let db = new DatabaseSync(path, { timeout: 5000 });
-  let version: number;
-  try {
-    configure(db);
-    version = (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version;
-    if (version === INDEX_VERSION) db.prepare("SELECT count(*) FROM files").get();
-  } catch (e) {
-    db.close();
-    throw e;
-  }
-  if (version !== INDEX_VERSION) {
-    try {
-      if (version !== 0 || hasTables(db)) {
-        // Another layout: start from a new file, not by dropping tables, so no page an older
-        // version freed (and did not zero) keeps its words.
-        db.close();
-        removeIndex(path);
-        preparePrivateFiles(path);
-        db = new DatabaseSync(path, { timeout: 5000 });
-        configure(db);
-      }
-      createTables(db);
-    } catch (e) {
-      db.close();
-      throw e;
-    }
-  }
+function statementsOf(db: DatabaseSync): Store {
   return {
     db,
     fileByPath: db.prepare(
@@ -206,23 +112,6 @@ function configure(db: DatabaseSync): void {
   );
 }
 
-function hasTables(db: DatabaseSync): boolean {
-  return db.prepare("SELECT 1 FROM sqlite_schema LIMIT 1").get() !== undefined;
-}
-
-/** The tables of INDEX_VERSION in an empty database, once: another process may be at it too. */
-function createTables(db: DatabaseSync): void {
-  db.exec("BEGIN IMMEDIATE");
-  try {
-    const now = db.prepare("PRAGMA user_version").get() as { user_version: number };
-    if (now.user_version !== INDEX_VERSION) db.exec(TABLES);
-    db.exec("COMMIT");
-  } catch (e) {
-    db.exec("ROLLBACK");
-    throw e;
-  }
-}
-
 const TABLES = `
     CREATE TABLE files (
       id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, dev TEXT NOT NULL, ino TEXT NOT NULL,
@@ -243,8 +132,19 @@ const TABLES = `
       text, content = '', contentless_delete = 1, detail = none,
       tokenize = 'unicode61 remove_diacritics 2'
     );
-    PRAGMA user_version = ${INDEX_VERSION};
 `;
+
+const LAYOUT: CacheLayout = {
+  version: INDEX_VERSION,
+  words: {
+    what: "the search index file",
+    instead:
+      "set XDG_CACHE_HOME to a folder of your own (the index is $XDG_CACHE_HOME/mosaic-conversation, else ~/.cache/mosaic-conversation)",
+  },
+  configure,
+  tables: TABLES,
+  probe: "SELECT count(*) FROM files",
+};
 
 /**
  * Makes the words of deleted entries leave the files. FTS5 marks a deleted row of a

@@ -2,8 +2,8 @@
 // row per session file read (its identity, how far it was read, hashes of the first and last
 // bytes read, to notice a rewrite) and one row per spend found in it. It is a cache: a damaged
 // or older one is dropped and built again, which costs one first run.
-import { rmSync } from "node:fs";
-import { DatabaseSync } from "node:sqlite";
+import type { DatabaseSync } from "node:sqlite";
+import { type CacheLayout, openCacheDatabase } from "../fs/sqlite-cache.ts";
 import type { Spend } from "./lines.ts";
 
 /** Bumped when the layout or what a spend holds changes (a price, a key): rebuilt. */
@@ -36,43 +36,28 @@ export type UsageStore = {
   close(): void;
 };
 
-/** SQLite's result codes for a file that is not (or no longer) a sound database. */
-function isDamaged(e: unknown): boolean {
-  const code = (e as { errcode?: unknown } | null)?.errcode;
-  return code === 11 || code === 26;
-}
-
+/**
+ * Opens the usage index at `path` (src/fs/sqlite-cache.ts, the search index's rule: private
+ * files, never through a link; a damaged file or another version is built again).
+ */
 export function openUsageStore(path: string): UsageStore {
-  try {
-    return openSound(path);
-  } catch (e) {
-    if (!isDamaged(e)) throw e;
-    for (const suffix of ["", "-wal", "-shm"]) rmSync(`${path}${suffix}`, { force: true });
-    return openSound(path);
-  }
+  return openCacheDatabase(path, LAYOUT, wrap);
 }
 
-function openSound(path: string): UsageStore {
-  const db = new DatabaseSync(path, { timeout: 5000 });
-  try {
-    db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
-    const version = (db.prepare("PRAGMA user_version").get() as { user_version: number })
-      .user_version;
-    if (version !== USAGE_INDEX_VERSION) {
-      db.exec(
-        "DROP TABLE IF EXISTS spends; DROP TABLE IF EXISTS files;" +
-          "CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, dev TEXT, ino TEXT, size INTEGER, ctime TEXT, end_at INTEGER, head TEXT, tail TEXT, last_model TEXT);" +
-          "CREATE TABLE spends (file INTEGER NOT NULL, key TEXT, ms INTEGER, model TEXT, input INTEGER, output INTEGER, cache_read INTEGER, cache_write INTEGER, cost REAL, unpriced INTEGER);" +
-          "CREATE INDEX spends_file ON spends(file);" +
-          `PRAGMA user_version = ${USAGE_INDEX_VERSION};`,
-      );
-    }
-  } catch (e) {
-    db.close();
-    throw e;
-  }
-  return wrap(db);
-}
+const LAYOUT: CacheLayout = {
+  version: USAGE_INDEX_VERSION,
+  words: {
+    what: "the usage index file",
+    instead:
+      "set XDG_CACHE_HOME to a folder of your own (the index is $XDG_CACHE_HOME/mosaic-conversation, else ~/.cache/mosaic-conversation)",
+  },
+  configure: (db) => db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"),
+  tables:
+    "CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, dev TEXT, ino TEXT, size INTEGER, ctime TEXT, end_at INTEGER, head TEXT, tail TEXT, last_model TEXT);" +
+    "CREATE TABLE spends (file INTEGER NOT NULL, key TEXT, ms INTEGER, model TEXT, input INTEGER, output INTEGER, cache_read INTEGER, cache_write INTEGER, cost REAL, unpriced INTEGER);" +
+    "CREATE INDEX spends_file ON spends(file);",
+  probe: "SELECT count(*) FROM files",
+};
 
 type RawFile = {
   id: number;

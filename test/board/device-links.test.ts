@@ -11,6 +11,7 @@ import { startBoard } from "../../src/board/index.ts";
 import { jsonReply } from "../../src/board/reply.ts";
 import { runLogins } from "../../src/cli/logins.ts";
 import { qrLines } from "../../src/cli/qr.ts";
+import { startCli } from "../cli/run-cli.ts";
 import { postLogin } from "../helpers/login.ts";
 import { writeBoardFixture } from "./fixture.ts";
 import { send } from "./http-client.ts";
@@ -103,6 +104,42 @@ describe("device links", () => {
     const refused = await postLogin(unused.url);
     assert.equal(refused.status, 403);
     assert.match(JSON.stringify(refused.json), /was revoked/);
+  });
+
+  it("says, when no link was minted, the command that mints one in the same state dir", (t) => {
+    const state = stateDir(t);
+    const { err, io: o } = io();
+    assert.equal(runLogins({ name: "logins", json: false, stateDir: state }, o), 1);
+    assert.match(
+      err.join(""),
+      new RegExp(
+        `start \`npm run conversation -- serve --phone --state-dir ${state}\` to mint one`,
+      ),
+    );
+  });
+
+  it("prints serve --phone's link with the revoke line for its state dir, and says a loopback link stays on this machine", async (t) => {
+    const state = stateDir(t);
+    const fx = await writeBoardFixture(t);
+    const project = fx.specs.find((s) => s.kind === "repository")?.projectRoot ?? "";
+    const serve = startCli(t, [
+      ...["serve", "--phone", "--project", project, "--state-dir", state, "--port", "0"],
+    ]);
+    await serve.waitFor(
+      "the phone lines",
+      (c) => /This link is on loopback/.test(c.stdout()),
+      60_000,
+    );
+    const out = serve.stdout();
+    const id = /A device login link for local-operator \((dl-[0-9a-f]+):/.exec(out)?.[1];
+    assert.ok(id, out);
+    assert.ok(
+      out.includes(
+        `\`npm run conversation -- logins --revoke ${id} --state-dir ${state}\` revokes it`,
+      ),
+      out,
+    );
+    assert.match(out, /For a phone, serve the board behind a proxy with --public-origin/);
   });
 
   it("draws the QR code of the link, module for module", () => {

@@ -6,10 +6,11 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
+import { HELP } from "../../src/cli/args.ts";
 import { AGENT_FILES, copyAgentFiles } from "../../src/cli/control.ts";
 import { notInstalled, parseControl } from "../../src/cli/control-args.ts";
 import { describeLauncher } from "../../src/cli/control-report.ts";
-import { commandLine, commandPrefix } from "../../src/cli/invocation.ts";
+import { asInvoked, commandLine, commandPrefix } from "../../src/cli/invocation.ts";
 import { modelOf, writeNewSession } from "../../src/cli/new-session.ts";
 import { RepositoryVerifier } from "../../src/control/controller/records.ts";
 import { isControlRefusal } from "../../src/control/refusal.ts";
@@ -115,6 +116,18 @@ describe("control --agent-from", () => {
 });
 
 describe("the printed invocation", () => {
+  it("names every command the top help lists as it is run from here, in help texts", () => {
+    const commands = [...HELP.top.matchAll(/^ {2}([a-z]+)\b/gm)].map((m) => m[1]);
+    assert.ok(commands.length >= 13, `commands listed: ${commands.join(" ")}`);
+    for (const name of commands) {
+      assert.equal(
+        asInvoked(`Try \`conversation ${name} --help\`.`, "npx conversation"),
+        `Try \`npx conversation ${name} --help\`.`,
+        name,
+      );
+    }
+  });
+
   it("is npm's script from the sources, npx under npx, else the bin; arguments quoted", () => {
     assert.equal(commandPrefix({ fromSource: true }), "npm run conversation --");
     assert.equal(commandPrefix({ npmCommand: "exec", script: "/x/bin" }), "npx conversation");

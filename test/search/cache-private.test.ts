@@ -21,8 +21,10 @@ import {
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { describe, it, type TestContext } from "node:test";
-import { rootsFromSpecs } from "../../src/index.ts";
+import { createReader, rootsFromSpecs } from "../../src/index.ts";
+
 import { createSearch, type Search } from "../../src/search/index.ts";
+import { openUsage, USAGE_FILE } from "../../src/usage/index.ts";
 import { OTHER_UID, startAsOtherUser, whyNoOtherUser } from "../helpers/other-user.ts";
 import { assistant, header, project, user, writeSession } from "../helpers/reader.ts";
 
@@ -143,6 +145,29 @@ describe("search cache: private", () => {
     const twice = open(t, f.roots, cacheDir);
     assert.match(twice.ok ? "" : twice.reason, /has 2 names \(hard links\)/);
     assert.equal(target.digest(), before);
+  });
+
+  it("never opens the usage index through a link either, and narrows an old 0644 one", (t) => {
+    const f = fixture(t);
+    const target = victim(f.base);
+    const before = target.digest();
+    const cacheDir = join(f.base, "cache");
+    mkdirSync(cacheDir, { mode: 0o700 });
+    const openIt = () => {
+      const catalogue = () => createReader({ roots: f.roots }).catalogue();
+      const opened = openUsage({ roots: f.roots, catalogue, cacheDir });
+      if (opened.ok) opened.usage.close();
+      return opened;
+    };
+    symlinkSync(target.path, join(cacheDir, USAGE_FILE));
+    const linked = openIt();
+    assert.match(linked.ok ? "" : linked.reason, /usage\.sqlite is a symbolic link/);
+    assert.equal(target.digest(), before);
+    rmSync(join(cacheDir, USAGE_FILE));
+    assert.equal(openIt().ok, true);
+    chmodSync(join(cacheDir, USAGE_FILE), 0o644);
+    assert.equal(openIt().ok, true);
+    assert.equal(statSync(join(cacheDir, USAGE_FILE)).mode & 0o777, 0o600);
   });
 
   it("refuses a cache folder others can write to, or under a folder they can", (t) => {
