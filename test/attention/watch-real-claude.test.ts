@@ -8,7 +8,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { AttentionWatch, type InboxRow } from "../../src/attention/watch.ts";
-import { register } from "../../src/control/registry/registry.ts";
+import { bashCall, DONE, registerClaude } from "../board/claude-board.ts";
 import { startClaude } from "../control/real-claude-controller.ts";
 import { until } from "../helpers/deadline.ts";
 import type { AnthropicReply } from "../helpers/fake-anthropic.ts";
@@ -18,28 +18,15 @@ const WAIT = 60_000;
 
 async function watched(t: TestContext, replies: AnthropicReply[]) {
   const run = await startClaude(t, { replies });
-  const registryDir = join(run.root, "state", "controllers");
+  const registryDir = await registerClaude(t, run);
   const conversation = run.ctrl.conversation;
-  const reg = await register(registryDir, {
-    conversation,
-    project: run.projectRoot,
-    seat: "main",
-    sessionFile: run.sessionFile,
-    socket: run.ctrl.socketPath,
-    execution: run.ctrl.state().execution,
-    grants: ["g-op", "g-ro"],
-    startedAt: new Date().toISOString(),
-  });
   const watch = new AttentionWatch({ registryDir, grant: "g-ro", stallMs: 60_000, scanMs: 200 });
   const seen: string[] = [];
   const row = (): InboxRow | undefined => watch.rows().find((r) => r.conversation === conversation);
   watch.onChange((r) => {
     if (r.conversation === conversation) seen.push(r.attention.state);
   });
-  t.after(async () => {
-    await watch.close();
-    reg.remove();
-  });
+  t.after(() => watch.close());
   await watch.start();
   await until(() => row() !== undefined, "the watch found the controller", WAIT);
   const { client, dialogs } = await run.client();
@@ -54,20 +41,7 @@ describe("attention/watch with the real pinned Claude Code", () => {
     async (t) => {
       const w = await watched(t, []);
       const marker = join(w.run.projectRoot, "marker.txt");
-      w.run.fake.enqueue(
-        {
-          kind: "message",
-          content: [
-            {
-              type: "tool_use",
-              id: "toolu_attn",
-              name: "Bash",
-              input: { command: `touch ${marker}`, description: "create the marker file" },
-            },
-          ],
-        },
-        { kind: "message", content: [{ type: "text", text: "done" }] },
-      );
+      w.run.fake.enqueue(bashCall("toolu_attn", `touch ${marker}`, "create the marker file"), DONE);
       const r = await w.client.prompt("make the marker");
       assert.ok(r.outcome === "admitted", JSON.stringify(r));
       await until(() => w.state() === "waiting-approval", "waiting for approval", WAIT);

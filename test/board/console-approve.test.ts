@@ -9,8 +9,6 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Page } from "playwright-core";
-import { ConversationClient } from "../../src/control/client/client.ts";
-import type { Receipt, StreamEvent } from "../../src/control/protocol.ts";
 import { until } from "../helpers/deadline.ts";
 import {
   ARTIFACTS,
@@ -20,35 +18,19 @@ import {
   runAxe,
   seriousOf,
 } from "./browser.ts";
-import { startClaudeBoard } from "./claude-board.ts";
+import { bashCall, DONE, startClaudeBoard, terminalOn } from "./claude-board.ts";
 
 const T = { timeout: 240_000 };
 const WAIT = 60_000;
 
 /** A Bash call whose command and description carry HTML, a bidi override and an escape. */
-function touch(path: string, id: string) {
-  return {
-    kind: "message" as const,
-    content: [
-      {
-        type: "tool_use" as const,
-        id,
-        name: "Bash",
-        input: {
-          command: `touch ${path} # <img src=x onerror=alert(1)>`,
-          description: "make <b>the</b> marker \u202eevil\u001b[31m",
-        },
-      },
-    ],
-  };
-}
-const done = { kind: "message" as const, content: [{ type: "text" as const, text: "done" }] };
-
-function settledAll(events: StreamEvent[]): number {
-  return events.filter(
-    (e) => e.event.kind === "receipt" && (e.event.receipt as Receipt).state === "settled",
-  ).length;
-}
+const touch = (path: string, id: string) =>
+  bashCall(
+    id,
+    `touch ${path} # <img src=x onerror=alert(1)>`,
+    "make <b>the</b> marker \u202eevil\u001b[31m",
+  );
+const done = DONE;
 
 describe("approvals in the Console's live panel, with the real Claude Code", {
   skip: browserSkip,
@@ -69,18 +51,10 @@ describe("approvals in the Console's live panel, with the real Claude Code", {
       replies: [{ kind: "message", content: [{ type: "text", text: "Hello from Claude." }] }],
     });
     // A first turn from a terminal, so the session file exists for the Console to open.
-    const terminal = new ConversationClient({
-      socketPath: run.ctrl.socketPath,
-      grant: "g-op",
-      requestTimeoutMs: 30_000,
-    });
-    t.after(() => terminal.close());
-    const events: StreamEvent[] = [];
-    terminal.onEvent((e) => events.push(e));
-    await terminal.connect();
+    const { terminal, settled } = await terminalOn(t, run);
     assert.equal((await terminal.takeover()).outcome, "admitted");
     assert.equal((await terminal.prompt("say hello")).outcome, "admitted");
-    await until(() => settledAll(events) === 1, "the first turn settled", WAIT);
+    await until(() => settled() === 1, "the first turn settled", WAIT);
     assert.equal((await terminal.release()).outcome, "admitted");
 
     const errors: string[] = [];

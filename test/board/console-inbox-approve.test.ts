@@ -8,8 +8,6 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Page } from "playwright-core";
-import { ConversationClient } from "../../src/control/client/client.ts";
-import type { Dialog, Receipt, StreamEvent } from "../../src/control/protocol.ts";
 import { until } from "../helpers/deadline.ts";
 import {
   ARTIFACTS,
@@ -19,29 +17,13 @@ import {
   runAxe,
   seriousOf,
 } from "./browser.ts";
-import { startClaudeBoard } from "./claude-board.ts";
+import { bashCall, DONE, startClaudeBoard, terminalOn } from "./claude-board.ts";
 
 const T = { timeout: 240_000 };
 const WAIT = 60_000;
 
-function touch(path: string, id: string) {
-  return {
-    kind: "message" as const,
-    content: [
-      {
-        type: "tool_use" as const,
-        id,
-        name: "Bash",
-        input: { command: `touch ${path}`, description: "create the marker file" },
-      },
-    ],
-  };
-}
-const done = { kind: "message" as const, content: [{ type: "text" as const, text: "done" }] };
-const settledCount = (events: StreamEvent[]) =>
-  events.filter(
-    (e) => e.event.kind === "receipt" && (e.event.receipt as Receipt).state === "settled",
-  ).length;
+const touch = (path: string, id: string) => bashCall(id, `touch ${path}`, "create the marker file");
+const done = DONE;
 
 describe("Allow and Deny in the Console's inbox, with the real Claude Code", {
   skip: browserSkip,
@@ -61,20 +43,10 @@ describe("Allow and Deny in the Console's inbox, with the real Claude Code", {
     const { run, board } = await startClaudeBoard(t, {
       replies: [{ kind: "message", content: [{ type: "text", text: "Hello." }] }],
     });
-    const terminal = new ConversationClient({
-      socketPath: run.ctrl.socketPath,
-      grant: "g-op",
-      requestTimeoutMs: 30_000,
-    });
-    t.after(() => terminal.close());
-    const events: StreamEvent[] = [];
-    const dialogs: Dialog[] = [];
-    terminal.onEvent((e) => events.push(e));
-    terminal.onDialog((d) => dialogs.push(d));
-    await terminal.connect();
+    const { terminal, dialogs, settled } = await terminalOn(t, run);
     assert.equal((await terminal.takeover()).outcome, "admitted");
     assert.equal((await terminal.prompt("say hello")).outcome, "admitted");
-    await until(() => settledCount(events) === 1, "the first turn settled", WAIT);
+    await until(() => settled() === 1, "the first turn settled", WAIT);
 
     const errors: string[] = [];
     const open = async (b: Browser, login: boolean, width: number): Promise<Page> => {
@@ -141,7 +113,7 @@ describe("Allow and Deny in the Console's inbox, with the real Claude Code", {
     assert.equal(allowed?.answeredBy?.actor, "local-operator");
     assert.notEqual(allowed?.answeredBy?.connection, terminal.welcome?.connection);
     assert.notEqual(terminal.state?.controllerConnection, terminal.welcome?.connection);
-    await until(() => settledCount(events) === 2, "the turn settled", WAIT);
+    await until(() => settled() === 2, "the turn settled", WAIT);
     await row(operator).waitFor({ state: "detached" });
 
     // Deny from the row, the page in control now: the tool never runs.
@@ -155,7 +127,7 @@ describe("Allow and Deny in the Console's inbox, with the real Claude Code", {
       "denied by the page",
       WAIT,
     );
-    await until(() => settledCount(events) === 3, "the turn settled", WAIT);
+    await until(() => settled() === 3, "the turn settled", WAIT);
     assert.equal(existsSync(denied), false, "the denied tool did not run");
     assert.deepEqual(errors, []);
   });

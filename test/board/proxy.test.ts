@@ -18,7 +18,7 @@ import { type Grant, OPERATIONS } from "../../src/control/protocol.ts";
 import { startController } from "../control/controller-fixture.ts";
 import { type Caddy, freePort, hasCaddy, startCaddy, viaCaddy } from "../helpers/caddy.ts";
 import { until } from "../helpers/deadline.ts";
-import { startClaudeBoard } from "./claude-board.ts";
+import { bashCall, DONE, startClaudeBoard } from "./claude-board.ts";
 import { boardOverController } from "./controlled-board.ts";
 
 const skip = hasCaddy() ? false : "caddy is not installed (apt-get install caddy)";
@@ -38,6 +38,23 @@ const GRANTS: Grant[] = [
   { id: "g-ro", actor: "the-board-watching", capabilities: ["observe"] },
 ];
 
+/** The board's proxy flags for Caddy on `port`, with PEOPLE's roles. */
+function proxyOn(port: number): ProxyConfig {
+  const roles = parseRoles({
+    identities: Object.fromEntries(Object.entries(PEOPLE).filter(([, r]) => r !== null)),
+  });
+  assert.ok(roles.ok);
+  const checked = checkProxyFlags({
+    publicOrigin: `https://localhost:${port}`,
+    trustedProxy: "127.0.0.1",
+    identityHeader: "X-Remote-User",
+    roles: roles.roles,
+    rolesFile: "roles.json",
+  });
+  if (!checked.ok) assert.fail(checked.error);
+  return checked.proxy;
+}
+
 async function proxiedBoard(t: TestContext) {
   const auditDir = { dir: "" };
   let ledger: AuditLedger | null = null;
@@ -49,20 +66,8 @@ async function proxiedBoard(t: TestContext) {
   const opened = AuditLedger.open(auditDir.dir, ctl.conversation);
   if (!opened.ok) assert.fail(opened.message);
   ledger = opened.ledger;
-  const roles = parseRoles({
-    identities: Object.fromEntries(Object.entries(PEOPLE).filter(([, r]) => r !== null)),
-  });
-  assert.ok(roles.ok);
   const port = await freePort();
-  const checked = checkProxyFlags({
-    publicOrigin: `https://localhost:${port}`,
-    trustedProxy: "127.0.0.1",
-    identityHeader: "X-Remote-User",
-    roles: roles.roles,
-    rolesFile: "roles.json",
-  });
-  if (!checked.ok) assert.fail(checked.error);
-  const proxy: ProxyConfig = checked.proxy;
+  const proxy = proxyOn(port);
   const { board, conversation, unregister } = await boardOverController(f, ctl.socketPath, {
     proxy,
   });
@@ -263,22 +268,10 @@ describe("board behind caddy", { skip }, () => {
   }, async (t) => {
     let ledger: AuditLedger | null = null;
     const port = await freePort();
-    const roles = parseRoles({
-      identities: Object.fromEntries(Object.entries(PEOPLE).filter(([, r]) => r !== null)),
-    });
-    assert.ok(roles.ok);
-    const checked = checkProxyFlags({
-      publicOrigin: `https://localhost:${port}`,
-      trustedProxy: "127.0.0.1",
-      identityHeader: "X-Remote-User",
-      roles: roles.roles,
-      rolesFile: "roles.json",
-    });
-    if (!checked.ok) assert.fail(checked.error);
     const { run, board, conversation } = await startClaudeBoard(t, {
       grants: GRANTS,
       actions: (a) => ledger?.append(a),
-      board: { proxy: checked.proxy },
+      board: { proxy: proxyOn(port) },
     });
     const opened = AuditLedger.open(join(run.root, "audit"), conversation);
     if (!opened.ok) assert.fail(opened.message);
@@ -293,20 +286,7 @@ describe("board behind caddy", { skip }, () => {
     await watcher.connect();
 
     const marker = join(run.projectRoot, "allowed.txt");
-    run.fake.enqueue(
-      {
-        kind: "message",
-        content: [
-          {
-            type: "tool_use",
-            id: "toolu_proxy",
-            name: "Bash",
-            input: { command: `touch ${marker}`, description: "create the marker file" },
-          },
-        ],
-      },
-      { kind: "message", content: [{ type: "text", text: "done" }] },
-    );
+    run.fake.enqueue(bashCall("toolu_proxy", `touch ${marker}`, "create the marker file"), DONE);
     const key = async (name: string) => ((await logIn(caddy, name)).json as { key: string }).key;
     const otto = await key("otto");
     assert.equal((await steer(caddy, "otto", otto, conversation, { op: "takeover" })).status, 200);
