@@ -109,6 +109,7 @@ describe("Allow and Deny in the Console's inbox, with the real Claude Code", {
       .getByRole("button", { name: /^Allow/ })
       .click();
     await until(() => existsSync(marker), "the allowed tool ran", WAIT);
+    await until(() => dialogs.some((d) => d.state === "allowed"), "the end pushed", WAIT);
     const allowed = [...dialogs].reverse().find((d) => d.state === "allowed");
     assert.equal(allowed?.answeredBy?.actor, "local-operator");
     assert.notEqual(allowed?.answeredBy?.connection, terminal.welcome?.connection);
