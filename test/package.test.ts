@@ -46,11 +46,13 @@ const manifest = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as
 };
 
 describe("package.json", () => {
-  it("depends on exactly the pinned Pi and the QR encoder, and nothing else at run time", () => {
-    // qrcode-generator draws `serve --phone`'s link for a phone to scan (docs/package.md).
+  it("depends on exactly the pinned Pi, the QR encoder and web-push, and nothing else at run time", () => {
+    // qrcode-generator draws `serve --phone`'s link for a phone to scan; web-push encrypts and
+    // signs the board's Web Push (RFC 8291, 8292) (docs/package.md).
     assert.deepEqual(manifest.dependencies, {
       [PI_PACKAGE]: "0.85.1",
       "qrcode-generator": "2.0.4",
+      "web-push": "3.6.7",
     });
     assert.equal(manifest.devDependencies[PI_PACKAGE], undefined);
     assert.equal(manifest.engines.node, ">=24");

@@ -43,6 +43,13 @@ const ASSET_FILES: Readonly<Record<string, readonly [file: string, contentType: 
   "/live-approval.js": ["live-approval.js", "text/javascript; charset=utf-8"],
   "/inbox.js": ["inbox.js", "text/javascript; charset=utf-8"],
   "/inbox-answer.js": ["inbox-answer.js", "text/javascript; charset=utf-8"],
+  "/budget-meter.js": ["budget-meter.js", "text/javascript; charset=utf-8"],
+  // Web Push and installing (docs/push.md): the Console's side of it, its service worker at
+  // the root (so its scope is the whole Console), the web app manifest (its icon is a data: URL in it, as
+  // the page's CSP allows images only as data: URLs, and manifest icons are fetched under it).
+  "/push.js": ["push.js", "text/javascript; charset=utf-8"],
+  "/sw.js": ["sw.js", "text/javascript; charset=utf-8"],
+  "/manifest.webmanifest": ["manifest.webmanifest", "application/manifest+json; charset=utf-8"],
   "/render.js": ["render.js", "text/javascript; charset=utf-8"],
   "/tools.js": ["tools.js", "text/javascript; charset=utf-8"],
   "/markup.js": ["markup.js", "text/javascript; charset=utf-8"],

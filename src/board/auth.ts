@@ -124,6 +124,11 @@ export class BoardAuth {
     };
   }
 
+  /** The device link (`dl-…`) a login came from, or null (the operator link's, a proxy's). */
+  deviceOf(login: string): string | null {
+    return this.#options.devices?.linkOfLogin(login) ?? null;
+  }
+
   /**
    * The checks of a POST, in the order a person fixes them: an Origin equal to the board's
    * own (`host` has passed the Host check) and a JSON body. The login comes after: `/login`

@@ -5,7 +5,12 @@
 // the socket: a session that took control is the controller; another session is an observer.
 // The answer is the controller's reply, with the HTTP status of its refusal code (status.ts).
 import { ConversationClient, type Outcome } from "../control/client/client.ts";
-import { CONFIRMED_OPERATIONS, OPERATIONS, type Operation } from "../control/protocol.ts";
+import {
+  type BudgetLimits,
+  CONFIRMED_OPERATIONS,
+  OPERATIONS,
+  type Operation,
+} from "../control/protocol.ts";
 import { findController } from "../control/registry/registry.ts";
 import type { Who } from "./identity.ts";
 import { refuseRole } from "./identity.ts";
@@ -216,8 +221,19 @@ async function perform(
       if (message !== undefined && typeof message !== "string") {
         return '"answer"\'s "message" is a string.';
       }
+      if (body.budget !== undefined) {
+        if (decision !== "allow" || typeof body.budget !== "object" || body.budget === null) {
+          return '"answer"\'s "budget" goes with "allow" on a budget dialog: { "usd", "tokens" }.';
+        }
+        return client.raiseBudget(dialog, body.budget as BudgetLimits);
+      }
       return client.answer(dialog, decision, message);
     }
+    case "budget":
+      return client.budget({
+        ...(body.usd === undefined ? {} : { usd: body.usd as number }),
+        ...(body.tokens === undefined ? {} : { tokens: body.tokens as number }),
+      });
     default:
       return unreachable(op);
   }

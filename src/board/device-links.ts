@@ -98,6 +98,12 @@ export class DeviceLinks {
     return false;
   }
 
+  /** The device link a login came from (`dl-…`), or null: the operator link's, or unknown. */
+  linkOfLogin(login: string): string | null {
+    for (const link of this.#links.values()) if (link.login === login) return link.id;
+    return null;
+  }
+
   list(): DeviceRecord[] {
     return [...this.#links.values()].map((l) => {
       this.#refresh(l, Date.now());
@@ -108,11 +114,7 @@ export class DeviceLinks {
 
   #refresh(link: Held, now: number): void {
     const before = link.state;
-    if (
-      link.state !== "revoked" &&
-      this.#dir !== null &&
-      existsSync(join(this.#dir, "revoked", link.id))
-    ) {
+    if (link.state !== "revoked" && this.#dir !== null && isRevokedLink(this.#dir, link.id)) {
       link.state = "revoked";
     } else if (link.state === "unused" && Date.parse(link.expiresAt) <= now) {
       link.state = "expired";
@@ -136,6 +138,14 @@ export class DeviceLinks {
     writeFileSync(temp, `${JSON.stringify({ pid: process.pid, links })}\n`, { mode: 0o600 });
     renameSync(temp, file);
   }
+}
+
+/**
+ * Whether `conversation logins --revoke ID` revoked the link: its file in `<board dir>/revoked`.
+ * Read from the disk each time, so a board started after the revocation knows it too.
+ */
+export function isRevokedLink(boardDir: string, id: string): boolean {
+  return existsSync(join(boardDir, "revoked", id));
 }
 
 function digest(value: string): Buffer {

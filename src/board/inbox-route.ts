@@ -90,6 +90,11 @@ export class InboxHub {
     };
   }
 
+  /** Called with a conversation's row at each change of its state (push/hub.ts listens). */
+  onChange(fn: (row: InboxRow) => void): () => void {
+    return this.#watch?.onChange(fn) ?? (() => {});
+  }
+
   async serve(req: IncomingMessage, res: ServerResponse, request: BoardRequest): Promise<void> {
     const refused = checkRequest(this.#o.hosts, request);
     if (refused !== null) return send(res, refused, req.method);

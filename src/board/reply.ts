@@ -22,13 +22,17 @@ export const PAGE_CSP = [
   "style-src 'self'",
   "img-src data:",
   "connect-src 'self'",
+  // The web app manifest (installing the Console, docs/push.md), from the board only.
+  "manifest-src 'self'",
   "base-uri 'none'",
   "form-action 'none'",
   "frame-ancestors 'none'",
   // Chromium then throws on any string assigned to innerHTML and its kin: a second lock
   // behind the Console's rule of inserting conversation text as text only.
   "require-trusted-types-for 'script'",
-  "trusted-types 'none'",
+  // One policy, push.js's, which turns exactly "/sw.js" into a script URL so the service
+  // worker can be registered; it makes no HTML, so innerHTML and its kin still throw.
+  "trusted-types console-sw",
 ].join("; ");
 
 /** Everything that is not the page: nothing may load, run or frame it. */

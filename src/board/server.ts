@@ -17,6 +17,7 @@ import { identify, LOCAL_WHO, type ProxyConfig, type Who } from "./identity.ts";
 import { INBOX_ROUTE, InboxHub } from "./inbox-route.ts";
 import { LIVE_ROUTE, LiveHub, type LiveStats } from "./live.ts";
 import { isTrustedPeer, peerOwner } from "./peer-owner.ts";
+import { PUSH_ACT_ROUTE, PUSH_KEY_ROUTE, PushHub, type PushOptions } from "./push/hub.ts";
 import type { ReaderSources } from "./read-messages.ts";
 import { MAX_LANES, startReadPool } from "./read-pool.ts";
 import { boardRefusal, type Reply, rawResponse, SECURITY_HEADERS } from "./reply.ts";
@@ -86,6 +87,8 @@ export type BoardOptions = BoardReading & {
   proxy?: ProxyConfig;
   /** Device login links (`serve --phone`, device-links.ts); without it none can be minted. */
   devices?: DeviceLinks;
+  /** Web Push (push/hub.ts, docs/push.md): its state folder; without it the routes are 404. */
+  push?: PushOptions;
 };
 
 /** What a request answered `board-starting` is told to wait (`Retry-After`), in seconds. */
@@ -189,6 +192,7 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
   let stopControl = async () => {};
   let ready = false;
   const proxy = options.proxy ?? null;
+  const push = options.push === undefined ? null : new PushHub({ ...options.push, hosts, log });
   const serveRequest = (req: IncomingMessage, res: ServerResponse, who: Who) => {
     const target = req.url ?? "";
     const early = refuseAtHttpLevel(req);
@@ -205,12 +209,18 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
     }
     // Before the workers run, a login or a POST is told to come back like any request.
     if (ready && auth !== null && early === null && acts(req)) {
-      const acting = act(req, res, { auth, hosts, control, who, proxy }).catch((e: unknown) => {
-        log(`board: internal error on a POST or login: ${e instanceof Error ? e.stack : e}`);
-        res.destroy();
-      });
+      const acting = act(req, res, { auth, hosts, control, who, proxy, push }).catch(
+        (e: unknown) => {
+          log(`board: internal error on a POST or login: ${e instanceof Error ? e.stack : e}`);
+          res.destroy();
+        },
+      );
       void acting;
       return;
+    }
+    if (push !== null && PUSH_KEY_ROUTE.test(target) && early === null) {
+      req.resume();
+      return push.serveKey(req, res, requestOf(req));
     }
     if (inbox !== null && INBOX_ROUTE.test(target) && early === null) {
       req.resume();
@@ -291,6 +301,8 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
     ...(options.devices === undefined ? {} : { devices: options.devices }),
   });
   auth = madeAuth;
+  // A login signed out (made room for, its device link revoked) takes its subscriptions along.
+  if (push !== null) signedOut.push((login) => push.forget(login));
   server.on("error", (e) => log(`board: server error: ${e.stack ?? e}`));
 
   try {
@@ -353,6 +365,7 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
     await new Promise<void>((resolve) => server.close(() => resolve()));
     throw e;
   }
+  if (push !== null) inbox?.onChange((row) => push.onRow(row));
   ready = true;
 
   let closing: Promise<void> | undefined;
@@ -367,6 +380,7 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
       closing ??= Promise.all([
         live?.close(),
         inbox?.close(),
+        push?.close(),
         stopControl(),
         stopServing(server, handedOver, stopReading),
       ]).then(() => {});
@@ -488,7 +502,11 @@ function rejectMalformed(error: NodeJS.ErrnoException, socket: Socket): void {
  */
 function acts(req: IncomingMessage): boolean {
   const path = (req.url ?? "").split("?", 1)[0] ?? "";
-  return CONTROL_ROUTE.test(path) || (path === "/login" && req.method === "POST");
+  return (
+    CONTROL_ROUTE.test(path) ||
+    PUSH_ACT_ROUTE.test(path) ||
+    (path === "/login" && req.method === "POST")
+  );
 }
 
 /**
@@ -503,12 +521,13 @@ type Acting = {
   /** Who asks (identity.ts): the proxy's person, or the local operator. */
   who: Who;
   proxy: ProxyConfig | null;
+  push: PushHub | null;
 };
 
 async function act(
   req: IncomingMessage,
   res: ServerResponse,
-  { auth, hosts, control, who, proxy }: Acting,
+  { auth, hosts, control, who, proxy, push }: Acting,
 ): Promise<void> {
   const request = requestOf(req);
   const refused = checkRequest(hosts, { ...request, method: "GET" });
@@ -549,6 +568,13 @@ async function act(
   }
   const check = auth.checkLogin(req.headers, who);
   if (!check.ok) return finish(check.reply);
+  if (PUSH_ACT_ROUTE.test(path)) {
+    if (push === null) return finish(boardRefusal("not-found", "This board sends no pushes."));
+    const body = await readJsonObject(req);
+    if (!body.ok) return finish(body.reply);
+    const device = auth.deviceOf(check.login);
+    return finish(push.act(path, body.value, { login: check.login, who, device }));
+  }
   const match = CONTROL_ROUTE.exec(path);
   if (match?.[1] === undefined || control === undefined) {
     return finish(boardRefusal("not-found", "No such route on this board."));

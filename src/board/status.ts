@@ -80,6 +80,13 @@ export const REFUSAL_STATUS: Record<ReaderRefusalCode, number> = {
  * - Steering (control-route.ts): `no-controller` 404 (the registry names no running controller
  *   for this conversation now), `outcome-unknown` 502 (the request reached the controller and
  *   its reply was lost: never resent; look at the transcript).
+ * - Web Push (push/hub.ts, docs/push.md): `bad-subscription` 400 (a subscribe body that is not a
+ *   browser's PushSubscription: keys not a P-256 point and a 16-byte secret),
+ *   `endpoint-refused` 403 (an endpoint that is not https to a browser's push service, nor an
+ *   origin the board was started with: the board never POSTs where a page tells it to),
+ *   `too-many-subscriptions` 409 (the person's 8, or the board's 64, are kept already),
+ *   `push-unavailable` 503 (the push folder or a file in it cannot be used; the message says
+ *   why and what to do).
  */
 export const BOARD_REFUSAL_STATUS = {
   "bad-request": 400,
@@ -107,6 +114,10 @@ export const BOARD_REFUSAL_STATUS = {
   "usage-unavailable": 503,
   "board-busy": 503,
   "board-starting": 503,
+  "bad-subscription": 400,
+  "endpoint-refused": 403,
+  "too-many-subscriptions": 409,
+  "push-unavailable": 503,
 } as const satisfies Record<string, number>;
 
 export type BoardRefusalCode = keyof typeof BOARD_REFUSAL_STATUS;
@@ -120,7 +131,8 @@ export type BoardRefusalCode = keyof typeof BOARD_REFUSAL_STATUS;
  *   `foreign-host`, `unsealed-engine`).
  * - 409: the controller's state says no now, and another step may change it: not the
  *   controller, a newer generation, busy, a confirmation missing or used, a run already
- *   active, a replacement that would not be safe…
+ *   active, a replacement that would not be safe, the budget reached (`budget`: a raise
+ *   lets it go on)…
  * - 410 `cursor`: the observe cursor is gone, as the reader's `cursor-*`.
  * - 503: the controller cannot act at all now (`channel`: its connection is down; `audit`:
  *   it cannot write its evidence; `configuration`: it is set up wrong) — not the caller's
@@ -146,6 +158,7 @@ export const CONTROL_REFUSAL_STATUS: Record<ControlRefusalCode, number> = {
   draft: 409,
   "no-turn": 409,
   dialog: 409,
+  budget: 409,
   "already-controller": 409,
   "controller-present": 409,
   confirmation: 409,

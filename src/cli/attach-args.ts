@@ -30,6 +30,11 @@ Keys: Enter sends the composer; Ctrl-J or Alt-Enter adds a newline; Ctrl-T
 takes control; Ctrl-G interrupts; Ctrl-O reconnects if needed and re-reads
 the page; PageUp and PageDown scroll; Ctrl-C or Ctrl-D quits.
 
+Approvals: when the engine asks before a tool runs (Claude Code does), the
+tool and its input show above the status line; Ctrl-Y allows it and Ctrl-N
+denies it, while this terminal has control (Ctrl-T). When it ends, the
+status says who answered, or what ended it (an interrupt, a stop).
+
   <conversation-id>  the conversation a controller runs (found in the
                      registry of running controllers)
   --state-dir DIR    the state directory the controller was started with

@@ -8,10 +8,18 @@
 // sent once and a lost outcome is reported, never resent.
 import { ConnectError, ConversationClient, RECONNECT_DELAYS_MS } from "../control/client/client.ts";
 import { Transcript, type TranscriptItem } from "../control/client/transcript.ts";
-import type { ControllerState } from "../control/protocol.ts";
+import type { ControllerState, Dialog } from "../control/protocol.ts";
 import { placesFor } from "../control/registry/places.ts";
 import { findController } from "../control/registry/registry.ts";
+import { budgetMeterText } from "../present/budget-meter.ts";
 import { makeVisible } from "../present/visible.ts";
+import {
+  ApprovalBoard,
+  type ApprovalView,
+  answerRefusalWords,
+  approvalLines,
+  endedWords,
+} from "./attach-approvals.ts";
 import type { AttachCommand } from "./attach-args.ts";
 import { fitLine, renderItems } from "./attach-lines.ts";
 import { processScreen, type Screen } from "./attach-screen.ts";
@@ -133,9 +141,10 @@ class AttachApp {
       }),
       c.onState(() => {
         this.#sayResumed();
+        this.#approvalRole = c.role;
         this.#lastRole = c.role;
       }),
-      c.onDialog((d) => this.#say(`a dialog from Pi, not answered here: ${JSON.stringify(d)}`)),
+      c.onDialog((d) => this.#onDialog(d)),
       c.onError((issue) =>
         this.#say(
           issue.code === "reconnect-failed"
@@ -219,6 +228,14 @@ class AttachApp {
 
   #observeState(state: ControllerState | null): void {
     const role = this.#client.role;
+    const welcome = this.#client.welcome;
+    // The controller pushes every approval still open right after a welcome: start afresh.
+    if (welcome !== this.#approvalWelcome) {
+      this.#approvalWelcome = welcome;
+      this.#approvals.reset();
+    } else {
+      this.#approvals.observeRole(role, this.#approvalRole === "controller");
+    }
     if (state && this.#composer.observeController(state)) {
       // S4: a change of controller always starts a new draft, this client's own takeover too;
       // the old one is set aside (Ctrl-R), never dropped.
@@ -228,6 +245,69 @@ class AttachApp {
       this.#say("another client took control: Ctrl-T takes it back");
     }
     this.#draw();
+  }
+
+  readonly #approvals = new ApprovalBoard();
+  /** The welcome the approvals were pushed after; the role seen in the last state. */
+  #approvalWelcome: unknown = null;
+  #approvalRole: string | null = null;
+
+  #approvalView(): ApprovalView {
+    const c = this.#client;
+    return {
+      role: c.role,
+      connection: c.welcome?.connection ?? null,
+      controllerConnection: c.state?.controllerConnection ?? null,
+    };
+  }
+
+  #onDialog(d: Dialog): void {
+    if (d.disabled) {
+      // Pi's extension dialogs: pushed disabled, never answered (seed P3).
+      this.#say(
+        `the engine asked (${d.method}) "${d.title}": not answered here (${d.reason ?? "disabled"})`,
+      );
+      return;
+    }
+    const changed = this.#approvals.take(d);
+    if (changed === null) return;
+    if ("opened" in changed) {
+      const asks = `approval asked: run ${d.tool?.name ?? "a tool"}?`;
+      this.#say(
+        this.#client.role === "controller"
+          ? `${asks} ^Y allows, ^N denies`
+          : `${asks} only the controller answers`,
+      );
+    } else this.#say(`approval: ${endedWords(changed.ended, this.#approvalView().connection)}`);
+  }
+
+  /** ^Y / ^N: answers the oldest open approval, only while this connection controls. */
+  #answer(decision: "allow" | "deny"): void {
+    const d = this.#approvals.current;
+    if (d === null) {
+      this.#say("no approval is open: nothing to answer");
+      return;
+    }
+    if (this.#client.role !== "controller") {
+      this.#say(
+        this.#client.role === null
+          ? "not answered: not connected; ^O reconnects"
+          : "not answered: only the controller answers; ^T takes control, then ^Y or ^N",
+      );
+      return;
+    }
+    this.#say(decision === "allow" ? "allowing…" : "denying…");
+    void this.#client.answer(d.id, decision).then((o) => {
+      if ("refusal" in o) this.#say(answerRefusalWords(o.refusal, o.message));
+      else if (o.outcome === "unknown")
+        this.#say("answer's outcome unknown: see whether the approval ended");
+      else {
+        const ended = (o.result as { dialog?: Dialog } | undefined)?.dialog;
+        this.#say(
+          `approval: ${ended ? endedWords(ended, this.#approvalView().connection) : `${decision} admitted`}`,
+        );
+      }
+    });
   }
 
   /** The receipt of the last prompt this client sent, until its settling is known. */
@@ -322,6 +402,9 @@ class AttachApp {
       case "reread":
         void this.#reread();
         return;
+      case "answer":
+        this.#answer(e.decision);
+        return;
       case "scroll": {
         const page = Math.max(1, this.#bodyRows - 1);
         this.#scroll = Math.max(0, this.#scroll + (e.direction === "up" ? page : -page));
@@ -403,7 +486,13 @@ class AttachApp {
     const height = Math.max(4, rows);
     const header = fitLine(this.#headerText(), width);
     const composer = this.#composerLines(width, Math.max(1, Math.floor(height / 3)));
-    const bodyRows = Math.max(1, height - 2 - composer.lines.length);
+    const panel = approvalLines(
+      this.#approvals,
+      this.#approvalView(),
+      width,
+      Math.max(1, Math.floor((height - 2 - composer.lines.length) / 2)),
+    );
+    const bodyRows = Math.max(1, height - 2 - composer.lines.length - panel.length);
     this.#bodyRows = bodyRows;
     const body = this.#bodyLines(width);
     const maxScroll = Math.max(0, body.length - bodyRows);
@@ -412,7 +501,7 @@ class AttachApp {
     const view = body.slice(Math.max(0, end - bodyRows), end);
     while (view.length < bodyRows) view.push("");
     const status = fitLine(this.#statusText(), width);
-    const lines = [header, ...view, status, ...composer.lines];
+    const lines = [header, ...view, ...panel, status, ...composer.lines];
     const frame = lines.join("\n");
     if (frame === this.#lastFrame) return;
     this.#lastFrame = frame;
@@ -420,7 +509,7 @@ class AttachApp {
       this.#screen.write(`=== frame ${++this.#frames} ===\n${frame}\n`);
       return;
     }
-    const row = 1 + 1 + bodyRows + 1 + composer.cursorRow;
+    const row = 1 + 1 + bodyRows + panel.length + 1 + composer.cursorRow;
     const out = lines.map((l, i) => `${CSI}${i + 1};1H${l}${CSI}K`).join("");
     this.#screen.write(`${CSI}?25l${out}${CSI}J${CSI}${row};${composer.cursorCol + 1}H${CSI}?25h`);
   }
@@ -445,6 +534,8 @@ class AttachApp {
     if (st.running) bits.push("[running]");
     if (this.#transcript.reading) bits.push("[reading]");
     if (this.#scroll > 0) bits.push(`[+${this.#scroll} lines below]`);
+    const budget = this.#client.state?.budget;
+    if (budget) bits.push(`[${budgetMeterText(budget)}]`);
     bits.push(this.#notice === "" ? HINTS : this.#notice);
     return bits.join(" ");
   }

@@ -3,9 +3,11 @@
 
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
+import { parseTokensText, parseUsdText } from "../control/controller/budget.ts";
 import { HARNESS_NAMES, type HarnessName, isHarnessName } from "../control/engine/harness.ts";
 import { PACKAGE_ROOT } from "../control/engine/package-files.ts";
 import { isPiVersion, PI_VERSION, PI_VERSIONS, piCliPath } from "../control/engine/pi/pi-pin.ts";
+import type { BudgetLimits } from "../control/protocol.ts";
 import { parseFlags } from "./flags.ts";
 
 export type ControlTarget = { kind: "session"; file: string } | { kind: "new"; title?: string };
@@ -34,6 +36,8 @@ export type ControlCommand = {
   piVersion?: string;
   /** Which engine runs the session (`--harness`): Pi, the default, or Claude Code. */
   harness: HarnessName;
+  /** `--budget-usd` (whole cents, as dollars) and `--budget-tokens`: the controller's budget. */
+  budget?: BudgetLimits;
 };
 
 export type ControlParsed =
@@ -47,6 +51,7 @@ export const CONTROL_HELP = `Usage: conversation control --project DIR --seat NA
                             [--agent-from DIR | --agent-dir DIR]
                             [--grants FILE] [--state-dir DIR]
                             [--pi-version 0.85.1|1.6.0]
+                            [--budget-usd X] [--budget-tokens N]
 
 Starts a controller on one conversation of a project: takes the writer
 claim, launches the pinned Pi sealed (RPC mode, no extensions, offline),
@@ -83,7 +88,7 @@ exits 0.
   --grants FILE       JSON: [{ "id": ..., "actor": ..., "capabilities":
                       [...] }]; capabilities: observe, takeover, release,
                       prompt, interrupt, confirm, force-stop, recover, launch,
-                      answer.
+                      answer, budget.
                       Default: "operator" (every capability) and "observer"
   --state-dir DIR     keep claims, sockets and the registry of running
                       controllers under DIR (default: claims in
@@ -95,6 +100,14 @@ exits 0.
                       each checked against its integrity (docs/seal-and-pin.md);
                       1.6.0 is a development dependency: it runs in a checkout
                       of this package, not where the package is installed
+  --budget-usd X      a budget in dollars (whole cents, e.g. 5 or 2.50) for
+                      what this controller's engine spends from now on, as
+                      \`conversation usage\` counts it; a prompt once it is
+                      reached is refused (refused:budget), and a run that
+                      reaches it is stopped and a budget dialog asks the
+                      controlling client to raise it or stop
+                      (docs/usage.md, Budgets)
+  --budget-tokens N   the same for tokens (input, output and cache, together)
   -h, --help          this help
 
 For tests: --fixture-root DIR (the session must be in DIR; fixtures only),
@@ -141,13 +154,25 @@ export function parseControl(args: string[]): ControlParsed {
     "agent-from": { type: "string" },
     "pi-version": { type: "string" },
     harness: { type: "string" },
+    "budget-usd": { type: "string" },
+    "budget-tokens": { type: "string" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) return { ok: true, command: { name: "help", text: CONTROL_HELP } };
   if (positionals.length > 0) return bad(`unexpected argument ${JSON.stringify(positionals[0])}`);
   const valued = [
     ...PATH_FLAGS,
-    ...(["seat", "title", "model", "provider", "thinking", "pi-version", "harness"] as const),
+    ...([
+      "seat",
+      "title",
+      "model",
+      "provider",
+      "thinking",
+      "pi-version",
+      "harness",
+      "budget-usd",
+      "budget-tokens",
+    ] as const),
   ];
   for (const flag of valued) {
     if (values[flag] === "") return bad(`--${flag} needs a value`);
@@ -198,6 +223,17 @@ export function parseControl(args: string[]): ControlParsed {
         return bad(`--${flag} goes with Pi, not --harness claude-code`);
     }
   }
+  const budget: BudgetLimits = {};
+  if (values["budget-usd"] !== undefined) {
+    const usd = parseUsdText(values["budget-usd"]);
+    if (!usd.ok) return bad(`--budget-usd: ${usd.message}`);
+    budget.usd = usd.cents / 100;
+  }
+  if (values["budget-tokens"] !== undefined) {
+    const tokens = parseTokensText(values["budget-tokens"]);
+    if (!tokens.ok) return bad(`--budget-tokens: ${tokens.message}`);
+    budget.tokens = tokens.tokens;
+  }
   // The default is a dependency: absent, the pin check says so (engine-pin-mismatch).
   const absent =
     piVersion === undefined || piVersion === PI_VERSION ? null : notInstalled(piVersion);
@@ -224,6 +260,7 @@ export function parseControl(args: string[]): ControlParsed {
       ...(values.grants === undefined ? {} : { grants: values.grants }),
       ...(piVersion === undefined ? {} : { piVersion }),
       harness,
+      ...(Object.keys(budget).length === 0 ? {} : { budget }),
     },
   };
 }

@@ -1,7 +1,10 @@
 // What `conversation control` prints: the started controller (conversation, engine, launcher
 // in plain words, socket, each grant with the line that attaches with it), the K8 warning, the
 // stop and where the claim was left, and each refusal with what to do about it.
+import type { Recovered } from "../control/claim/recovery.ts";
 import type { Controller } from "../control/controller/controller.ts";
+import { CLAUDE_VERSION } from "../control/engine/claude-code/claude-pin.ts";
+import { HARNESS_LABELS } from "../control/engine/harness.ts";
 import type { Grant } from "../control/protocol.ts";
 import { isControlRefusal } from "../control/refusal.ts";
 import { makeVisible } from "../present/visible.ts";
@@ -40,10 +43,9 @@ export function describeStarted(
   const lines = [
     `Controlling ${ctl.conversation}`,
     `  session ${visible(ctl.sessionFile)}`,
-    ...(binding?.engine
-      ? [`Engine: ${engineLabel(binding.engine.name)} ${binding.engine.version}`]
-      : []),
-    ...(binding ? describeLauncher(binding.launcher, binding.launcherReason) : []),
+    ...(binding?.engine ? [`Engine: ${ctl.engineLabel} ${binding.engine.version}`] : []),
+    ...(binding ? describeLauncher(binding.launcher, binding.launcherReason, ctl.engineLabel) : []),
+    ...(ctl.recovered ? [describeRecovered(ctl.recovered)] : []),
     `Socket: ${visible(socket)}`,
     "Grants:",
     ...grants.flatMap((g) => [
@@ -59,28 +61,34 @@ export function describeStarted(
  * The launcher in plain words: what it means for stopping Pi, and the host's limits; the
  * probe's own reasons follow in parentheses.
  */
-export function describeLauncher(kind: string, reason: string | undefined): string[] {
+export function describeLauncher(
+  kind: string,
+  reason: string | undefined,
+  engine = HARNESS_LABELS.pi,
+): string[] {
   // The probe's reasons are a detail on a line of their own: inline they nested parentheses
   // three deep. The rule id they end with is said once, by the note, after its plain words.
   const probe = reason === undefined ? "" : visible(reason).replace(/ \(K13 not enforced\)/g, "");
   const lines: string[] = [];
   if (kind === "pgroup") {
     lines.push(
-      "Launcher: pgroup: Pi runs in a process group; this host gives no cgroup to put it in, so a stop can't be proven and the session stays claimed after it (docs/claim.md)",
+      `Launcher: pgroup: ${engine} runs in a process group; this host gives no cgroup to put it in, so a stop can't be proven and the session stays claimed after it (docs/claim.md)`,
     );
   } else {
     const what = kind === "scope" ? "a systemd scope" : "a cgroup";
-    lines.push(`Launcher: ${kind}: Pi runs in ${what} of its own, so stopping it can be proven`);
+    lines.push(
+      `Launcher: ${kind}: ${engine} runs in ${what} of its own, so stopping it can be proven`,
+    );
   }
   if (probe !== "") lines.push(`  how it was chosen: ${probe}`);
   if (reason?.includes("no nsdelegate")) {
     lines.push(
-      "Note: this host's cgroup2 is mounted without nsdelegate, so a process Pi starts that runs as root could move itself out of Pi's cgroup and outlive a stop. Mounting cgroup2 with nsdelegate closes this. (rule K13 is not enforced here)",
+      `Note: this host's cgroup2 is mounted without nsdelegate, so a process ${engine} starts that runs as root could move itself out of ${engine}'s cgroup and outlive a stop. Mounting cgroup2 with nsdelegate closes this. (rule K13 is not enforced here)`,
     );
   }
   if (reason?.includes("no cgroup namespace")) {
     lines.push(
-      "Note: Pi's processes are not given a cgroup namespace of their own here (unshare --cgroup is missing or refused), so they can see the host's cgroups.",
+      `Note: ${engine}'s processes are not given a cgroup namespace of their own here (unshare --cgroup is missing or refused), so they can see the host's cgroups.`,
     );
   }
   return lines;
@@ -96,7 +104,7 @@ export function loadWarning(ctl: Controller): string | null {
   if (!binding || binding.state === "bound") return null;
   const why = exec?.load?.reason ?? binding.reason;
   return (
-    `warning: Pi did not load the session as the controller expected: ${visible(why)}.\n` +
+    `warning: ${ctl.engineLabel} did not load the session as the controller expected: ${visible(why)}.\n` +
     "You can still watch the conversation, but prompts will be refused (preflight) and the " +
     "session stays claimed until a proven stop. Stop this controller (Ctrl-C), fix the cause, " +
     "and start it again. (K8 load check)"
@@ -112,7 +120,10 @@ export function describeStopped(ctl: Controller): string {
   if (exec && stop?.result === "stopped") engine = "the engine's stop is proven";
   else if (exec && stop) {
     const exit = exec.link.exit;
-    const exited = exit === null ? "" : `Pi exited (${exit.signal ?? `code ${exit.exitCode}`}), `;
+    const exited =
+      exit === null
+        ? ""
+        : `${ctl.engineLabel} exited (${exit.signal ?? `code ${exit.exitCode}`}), `;
     const why =
       exec.launched.launcher === "pgroup"
         ? "the process-group launcher cannot prove a stop"
@@ -133,24 +144,34 @@ const CLAIM_WORDS: Readonly<Record<string, string>> = {
   none: "no claim was taken",
 };
 
-/** What to do after each refusal `conversation control` can print. */
-const WHAT_TO_DO: Readonly<Record<string, string>> = {
-  configuration: "check the path or option named above, then start again",
-  "live-session-refused":
-    "the controller never runs Pi in ~/.pi, ~/.claude or ~/.mosaic-dev, where your own Pi keeps its live state; to use your Pi's models and credentials, pass --agent-from ~/.pi/agent (it copies them into a private directory)",
-  "unsafe-replacement":
-    "an earlier controller of this session or seat ended without proof that Pi stopped, so the claim is kept (docs/claim.md); make sure no Pi of it still runs; after a reboot the claim is proven stale",
-  "foreign-host":
-    "the claim was taken on another host; use a state directory of this host (--state-dir)",
-  "unsealed-engine":
-    "only --model, --provider and --thinking go to Pi, each once, with a plain value (not starting with - or @)",
-  "engine-pin-mismatch":
-    "the installed Pi is not the pinned version; reinstall the dependencies (npm ci)",
-};
+/** What to do after each refusal `conversation control` can print, for the engine `e`. */
+function whatToDoFor(e: string): Readonly<Record<string, string>> {
+  const claude = e === HARNESS_LABELS["claude-code"];
+  return {
+    configuration: "check the path or option named above, then start again",
+    "live-session-refused": claude
+      ? "the controller never runs an engine in ~/.pi, ~/.claude or ~/.mosaic-dev, where your own agents keep their live state; to use your Claude Code's settings and credentials, pass --agent-from ~/.claude (it copies settings.json and .credentials.json into a private directory)"
+      : "the controller never runs Pi in ~/.pi, ~/.claude or ~/.mosaic-dev, where your own Pi keeps its live state; to use your Pi's models and credentials, pass --agent-from ~/.pi/agent (it copies them into a private directory)",
+    "unsafe-replacement": `an earlier controller of this session or seat ended without proof that ${e} stopped, so the claim is kept (docs/claim.md); make sure no ${e} of it still runs; after a reboot the claim is proven stale`,
+    "foreign-host":
+      "the claim was taken on another host; use a state directory of this host (--state-dir)",
+    "unsealed-engine": claude
+      ? "only --model goes to Claude Code, once, with a plain value (not starting with -)"
+      : "only --model, --provider and --thinking go to Pi, each once, with a plain value (not starting with - or @)",
+    "engine-pin-mismatch": claude
+      ? `this build runs Claude Code ${CLAUDE_VERSION} only: install exactly that version (npm install --save-exact @anthropic-ai/claude-code@${CLAUDE_VERSION}) beside this package, or put its claude on PATH (docs/claude-control.md)`
+      : "the installed Pi is not the pinned version; reinstall the dependencies (npm ci)",
+  };
+}
 
 /** What to do after a refusal; the command it names is as run from here (invocation.ts). */
-function whatToDo(code: string, stateDir: string | undefined, isNew: boolean): string | undefined {
-  if (code !== "already-active") return WHAT_TO_DO[code];
+function whatToDo(
+  code: string,
+  stateDir: string | undefined,
+  isNew: boolean,
+  engine: string,
+): string | undefined {
+  if (code !== "already-active") return whatToDoFor(engine)[code];
   const list = commandLine([
     "controllers",
     ...(stateDir === undefined ? [] : ["--state-dir", stateDir]),
@@ -163,8 +184,15 @@ function whatToDo(code: string, stateDir: string | undefined, isNew: boolean): s
 }
 
 /** Prints why `what` failed (a refusal, a path to fix, or the error) and returns 1. */
-export function failed(io: Io, what: string, e: unknown, stateDir?: string, isNew = false): number {
-  if (isControlRefusal(e)) return refused(io, e.code, e.message, stateDir, isNew);
+export function failed(
+  io: Io,
+  what: string,
+  e: unknown,
+  stateDir?: string,
+  isNew = false,
+  engine: string = HARNESS_LABELS.pi,
+): number {
+  if (isControlRefusal(e)) return refused(io, e.code, e.message, stateDir, isNew, engine);
   // A place we could not make or write (a typed --project, --state-dir): a path to fix.
   const onPath = pathError(e);
   if (onPath !== null) return refused(io, "configuration", `${what}: ${onPath}`, stateDir);
@@ -199,9 +227,10 @@ export function refused(
   message: string,
   stateDir?: string,
   isNew = false,
+  engine: string = HARNESS_LABELS.pi,
 ): number {
   io.err(`refused: ${makeVisible(code)}: ${visible(message)}\n`);
-  const todo = whatToDo(code, stateDir, isNew);
+  const todo = whatToDo(code, stateDir, isNew, engine);
   if (todo !== undefined) io.err(`  What to do: ${todo}.\n`);
   return 1;
 }
@@ -211,7 +240,11 @@ export function visible(text: string): string {
   return makeVisible(text, { showNewlines: true });
 }
 
-/** How people call the engine a binding names by its package. */
-function engineLabel(pkg: string): string {
-  return pkg === "@anthropic-ai/claude-code" ? "Claude Code" : "Pi";
+/** A proven stop of an earlier controller's engine, recorded before this one took the claim. */
+function describeRecovered(r: Recovered): string {
+  const how =
+    r.proof.kind === "cohort-proof"
+      ? "from the cgroup it ran in"
+      : "by the reboot since it was started";
+  return `Recovered: an earlier controller of this session ended without stopping its engine; that engine's stop was proven ${how} and recorded beside the claim (proof ${r.proofDigest.slice(0, 12)}…)`;
 }

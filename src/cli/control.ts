@@ -13,6 +13,7 @@ import { chmodSync, copyFileSync, rmSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { LedgerAction } from "../audit/ledger-line.ts";
 import type { Controller } from "../control/controller/controller.ts";
+import { HARNESS_LABELS, type HarnessName } from "../control/engine/harness.ts";
 import type { Grant } from "../control/protocol.ts";
 import { placesFor } from "../control/registry/places.ts";
 import type { Registration } from "../control/registry/registry.ts";
@@ -83,7 +84,14 @@ async function controlUntilStopped(
     const guard = new LiveSessionGuard({ fixtureRoot: cmd.fixtureRoot ?? project });
     const live = cmd.agentDir === undefined ? null : guard.liveRootOf(cmd.agentDir);
     if (live !== null) {
-      return refused(io, "live-session-refused", `--agent-dir is inside the live root ${live}`);
+      return refused(
+        io,
+        "live-session-refused",
+        `--agent-dir is inside the live root ${live}`,
+        cmd.stateDir,
+        false,
+        HARNESS_LABELS[cmd.harness],
+      );
     }
     const sessions = sessionsDirOf(project, cmd.seat);
     const claude = cmd.harness === "claude-code";
@@ -124,13 +132,20 @@ async function controlUntilStopped(
     let agentDir = cmd.agentDir;
     if (cmd.agentFrom !== undefined) {
       const made = leftovers.makeAgentCopyDir(places.agents);
-      // It holds a copy of the credentials: it goes with the controller, however it ends.
-      const guard = leftovers.guardUntilGone(made);
+      // It holds a copy of the credentials: it goes with the controller, however it ends; so
+      // does the copy of Claude Code's OAuth credentials placed in the seat's config folder.
+      const { seatCredentials } = await import(
+        "../control/engine/claude-code/claude-credentials.ts"
+      );
+      const guard = leftovers.guardUntilGone(
+        made,
+        claude ? [seatCredentials(project, cmd.seat)] : [],
+      );
       undo.push(() => {
         rmSync(made, { recursive: true, force: true });
         guard.release();
       });
-      const copied = copyAgentFiles(cmd.agentFrom, made);
+      const copied = copyAgentFiles(cmd.agentFrom, made, cmd.harness);
       if (!copied.ok) return refused(io, "configuration", copied.error);
       agentDir = made;
     }
@@ -198,6 +213,7 @@ async function controlUntilStopped(
       harness: cmd.harness,
       ...(agentDir === undefined ? {} : { agentDir }),
       ...(cmd.piVersion === undefined ? {} : { piVersion: cmd.piVersion }),
+      ...(cmd.budget === undefined ? {} : { budget: cmd.budget }),
       // A binding record marks each execution (a recovery mints a new one): keep the entry true.
       audit: (record) => {
         if (record.kind !== "binding") return;
@@ -233,22 +249,37 @@ async function controlUntilStopped(
       process.off("exit", onExit);
     });
   } catch (e) {
-    return failed(io, "cannot start the controller", e, cmd.stateDir, cmd.target.kind === "new");
+    const engine = HARNESS_LABELS[cmd.harness];
+    return failed(
+      io,
+      "cannot start the controller",
+      e,
+      cmd.stateDir,
+      cmd.target.kind === "new",
+      engine,
+    );
   }
   const how: AttachHow =
     cmd.stateDir === undefined ? { by: "registry" } : { by: "registry", stateDir: cmd.stateDir };
   io.out(describeStarted(ctl, grants, how));
-  const credentials = credentialWarning({
-    agentDir: engineAgentDir,
-    ...(cmd.agentFrom !== undefined
+  const named =
+    cmd.agentFrom !== undefined
       ? { named: "agent-from" as const, given: cmd.agentFrom }
       : cmd.agentDir !== undefined
         ? { named: "agent-dir" as const, given: cmd.agentDir }
-        : { named: "none" as const }),
-    ...providerOf(cmd),
-    argv: ["control", ...argv.slice(argv[0] === "control" ? 1 : 0)],
-    ...(cmd.target.kind === "new" ? { written: sessionFile } : {}),
-  });
+        : { named: "none" as const };
+  const controlArgv = ["control", ...argv.slice(argv[0] === "control" ? 1 : 0)];
+  const { claudeCredentialWarning } = await import("./credentials-claude.ts");
+  const credentials =
+    cmd.harness === "claude-code"
+      ? claudeCredentialWarning({ agentDir: engineAgentDir, ...named, argv: controlArgv })
+      : credentialWarning({
+          agentDir: engineAgentDir,
+          ...named,
+          ...providerOf(cmd),
+          argv: controlArgv,
+          ...(cmd.target.kind === "new" ? { written: sessionFile } : {}),
+        });
   if (credentials !== null) io.err(credentials);
   const warning = loadWarning(ctl);
   if (warning !== null) io.err(`${warning}\n`);
@@ -256,9 +287,10 @@ async function controlUntilStopped(
     if (signal.aborted) return;
     const how = exit.spawnError ?? exit.signal ?? `code ${exit.exitCode}`;
     const tail = ctl.execution?.link.stderr().text.trim() ?? "";
-    const said = tail === "" ? "" : `; Pi said: ${visible(tail.slice(-500))}`;
+    const label = ctl.engineLabel;
+    const said = tail === "" ? "" : `; ${label} said: ${visible(tail.slice(-500))}`;
     io.err(
-      `Pi exited (${visible(how)})${said}. Watchers can still read the conversation, but ` +
+      `${label} exited (${visible(how)})${said}. Watchers can still read the conversation, but ` +
         "nothing can be prompted; Ctrl-C stops the controller.\n",
     );
   });
@@ -300,13 +332,21 @@ function checkProject(project: string): string | null {
 
 /** The files `--agent-from` copies: Pi's model list, its settings and its credentials. */
 export const AGENT_FILES = ["models.json", "settings.json", "auth.json"] as const;
+/** Claude Code's: its settings (an `env` with the API key, say) and its OAuth credentials. */
+export const CLAUDE_AGENT_FILES = ["settings.json", ".credentials.json"] as const;
 const AGENT_FILE_MAX_BYTES = 16 * 1024 * 1024;
 
 /**
- * Copies AGENT_FILES that exist in `from` into `to` (0600). Only reads `from`: no lock, no
- * write, no new file there (Pi's own readers would take a lock on auth.json; this does not).
+ * Copies the agent files of `harness` that exist in `from` into `to` (0600). Only reads `from`:
+ * no lock, no write, no new file there (Pi's own readers would take a lock on auth.json; this
+ * does not), and nothing is ever copied back.
  */
-export function copyAgentFiles(from: string, to: string): Checked<string[]> {
+export function copyAgentFiles(
+  from: string,
+  to: string,
+  harness: HarnessName = "pi",
+): Checked<string[]> {
+  const names: readonly string[] = harness === "claude-code" ? CLAUDE_AGENT_FILES : AGENT_FILES;
   let st: ReturnType<typeof statSync>;
   try {
     st = statSync(from);
@@ -315,7 +355,7 @@ export function copyAgentFiles(from: string, to: string): Checked<string[]> {
   }
   if (!st.isDirectory()) return fail(`--agent-from ${from} is not a directory`);
   const copied: string[] = [];
-  for (const name of AGENT_FILES) {
+  for (const name of names) {
     const source = join(from, name);
     let file: ReturnType<typeof statSync>;
     try {
@@ -333,8 +373,10 @@ export function copyAgentFiles(from: string, to: string): Checked<string[]> {
   }
   if (copied.length === 0) {
     return fail(
-      `--agent-from ${from} has none of ${AGENT_FILES.join(", ")}; ` +
-        "name Pi's agent directory (usually ~/.pi/agent)",
+      `--agent-from ${from} has none of ${names.join(", ")}; ` +
+        (harness === "claude-code"
+          ? "name Claude Code's config folder (usually ~/.claude), or one holding a settings.json"
+          : "name Pi's agent directory (usually ~/.pi/agent)"),
     );
   }
   return { ok: true, value: copied };

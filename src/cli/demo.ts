@@ -118,6 +118,8 @@ async function start(argv: string[], signal: AbortSignal): Promise<number> {
     // The Console steers with the demo's own operator grant and watches with its observe-only
     // one (DEMO_GRANTS).
     ...(controlled ? { grant: DEMO_OPERATOR_GRANT, observeGrant: DEMO_WATCH_GRANT } : {}),
+    // Web Push state beside the demo's registry (git-ignored with it; docs/push.md).
+    ...(controlled ? { push: { dir: join(DEMO_DIR, "state", "board") } } : {}),
     // Each link logs in once: the next one is printed as the first was.
     onLoginLinkUsed: (next) => process.stdout.write(nextLoginLine(next)),
   });

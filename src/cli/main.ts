@@ -310,6 +310,8 @@ async function serve(
     ...plain,
     ...(proxy === undefined ? {} : { proxy }),
     ...(phone === undefined ? {} : { devices: new DeviceLinks(placesFor(cmd.stateDir).board) }),
+    // Web Push keeps its key pair and subscriptions beside the logins (docs/push.md).
+    push: { dir: placesFor(cmd.stateDir).board },
     // Each link logs in once: the next one is printed as the first was (docs/board.md).
     onLoginLinkUsed: (next) => io.out(nextLoginLine(next)),
   });

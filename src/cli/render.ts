@@ -325,7 +325,7 @@ export function renderBlock(b: Block, width: number): string[] {
  * line diff, a write as its file, bash as its command line, read as path and range; any other
  * call's arguments as `key: value` lines.
  */
-function renderToolCall(name: string, text: string, width: number): string[] {
+export function renderToolCall(name: string, text: string, width: number): string[] {
   const view = toolCallView(name, text);
   const line = (s: string, indent = NESTED) => headerLines(s, width, indent);
   const code = (s: string, indent = NESTED + 2) => wrapText(trimBody(s), { width, indent });

@@ -4,6 +4,7 @@
 import type { DeviceLinks } from "../board/device-links.ts";
 import type { ProxyConfig } from "../board/identity.ts";
 import type { BoardReading } from "../board/index.ts";
+import type { PushOptions } from "../board/push/hub.ts";
 
 /**
  * `loginUrl`: the current operator link, printed for the operator only. It logs in once; a
@@ -32,6 +33,8 @@ export type ServeRequest = {
   proxy?: ProxyConfig;
   /** Device login links (`--phone`). */
   devices?: DeviceLinks;
+  /** Web Push: the board's state folder (docs/push.md). */
+  push?: PushOptions;
 };
 
 /** What `serve` and `npm start` print when a login link was used: the link for the next one. */
@@ -61,6 +64,7 @@ export async function startServing(
     ...(req.onLoginLinkUsed === undefined ? {} : { onLoginLinkUsed: req.onLoginLinkUsed }),
     ...(req.proxy === undefined ? {} : { proxy: req.proxy }),
     ...(req.devices === undefined ? {} : { devices: req.devices }),
+    ...(req.push === undefined ? {} : { push: req.push }),
   };
   const attempt = async (port: number) =>
     startBoard({ ...req.reading, ...extra, host: req.host, port });

@@ -25,6 +25,8 @@ export type KeyAction =
   | { type: "reread" }
   /** Ctrl-R: bring back the draft a change of controller set aside. */
   | { type: "recall" }
+  /** Ctrl-Y, Ctrl-N: allow or deny the open approval (attach-approvals.ts). */
+  | { type: "answer"; decision: "allow" | "deny" }
   /** PageUp / PageDown. */
   | { type: "scroll"; direction: "up" | "down" }
   /** Ctrl-C, Ctrl-D. */
@@ -49,6 +51,8 @@ const CONTROL_KEYS: Record<string, KeyAction> = {
   "\x07": { type: "interrupt" },
   "\x0f": { type: "reread" },
   "\x12": { type: "recall" },
+  "\x19": { type: "answer", decision: "allow" },
+  "\x0e": { type: "answer", decision: "deny" },
   "\x03": { type: "quit" },
   "\x04": { type: "quit" },
 };
@@ -230,6 +234,8 @@ export type ComposerEffect =
   | { type: "takeover" }
   | { type: "interrupt" }
   | { type: "reread" }
+  /** Answer the open approval; the draft is kept (it is not the answer's message). */
+  | { type: "answer"; decision: "allow" | "deny" }
   | { type: "scroll"; direction: "up" | "down" }
   | { type: "quit" };
 
@@ -357,6 +363,8 @@ export class Composer {
         return { type: action.type };
       case "scroll":
         return { type: "scroll", direction: action.direction };
+      case "answer":
+        return { type: "answer", decision: action.decision };
       case "escape":
       case "ignored":
         return { type: "none" };

@@ -21,6 +21,7 @@ export const OPERATIONS = [
   "recover",
   "launch",
   "answer",
+  "budget",
 ] as const;
 export type Operation = (typeof OPERATIONS)[number];
 
@@ -75,7 +76,29 @@ export type Request =
       decision: Decision;
       /** Said to the engine with a deny (Claude Code passes it to the model). */
       message?: string;
-    });
+      /** With "allow" on a budget dialog: the new limits (a raise needs the `budget` capability). */
+      budget?: BudgetLimits;
+    })
+  | (RequestBase & { op: "budget" } & BudgetLimits);
+
+/**
+ * Budget limits as a request sets them: USD (whole cents, more than 0) and/or tokens (a whole
+ * number, more than 0); an absent kind is left as it is (docs/usage.md, Budgets).
+ */
+export type BudgetLimits = { usd?: number; tokens?: number };
+
+/** The largest USD limit (a typo's guard, not a policy) and the largest token limit. */
+export const MAX_BUDGET_USD = 1_000_000;
+export const MAX_BUDGET_TOKENS = 1_000_000_000_000;
+
+/**
+ * What a controller's budget counts: spent since it started (every execution it ran), by the
+ * usage rule of src/usage/lines.ts, and the limits (null: no limit of that kind).
+ */
+export type BudgetState = {
+  spent: { usd: number; tokens: number };
+  limit: { usd: number | null; tokens: number | null };
+};
 
 /** An approval's answer. */
 export const DECISIONS = ["allow", "deny"] as const;
@@ -137,6 +160,8 @@ export type ControllerState = {
   controllerConnection: string | null;
   admission: "open" | "fenced" | "never";
   binding: "bound" | "uncertain";
+  /** Present once a budget is set (`--budget-usd`, `--budget-tokens`, the `budget` op). */
+  budget?: BudgetState;
 };
 
 /** Why a resume is not replayed (see EventStream.plan). */
@@ -191,7 +216,14 @@ export type StreamEvent = {
 };
 
 /** Pi's blocking extension methods, and Claude Code's permission prompt. */
-export const DIALOG_METHODS = ["select", "confirm", "input", "editor", "approval"] as const;
+export const DIALOG_METHODS = [
+  "select",
+  "confirm",
+  "input",
+  "editor",
+  "approval",
+  "budget",
+] as const;
 export type DialogMethod = (typeof DIALOG_METHODS)[number];
 
 /** Where a dialog stands: open, or how it ended (docs/control-protocol.md, Approvals). */
@@ -220,6 +252,8 @@ export type Dialog = {
   answeredBy?: { connection: string; actor: string };
   /** A deny's message, as given with the answer. */
   message?: string;
+  /** A budget dialog's figures: as it opened, and once raised, the new limits. */
+  budget?: BudgetState;
 };
 
 export type StateChange = { type: "state"; state: ControllerState };
@@ -260,7 +294,8 @@ const OP_KEYS: Record<Operation, string[]> = {
   "force-stop": ["confirmation"],
   recover: ["confirmation"],
   launch: ["eligibility"],
-  answer: ["dialog", "decision", "message"],
+  answer: ["dialog", "decision", "message", "budget"],
+  budget: ["usd", "tokens"],
 };
 
 function bad(reason: string): Parsed {
@@ -412,13 +447,55 @@ function parseRequest(v: Obj): Parsed {
         }
         r.message = v.message;
       }
+      if (v.budget !== undefined) {
+        if (!isObj(v.budget) || Object.keys(v.budget).some((k) => k !== "usd" && k !== "tokens")) {
+          return bad("answer's budget is { usd?, tokens? }");
+        }
+        const limits = parseBudgetLimits(v.budget);
+        if (typeof limits === "string") return bad(`answer's budget: ${limits}`);
+        r.budget = limits;
+      }
       return { ok: true, message: r };
+    }
+    case "budget": {
+      const limits = parseBudgetLimits(v);
+      if (typeof limits === "string") return bad(`budget: ${limits}`);
+      return { ok: true, message: { ...base, op, ...limits } };
     }
     default: {
       const never: never = op;
       return bad(`unknown op ${String(never)}`);
     }
   }
+}
+
+/**
+ * `usd` and `tokens` of a budget change, each checked; at least one. A string says what is
+ * wrong. USD is whole cents: 0.1 + 0.2 as a client computes it is refused, not rounded.
+ */
+export function parseBudgetLimits(v: Obj): BudgetLimits | string {
+  const out: BudgetLimits = {};
+  if (v.usd !== undefined) {
+    const usd = v.usd;
+    if (typeof usd !== "number" || !Number.isFinite(usd) || usd <= 0 || usd > MAX_BUDGET_USD) {
+      return `usd is a number of dollars above 0, at most ${MAX_BUDGET_USD}`;
+    }
+    if (Math.round(usd * 100) / 100 !== usd) return "usd is whole cents (at most two decimals)";
+    out.usd = usd;
+  }
+  if (v.tokens !== undefined) {
+    const tokens = v.tokens;
+    if (
+      !Number.isSafeInteger(tokens) ||
+      (tokens as number) < 1 ||
+      (tokens as number) > MAX_BUDGET_TOKENS
+    ) {
+      return `tokens is a whole number above 0, at most ${MAX_BUDGET_TOKENS}`;
+    }
+    out.tokens = tokens as number;
+  }
+  if (out.usd === undefined && out.tokens === undefined) return "name usd, tokens or both";
+  return out;
 }
 
 function parseTarget(v: unknown): Target | null {

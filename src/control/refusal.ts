@@ -22,6 +22,7 @@ export const CONTROL_REFUSAL_CODES = [
   "draft",
   "no-turn",
   "dialog",
+  "budget",
   "already-controller",
   "controller-present",
   "confirmation",

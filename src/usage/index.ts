@@ -13,7 +13,7 @@ import { isRefusal } from "../reader/refusal.ts";
 import { conversationIdOf, type Root } from "../reader/sources.ts";
 import { prepareCacheDir } from "../search/cache-dir.ts";
 import { type CatchUp, catchUpFile, harnessOfRoot } from "./catch-up.ts";
-import type { Harness, Spend } from "./lines.ts";
+import { type Harness, keepLargest, type Spend } from "./lines.ts";
 import { type Counted, report, type UsageQuery, type UsageReport } from "./report.ts";
 import { openUsageStore, type UsageStore } from "./store.ts";
 
@@ -123,7 +123,7 @@ function countOnce(
         if (had) {
           // A later line of the same request (an older Claude Code wrote the output count as
           // it streamed): the largest count of each kind is the request's.
-          mergeMax(had, spend);
+          keepLargest(had, spend);
           continue;
         }
       }
@@ -139,12 +139,4 @@ function countOnce(
     }
   }
   return { counted: out, stats };
-}
-
-function mergeMax(into: Spend, s: Spend): void {
-  into.input = Math.max(into.input, s.input);
-  into.output = Math.max(into.output, s.output);
-  into.cacheRead = Math.max(into.cacheRead, s.cacheRead);
-  into.cacheWrite = Math.max(into.cacheWrite, s.cacheWrite);
-  into.cost = Math.max(into.cost, s.cost);
 }

@@ -147,3 +147,80 @@ export function claudeSpend(line: unknown): Spend | null {
     unpriced,
   };
 }
+
+/**
+ * A later line of the same request (an older Claude Code wrote the output count as it
+ * streamed; a reply of several blocks repeats its usage): the largest count of each kind, and
+ * the largest cost, are the request's. `into` takes them.
+ */
+export function keepLargest(into: Spend, s: Spend): void {
+  into.input = Math.max(into.input, s.input);
+  into.output = Math.max(into.output, s.output);
+  into.cacheRead = Math.max(into.cacheRead, s.cacheRead);
+  into.cacheWrite = Math.max(into.cacheWrite, s.cacheWrite);
+  into.cost = Math.max(into.cost, s.cost);
+}
+
+/**
+ * The spend of one event of a running Pi (RPC mode): an assistant message's `message_end`, or
+ * a compaction's `compaction_end` with its request's usage, read as the line Pi writes for it
+ * (so the same rule counts a live reply and a file's line). Each such event is one request, so
+ * the spend has no key: a controller counts every one. `lastModel` as for piSpend.
+ */
+export function piLiveSpend(event: unknown, lastModel: string, now = Date.now()): Spend | null {
+  if (!isObj(event)) return null;
+  let line: Obj;
+  if (event.type === "message_end" && isObj(event.message)) {
+    const at = typeof event.message.timestamp === "number" ? event.message.timestamp : now;
+    line = { type: "message", timestamp: isoOf(at, now), message: event.message };
+  } else if (event.type === "compaction_end" && isObj(event.result)) {
+    line = { type: "compaction", timestamp: isoOf(now, now), usage: event.result.usage };
+  } else {
+    return null;
+  }
+  const spend = piSpend(line, lastModel);
+  return spend === null ? null : { ...spend, key: null };
+}
+
+/**
+ * The spends of a running Claude Code's stream-json lines. Its `assistant` lines are the lines
+ * it writes to the session file (one per content block, each with the reply's id and the usage
+ * as the reply began), counted as `claudeSpend` counts the file's. The reply's final counts
+ * come later, in the `message_delta` of its stream (`--include-partial-messages`): read as one
+ * more line of the same reply, so the rule for repeated lines (keepLargest: each count at its
+ * largest) gives the reply its real output. Keyed by the reply's id alone: within one stream
+ * it names one request. The turn's `result` sums what its replies said and is not counted.
+ */
+export class ClaudeLiveSpends {
+  /** The reply streaming now: its id, model and usage so far (from its message_start). */
+  #streaming: { id: string; model: unknown; usage: Obj } | null = null;
+
+  read(event: unknown, now = Date.now()): Spend | null {
+    if (!isObj(event)) return null;
+    const at = typeof event.timestamp === "string" ? event.timestamp : isoOf(now, now);
+    if (event.type === "assistant") {
+      return claudeSpend({ ...event, requestId: undefined, timestamp: at });
+    }
+    if (event.type !== "stream_event" || !isObj(event.event)) return null;
+    const e = event.event;
+    if (e.type === "message_start" && isObj(e.message) && typeof e.message.id === "string") {
+      const usage = isObj(e.message.usage) ? e.message.usage : {};
+      this.#streaming = { id: e.message.id, model: e.message.model, usage };
+      return null;
+    }
+    if (e.type !== "message_delta" || !isObj(e.usage) || this.#streaming === null) return null;
+    const { id, model, usage } = this.#streaming;
+    const merged: Obj = { ...usage };
+    for (const [k, v] of Object.entries(e.usage)) if (typeof v === "number") merged[k] = v;
+    return claudeSpend({
+      type: "assistant",
+      timestamp: at,
+      message: { id, model, usage: merged },
+    });
+  }
+}
+
+function isoOf(ms: number, fallback: number): string {
+  const d = new Date(Number.isFinite(ms) ? ms : fallback);
+  return Number.isFinite(d.getTime()) ? d.toISOString() : new Date(fallback).toISOString();
+}

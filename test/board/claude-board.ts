@@ -6,6 +6,7 @@ import { join } from "node:path";
 import type { TestContext } from "node:test";
 import { type Board, type BoardOptions, startBoard } from "../../src/board/index.ts";
 import { ConversationClient } from "../../src/control/client/client.ts";
+import type { ControllerOptions } from "../../src/control/controller/controller.ts";
 import type { Dialog, Grant, Receipt, StreamEvent } from "../../src/control/protocol.ts";
 import { register } from "../../src/control/registry/registry.ts";
 import { claudeProjectsDirOf } from "../../src/reader/sources.ts";
@@ -17,14 +18,18 @@ export async function startClaudeBoard(
   options: {
     replies?: AnthropicReply[];
     grants?: Grant[];
-    actions?: NonNullable<Parameters<typeof startClaude>[1]>["actions"];
+    actions?: ControllerOptions["actions"];
     board?: Pick<BoardOptions, "proxy">;
   } = {},
 ): Promise<{ run: ClaudeRun; board: Board; conversation: string; registryDir: string }> {
   const run = await startClaude(t, {
     replies: options.replies ?? [],
-    ...(options.grants ? { grants: options.grants } : {}),
-    ...(options.actions ? { actions: options.actions } : {}),
+    controller: {
+      ...(options.grants
+        ? { grants: options.grants.map((g) => ({ ...g, capabilities: [...g.capabilities] })) }
+        : {}),
+      ...(options.actions ? { actions: options.actions } : {}),
+    },
   });
   const conversation = run.ctrl.conversation;
   const registryDir = await registerClaude(t, run);

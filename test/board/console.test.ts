@@ -301,7 +301,14 @@ describe("board Console", { skip }, () => {
       "/export?format=html&branch=main",
       "/export?format=json&branch=main",
     ]);
-    assert.equal(await count(page, "link"), 2, "only the icon and the stylesheet");
+    const links = await page.evaluate<string[]>(
+      `[...document.querySelectorAll("link")].map((l) => l.rel === "icon" ? "icon" : l.rel + " " + l.getAttribute("href"))`,
+    );
+    assert.deepEqual(
+      links,
+      ["icon", "manifest /manifest.webmanifest", "stylesheet /console.css"],
+      "only the page's own icon (a data: URL, drawn by the inbox), manifest and stylesheet",
+    );
     await page.getByText("is not PNG, JPEG, GIF or WebP").waitFor();
     await page.getByText("its data is not base64").waitFor();
     assert.ok(await page.locator("body").isVisible(), "CSS from content changed nothing");

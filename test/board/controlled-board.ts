@@ -29,7 +29,7 @@ export async function startControlledBoard(
 export async function boardOverController(
   f: { root: string; projectRoot: string; sessionFile: string },
   socket: string,
-  options: Pick<BoardOptions, "observeGrant" | "proxy"> = {},
+  options: Pick<BoardOptions, "observeGrant" | "proxy" | "push" | "stallMs" | "devices"> = {},
 ): Promise<{ board: Board; conversation: string; unregister: () => void }> {
   const conversation = conversationId(f.projectRoot, "main", "s.jsonl");
   const registryDir = join(f.root, "state", "controllers");

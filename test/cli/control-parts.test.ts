@@ -251,4 +251,34 @@ describe("control-args", () => {
     const argv = ["--project", installed, "--seat", "main", "--new", "--pi-version", "1.6.0"];
     assert.equal(parseControl(argv).ok, true);
   });
+
+  it("reads --budget-usd as whole cents and --budget-tokens as a count, for either harness", () => {
+    const base = ["--project", "/tmp/p", "--seat", "main", "--new"];
+    const parsed = parseControl([...base, "--budget-usd", "2.50", "--budget-tokens", "200000"]);
+    assert.ok(parsed.ok && parsed.command.name === "control", JSON.stringify(parsed));
+    assert.deepEqual(parsed.command.budget, { usd: 2.5, tokens: 200_000 });
+    const claude = parseControl([...base, "--harness", "claude-code", "--budget-usd", "$0.29"]);
+    assert.ok(claude.ok && claude.command.name === "control");
+    assert.deepEqual(claude.command.budget, { usd: 0.29 });
+    const none = parseControl(base);
+    assert.ok(none.ok && none.command.name === "control");
+    assert.equal(none.command.budget, undefined);
+  });
+
+  it("refuses a budget that is not one as a usage error with words", () => {
+    const base = ["--project", "/tmp/p", "--seat", "main", "--new"];
+    const cases: [string[], RegExp][] = [
+      [["--budget-usd", "0"], /--budget-usd: "0" is not an amount of dollars above 0/],
+      [["--budget-usd", "1.005"], /in whole cents, e\.g\. 5 or 2\.50/],
+      [["--budget-usd", "five"], /--budget-usd: "five"/],
+      [["--budget-usd", ""], /--budget-usd needs a value/],
+      [["--budget-tokens", "2e5"], /--budget-tokens: "2e5" is not a whole number of tokens/],
+      [["--budget-tokens=-1"], /--budget-tokens: "-1" is not a whole number/],
+    ];
+    for (const [flags, words] of cases) {
+      const parsed = parseControl([...base, ...flags]);
+      assert.equal(parsed.ok, false, flags.join(" "));
+      if (!parsed.ok) assert.match(parsed.error, words);
+    }
+  });
 });

@@ -236,6 +236,16 @@ describe("Composer", () => {
     });
   });
 
+  it("maps Ctrl-Y and Ctrl-N to allowing and denying the open approval, keeping the draft", () => {
+    const c = new Composer();
+    run(c, "half a thought", "controller");
+    assert.deepEqual(run(c, "\x19\x0e", "controller"), [
+      { type: "answer", decision: "allow" },
+      { type: "answer", decision: "deny" },
+    ]);
+    assert.equal(c.text, "half a thought", "an answer is not the draft's business");
+  });
+
   it("maps the control keys to the terminal's commands", () => {
     const c = new Composer();
     assert.deepEqual(run(c, "\x14\x07\x0f\x1b[5~\x1b[6~\x03\x04", "observer"), [

@@ -4,9 +4,10 @@
 // a connection that lost control since the approval opened, an interrupt that denies a pending
 // approval first, a force stop that closes one — and an interrupt of a slow reply.
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { seatCredentials } from "../../src/control/engine/claude-code/claude-credentials.ts";
 import type { Dialog, Receipt, ReceiptReason, StreamEvent } from "../../src/control/protocol.ts";
 import { until } from "../helpers/deadline.ts";
 import { startClaude } from "./real-claude-controller.ts";
@@ -69,6 +70,11 @@ describe("the Controller with the real pinned Claude Code", () => {
     assert.equal(exec.binding.testHook, false, "the pinned binary itself");
     assert.equal(existsSync(run.sessionFile), false, "no file before the first turn");
     const { client, events } = await run.client();
+    // Before the first turn there is no file: the page is empty, and the stream joins at once.
+    const before = await client.observe();
+    assert.ok(before.outcome === "admitted", JSON.stringify(before));
+    assert.deepEqual((before.result.page as { parts: unknown[] }).parts, []);
+    assert.equal(before.seam.streamEpoch, exec.stream.epoch);
     assert.equal((await client.takeover()).outcome, "admitted");
     const r = await client.prompt("say hello");
     assert.ok(r.outcome === "admitted", JSON.stringify(r));
@@ -211,7 +217,12 @@ describe("the Controller with the real pinned Claude Code", () => {
   });
 
   it("closes an open approval when the engine is force stopped, with a proof", T, async (t) => {
-    const run = await startClaude(t, { replies: [] });
+    const credentials = '{"claudeAiOauth":{"accessToken":"sk-ant-oat01-x"}}';
+    const run = await startClaude(t, { replies: [], credentials });
+    // The login file is placed for the engine in the seat's config folder, private.
+    const placed = seatCredentials(run.projectRoot, "main");
+    assert.equal(readFileSync(placed, "utf8"), credentials);
+    assert.equal(statSync(placed).mode & 0o777, 0o600);
     run.fake.enqueue(touch(join(run.projectRoot, "never.txt")), done);
     const a = await run.client();
     await a.client.takeover();
@@ -228,5 +239,7 @@ describe("the Controller with the real pinned Claude Code", () => {
     assert.equal((await a.client.answer(d.id, "deny")).outcome, "refused:dialog");
     const link = run.ctrl.execution?.link;
     assert.ok(link && link.exit !== null, "the engine is gone");
+    // The credentials went with the engine, while the controller still runs.
+    await until(() => !existsSync(placed), "the credentials removed at the engine's exit", WAIT);
   });
 });

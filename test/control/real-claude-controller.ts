@@ -10,11 +10,10 @@ import { join } from "node:path";
 import type { TestContext } from "node:test";
 import { ConversationClient } from "../../src/control/client/client.ts";
 import { PgroupLauncher } from "../../src/control/cohort/launcher.ts";
-import { Controller } from "../../src/control/controller/controller.ts";
-import type { ControllerOptions } from "../../src/control/controller/controller-options.ts";
+import { Controller, type ControllerOptions } from "../../src/control/controller/controller.ts";
 import { FixtureVerifier } from "../../src/control/controller/records.ts";
 import { claudeSessionFile } from "../../src/control/engine/claude-code/claude-files.ts";
-import type { Dialog, Grant, StreamEvent } from "../../src/control/protocol.ts";
+import type { Dialog, StreamEvent } from "../../src/control/protocol.ts";
 import {
   type AnthropicReply,
   type FakeAnthropic,
@@ -30,7 +29,10 @@ export type ClaudeRun = {
   root: string;
   projectRoot: string;
   sessionFile: string;
-  client(): Promise<{ client: ConversationClient; events: StreamEvent[]; dialogs: Dialog[] }>;
+  /** A connected client (on grant `g-op` unless named). */
+  client(
+    grant?: string,
+  ): Promise<{ client: ConversationClient; events: StreamEvent[]; dialogs: Dialog[] }>;
   stop(): Promise<void>;
 };
 
@@ -39,10 +41,10 @@ export async function startClaude(
   options: {
     replies?: AnthropicReply[];
     sessionId?: string;
-    /** The controller's grants (the fixture's g-op and g-ro unless given). */
-    grants?: Grant[];
-    /** Where each act goes with its actor (an audit ledger's append). */
-    actions?: ControllerOptions["actions"];
+    /** Options the controller is given besides these (a budget, grants, a sink). */
+    controller?: Partial<ControllerOptions>;
+    /** Claude Code's OAuth login file, written into the agent dir beside the settings. */
+    credentials?: string;
   } = {},
 ): Promise<ClaudeRun> {
   const root = mkdtempSync("/tmp/mcc-");
@@ -73,6 +75,9 @@ export async function startClaude(
     join(agentDir, "settings.json"),
     JSON.stringify(sealedClaudeSettings(fake.baseUrl)),
   );
+  if (options.credentials !== undefined) {
+    writeFileSync(join(agentDir, ".credentials.json"), options.credentials, { mode: 0o600 });
+  }
   const sessionFile = claudeSessionFile(projectRoot, "main", options.sessionId ?? randomUUID());
   ctrl = new Controller({
     harness: "claude-code",
@@ -82,11 +87,11 @@ export async function startClaude(
     sessionFile,
     seat: "main",
     verifier: new FixtureVerifier({ fixtureRoot }),
-    grants: (options.grants ?? GRANTS).map((g) => ({ ...g, capabilities: [...g.capabilities] })),
-    ...(options.actions ? { actions: options.actions } : {}),
+    grants: GRANTS.map((g) => ({ ...g, capabilities: [...g.capabilities] })),
     launcher: new PgroupLauncher({ termGraceMs: 2000, killGraceMs: 2000 }),
     engine: { extraArgs: ["--model", "claude-sonnet-4-5"] },
     agentDir,
+    ...options.controller,
   });
   await ctrl.start();
   const socketPath = ctrl.socketPath;
@@ -96,10 +101,10 @@ export async function startClaude(
     root,
     projectRoot,
     sessionFile,
-    async client() {
+    async client(grant = "g-op") {
       const client = new ConversationClient({
         socketPath,
-        grant: "g-op",
+        grant,
         requestTimeoutMs: 30_000,
       });
       clients.push(client);

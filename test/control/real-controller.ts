@@ -7,7 +7,7 @@ import { join } from "node:path";
 import type { TestContext } from "node:test";
 import { ConversationClient } from "../../src/control/client/client.ts";
 import { PgroupLauncher } from "../../src/control/cohort/launcher.ts";
-import { Controller } from "../../src/control/controller/controller.ts";
+import { Controller, type ControllerOptions } from "../../src/control/controller/controller.ts";
 import type { PiVersion } from "../../src/control/engine/pi/pi-pin.ts";
 import type { StreamEvent } from "../../src/control/protocol.ts";
 import { type FakeModel, type ModelReply, startFakeModel } from "../helpers/fake-model.ts";
@@ -24,8 +24,8 @@ export type Running = {
   f: Fixture;
   model: FakeModel;
   agentDir: string;
-  /** A connected client; `events` keeps what it was pushed. */
-  client(): Promise<{ client: ConversationClient; events: StreamEvent[] }>;
+  /** A connected client (on grant `g-op` unless named); `events` keeps what it was pushed. */
+  client(grant?: string): Promise<{ client: ConversationClient; events: StreamEvent[] }>;
   /** Stops the controller once (the cleanup calls it too). */
   stop(): Promise<void>;
 };
@@ -40,6 +40,8 @@ export async function startReal(
     piVersion?: PiVersion;
     /** Runs between construction and start: another writer, for example. */
     beforeStart?: (f: Fixture) => void;
+    /** Options the controller is given besides the fixture's (a budget, grants, a sink). */
+    controller?: Partial<ControllerOptions>;
   } = {},
 ): Promise<Running> {
   // Cleanups run in this order: clients, controller (engine ended), model, temp dir.
@@ -78,6 +80,7 @@ export async function startReal(
     engine: { extraArgs: ["--model", MODEL] },
     agentDir,
     ...(options.piVersion === undefined ? {} : { piVersion: options.piVersion }),
+    ...options.controller,
   });
   options.beforeStart?.(f);
   await ctrl.start();
@@ -87,10 +90,10 @@ export async function startReal(
     f,
     model,
     agentDir,
-    async client() {
+    async client(grant = "g-op") {
       const client = new ConversationClient({
         socketPath,
-        grant: "g-op",
+        grant,
         requestTimeoutMs: 15_000,
       });
       clients.push(client);

@@ -119,17 +119,32 @@ export async function logIn(token) {
 
 /** One steering call (`{ op, ...fields }`) with this tab's login key, when it has one. */
 export function postControl(conversation, body) {
-  let key = null;
+  return postLoggedIn(`/api/conversations/${encodeURIComponent(conversation)}/control`, body);
+}
+
+/** Whether this tab holds a login key (the board still judges it). */
+export function isLoggedIn() {
+  return loginKey() !== null;
+}
+
+/** A POST that acts, with this tab's login key when it has one (push.js, postControl). */
+export function postLoggedIn(path, body) {
+  const key = loginKey();
+  return postJson(path, body, key === null ? {} : { [LOGIN_HEADER]: key });
+}
+
+/** A GET of the board's JSON (`{ ok, ... }` or a refusal). */
+export function fetchJson(path) {
+  return getJson(path);
+}
+
+function loginKey() {
   try {
-    key = sessionStorage.getItem(LOGIN_STORE);
+    return sessionStorage.getItem(LOGIN_STORE);
   } catch {
     // No storage: no login, and the board says so (not-logged-in).
+    return null;
   }
-  return postJson(
-    `/api/conversations/${encodeURIComponent(conversation)}/control`,
-    body,
-    key === null ? {} : { [LOGIN_HEADER]: key },
-  );
 }
 
 /** Whether this tab holds a login key (a login link was opened here); the board still decides. */

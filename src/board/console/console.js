@@ -7,6 +7,7 @@ import { createCatalogue } from "./catalogue.js";
 import { createConversation } from "./conversation.js";
 import { createInbox } from "./inbox.js";
 import { bindKeys } from "./keys.js";
+import { startPush } from "./push.js";
 import { backToList, listenRoutes, readHash } from "./routing.js";
 import { createSearch } from "./search.js";
 import { startTheme } from "./theme.js";
@@ -30,6 +31,7 @@ const conversation = createConversation({
 const search = createSearch();
 const usage = createUsage();
 const inbox = createInbox({ titleOf: (id) => catalogue.rowOf(id)?.title ?? null });
+startPush();
 bindKeys({
   actions: conversation.keyActions,
   search: search.input,

@@ -152,7 +152,8 @@ export function createInbox({ titleOf }) {
   }
 }
 
-function readPrefs() {
+/** The person's two notification choices (push.js reads them for the push subscription too). */
+export function readPrefs() {
   try {
     const v = JSON.parse(localStorage.getItem(PREFS) ?? "{}");
     return { inputToo: v?.inputToo === true, details: v?.details === true };

@@ -8,6 +8,7 @@
 // reply shows at the end of the history, where the finished message will land; the panel under
 // the history shows only the controls that apply now, and says why the others are not there.
 import { postControl as steer } from "./api.js";
+import { renderBudgetMeter } from "./budget-meter.js";
 import { refusalNodes } from "./controls.js";
 import { createApprovals } from "./live-approval.js";
 import { actLine } from "./present.js";
@@ -107,6 +108,7 @@ export function createLiveRun({ onSent = () => {} } = {}) {
     confirmYes: $("live-confirm-yes"),
     confirmNo: $("live-confirm-no"),
     approvals: $("live-approvals"),
+    budget: $("live-budget"),
   };
   let conversation = null;
   /** This login's controller connection, learned from the first answer; null before. */
@@ -345,6 +347,7 @@ export function createLiveRun({ onSent = () => {} } = {}) {
     },
     onState(message) {
       state = message.state ?? null;
+      renderBudgetMeter(ui.budget, state?.budget);
       renderWho();
     },
     onEvent,

@@ -9,6 +9,7 @@ import { randomUUID } from "node:crypto";
 import { createConnection, type Socket } from "node:net";
 import { encodeLine, FramingError, LineSplitter } from "../engine/framing.ts";
 import {
+  type BudgetLimits,
   CONFIRMED_OPERATIONS,
   type ConfirmedOperation,
   type ControllerMessage,
@@ -18,6 +19,7 @@ import {
   type Dialog,
   type Hello,
   PROTOCOL_VERSION,
+  parseBudgetLimits,
   type Reply,
   type Request,
   type ResumePoint,
@@ -387,6 +389,27 @@ export class ConversationClient {
         ? { op: "answer", dialog, decision }
         : { op: "answer", dialog, decision, message };
     return this.#plain(await this.#send(body, true));
+  }
+
+  /**
+   * Answers a budget dialog (`dialog.method === "budget"`) by raising the budget to `limits`
+   * (USD in whole cents and/or tokens): needs the controller and the budget capability. To
+   * stop instead, `answer(dialog, "deny")`.
+   */
+  async raiseBudget(dialog: string, limits: BudgetLimits): Promise<ControlOutcome> {
+    if (!isId(dialog)) return localRefusal("malformed", "a dialog is an id");
+    const checked = parseBudgetLimits(limits);
+    if (typeof checked === "string") return localRefusal("malformed", checked);
+    return this.#plain(
+      await this.#send({ op: "answer", dialog, decision: "allow", budget: checked }, true),
+    );
+  }
+
+  /** Changes the budget (the `budget` op): USD in whole cents and/or tokens; an admin's. */
+  async budget(limits: BudgetLimits): Promise<ControlOutcome> {
+    const checked = parseBudgetLimits(limits);
+    if (typeof checked === "string") return localRefusal("malformed", checked);
+    return this.#plain(await this.#send({ op: "budget", ...checked }, true));
   }
 
   /** Launches a recovered execution with a single-use eligibility id (K17, K18). */

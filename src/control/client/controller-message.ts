@@ -1,5 +1,6 @@
 import { ID_PATTERN } from "../../protocol/chat-01.ts";
 import {
+  type BudgetState,
   type ControllerMessage,
   type ControllerState,
   DIALOG_METHODS,
@@ -150,6 +151,29 @@ export function readState(value: unknown): ControllerState {
     controllerConnection: connection,
     admission: oneOf(o, "admission", "state", ["open", "fenced", "never"] as const),
     binding: oneOf(o, "binding", "state", ["bound", "uncertain"] as const),
+    ...(o.budget === undefined ? {} : { budget: readBudget(o.budget, "state.budget") }),
+  };
+}
+
+/** A budget's figures: spent USD and tokens (counts from 0), each limit a count or null. */
+export function readBudget(value: unknown, where: string): BudgetState {
+  const o = obj(value, where);
+  const spent = obj(o.spent, `${where}.spent`);
+  const limit = obj(o.limit, `${where}.limit`);
+  const usd = (v: unknown, name: string): number =>
+    typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : fail(`${name} is not an amount`);
+  return {
+    spent: {
+      usd: usd(spent.usd, `${where}.spent.usd`),
+      tokens: isCount(spent.tokens) ? spent.tokens : fail(`${where}.spent.tokens is not a count`),
+    },
+    limit: {
+      usd: limit.usd === null ? null : usd(limit.usd, `${where}.limit.usd`),
+      tokens:
+        limit.tokens === null || isCount(limit.tokens)
+          ? limit.tokens
+          : fail(`${where}.limit.tokens is not a count or null`),
+    },
   };
 }
 
@@ -196,8 +220,8 @@ export function readReceipt(value: unknown): Receipt {
 function readDialog(o: Obj): Dialog {
   if (typeof o.disabled !== "boolean") fail("dialog.disabled is not a boolean");
   // Only an approval is answerable: Pi's dialogs are disabled, always (seed P3).
-  if (o.disabled !== (o.method !== "approval")) {
-    fail("dialog.disabled is true exactly when the method is not approval");
+  if (o.disabled !== (o.method !== "approval" && o.method !== "budget")) {
+    fail("dialog.disabled is true exactly when the method is not approval or budget");
   }
   const d: Dialog = {
     type: "dialog",
@@ -222,5 +246,6 @@ function readDialog(o: Obj): Dialog {
     };
   }
   if (o.message !== undefined) d.message = str(o, "message", "dialog");
+  if (o.budget !== undefined) d.budget = readBudget(o.budget, "dialog.budget");
   return d;
 }

@@ -3,7 +3,7 @@
 import type { LedgerAction } from "../../audit/ledger-line.ts";
 import type { Launcher } from "../cohort/launcher.ts";
 import type { HarnessName } from "../engine/harness.ts";
-import type { Grant } from "../protocol.ts";
+import type { BudgetLimits, Grant } from "../protocol.ts";
 import type { ControlRecord, Verifier } from "./records.ts";
 
 export type ControllerOptions = {
@@ -28,6 +28,11 @@ export type ControllerOptions = {
   };
   agentDir?: string;
   pinRoot?: string;
+  /**
+   * The budget (docs/usage.md, Budgets): USD in whole cents and/or tokens, counted over every
+   * execution this controller runs. Refuses `configuration` when a value is not one.
+   */
+  budget?: BudgetLimits;
   /**
    * Which pinned Pi runs: a version from PI_VERSIONS (pi-pin.ts), default "0.85.1". Refuses
    * `configuration` for any other; the pin and the seal are that version's.

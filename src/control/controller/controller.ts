@@ -4,6 +4,7 @@
 // welcomes connections, dialogs.ts records the engine's dialogs. Admission opens only after a
 // passing K8 check; the claim ends only with a proven stop.
 import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { createReader, type Reader } from "../../reader/reader.ts";
 import { claudeProjectsDirOf, rootsFromSpecs } from "../../reader/sources.ts";
@@ -14,10 +15,11 @@ import { type AnyLaunched, type Launcher, PgroupLauncher } from "../cohort/launc
 import { LiveSessionGuard, type PathStamp } from "../engine/guard.ts";
 import type { CommandOptions, EngineCommandBase, SessionHead } from "../engine/harness.ts";
 import { type Harness, harnessFor } from "../engine/harnesses.ts";
-import type { ControllerState, Grant, Hello } from "../protocol.ts";
+import { type ControllerState, type Grant, type Hello, parseBudgetLimits } from "../protocol.ts";
 import { ControlRefusal } from "../refusal.ts";
 import { announcingConnection } from "./acts.ts";
 import { type AuditHost, auditedConnection } from "./audit-hook.ts";
+import { BudgetGuard, budgetHost, limitsOf } from "./budget-guard.ts";
 import type { ControllerOptions } from "./controller-options.ts";
 import {
   Approvals,
@@ -84,6 +86,7 @@ export class Controller {
   #controllerConnection: string | null = null;
   #auditOk = true;
   readonly #ops: Operations;
+  readonly #budget: BudgetGuard;
   /** Where the approvals' records and messages go. */
   readonly #dialogOutlet: DialogOutlet = {
     record: (r) => this.record(r),
@@ -102,6 +105,17 @@ export class Controller {
       throw new ControlRefusal("configuration", "a verifier is required");
     }
     this.#grants = checkGrants(options.grants);
+    const limits = options.budget === undefined ? undefined : parseBudgetLimits(options.budget);
+    if (typeof limits === "string") throw new ControlRefusal("configuration", `budget: ${limits}`);
+    this.#budget = new BudgetGuard(
+      budgetHost({
+        exec: () => this.#exec,
+        record: (r) => this.record(r),
+        broadcast: (m) => this.#server?.broadcast(m),
+        broadcastState: () => this.broadcastState(),
+      }),
+      limitsOf(limits),
+    );
     this.#harness = harnessFor(options.harness ?? "pi");
     checkExtraEnv(this.#harness, options.engine?.env);
     this.#options = options;
@@ -164,6 +178,7 @@ export class Controller {
       conversation: this.conversation,
       sessionKey: this.sessionKey,
       sessionFile: this.sessionFile,
+      unwritten: () => this.#harness.name === "claude-code" && !existsSync(this.sessionFile),
       readHead: () => this.#harness.readHead(this.sessionFile),
       readKey: () => this.#harness.readKey(this.sessionFile, this.sessionKey),
       checkText: (text) => this.#harness.checkText(text),
@@ -192,12 +207,18 @@ export class Controller {
       record: (r) => this.record(r),
       broadcast: (m) => this.#server?.broadcast(m),
       broadcastLine: (line) => this.#server?.broadcastLine(line),
-      answer: (conn, grant, r) =>
-        answerApproval(
-          this.#exec,
-          this.#dialogOutlet,
+      answer: (conn, grant, r) => {
+        const by = { connection: conn.id, actor: conn.actor ?? grant.actor };
+        return this.#budget.owns(r.dialog)
+          ? this.#budget.answer(by, r, mayChangeBudget(conn, grant))
+          : answerApproval(this.#exec, this.#dialogOutlet, by, r);
+      },
+      budgetRefusal: () => this.#budget.refusePrompt(),
+      changeBudget: (conn, grant, limits) =>
+        this.#budget.change(
           { connection: conn.id, actor: conn.actor ?? grant.actor },
-          r,
+          limits,
+          mayChangeBudget(conn, grant),
         ),
       relaunch: async (execution, incarnation, leaf) => {
         const old = this.#exec;
@@ -219,6 +240,11 @@ export class Controller {
   }
 
   /** The proof of a crashed controller's stop that this one recorded before it took over. */
+  /** How people call the engine this controller runs ("Pi", "Claude Code"). */
+  get engineLabel(): string {
+    return this.#harness.label;
+  }
+
   get recovered(): Recovered | null {
     return this.#recovered;
   }
@@ -233,6 +259,7 @@ export class Controller {
 
   state(): ControllerState {
     const e = this.#exec;
+    const budget = this.#budget.state();
     return {
       incarnation: e?.incarnation ?? "none",
       execution: e?.execution ?? "none",
@@ -240,6 +267,7 @@ export class Controller {
       controllerConnection: this.#controllerConnection,
       admission: admissionOf(e),
       binding: e?.binding.state ?? "uncertain",
+      ...(budget === undefined ? {} : { budget }),
     };
   }
 
@@ -350,6 +378,9 @@ export class Controller {
           if (d.kind === "ui") this.#dialog(exec, d.native, d.method, d.title);
           else openApproval(exec, this.#dialogOutlet, d.native, d.tool);
         },
+        spent: (spend) => {
+          if (current()) this.#budget.spent(spend);
+        },
         withdrawn: (native) => {
           if (!current()) return;
           const id = exec.approvals.idOf(native);
@@ -396,6 +427,11 @@ export class Controller {
     exec.stops = new StopChain(this.#stopHost(exec));
     void link.exited.then(() => {
       if (this.#exec !== exec) return;
+      try {
+        this.#harness.afterExit?.({ projectRoot: this.projectRoot, seat: this.seat });
+      } catch {
+        // A leftover is replaced at the next launch and removed by the agent copy's watcher.
+      }
       exec.tracker.engineGone();
       endApprovals(exec, this.#dialogOutlet, "closed", "closed: the engine exited");
       if (!exec.stops.escalationRunning && !exec.closers.has("stopped")) {
@@ -512,7 +548,10 @@ export class Controller {
       controllerConnection: this.#controllerConnection,
       state: this.state(),
       stream: this.#exec?.stream,
-      openDialogs: this.#exec?.approvals.openMessages() ?? [],
+      openDialogs: [
+        ...(this.#exec?.approvals.openMessages() ?? []),
+        ...this.#budget.openMessages(),
+      ],
     });
   }
 
@@ -621,6 +660,14 @@ export class Controller {
 function scopeOf(launched: AnyLaunched): string | null {
   const scope: unknown = (launched as { scope?: { dir?: unknown } }).scope?.dir;
   return typeof scope === "string" ? scope : null;
+}
+
+/** A budget change needs the budget capability, in the grant and in the hello's narrowing. */
+function mayChangeBudget(conn: Connection, grant: Grant): boolean {
+  return (
+    grant.capabilities.includes("budget") &&
+    (conn.capabilities === null || conn.capabilities.includes("budget"))
+  );
 }
 
 function admissionOf(e: Execution | null): ControllerState["admission"] {

@@ -12,6 +12,8 @@ import type { Reader } from "../../reader/reader.ts";
 import type { Claim, ClaimStore, SeatKey } from "../claim/claim.ts";
 import type { SessionHead, TextCheck } from "../engine/harness.ts";
 import {
+  type BudgetLimits,
+  type BudgetState,
   type ControllerMessage,
   type ControllerState,
   canonicalRequest,
@@ -35,6 +37,11 @@ import type { PromptResponse } from "./turns.ts";
 const MAX_DETAIL_CHARS = 4000;
 
 export type OperationsHost = {
+  /**
+   * True while the session has no file yet: Claude Code writes a new one at its first turn
+   * (docs/claude-control.md). An observe then reads an empty page, not a refusal.
+   */
+  unwritten?: () => boolean;
   conversation: string;
   sessionKey: string;
   sessionFile: string;
@@ -68,6 +75,14 @@ export type OperationsHost = {
     grant: Grant,
     r: Extract<Request, { op: "answer" }>,
   ): { ok: true; dialog: Dialog } | { ok: false; code: ControlRefusalCode; message: string };
+  /** Why a prompt may not start now: the budget is reached (budget-guard.ts); else null. */
+  budgetRefusal(): string | null;
+  /** The `budget` op: a budget change, refused `capability` without the budget capability. */
+  changeBudget(
+    conn: Connection,
+    grant: Grant,
+    limits: BudgetLimits,
+  ): { ok: true; budget: BudgetState } | { ok: false; code: ControlRefusalCode; message: string };
   /** A new execution and incarnation (generation + 1), the claim already acquired for it. */
   relaunch(execution: string, incarnation: string, leaf: string | null): Promise<void>;
 };
@@ -217,8 +232,11 @@ export class Operations {
       case "release":
         h.setController(null);
         return ok({ generation: h.generation(), role: "observer" });
-      case "prompt":
+      case "prompt": {
+        const over = h.budgetRefusal();
+        if (over !== null) return refused(r.id, "budget", over);
         return this.#prompt(conn, r.id, exec, verdict.text ?? r.text);
+      }
       case "interrupt":
         return ok({ stop: await exec.stops.interrupt() });
       case "confirm": {
@@ -257,6 +275,16 @@ export class Operations {
           ? ok({ dialog: answered.dialog })
           : refused(r.id, answered.code, answered.message);
       }
+      case "budget": {
+        const limits = {
+          ...(r.usd === undefined ? {} : { usd: r.usd }),
+          ...(r.tokens === undefined ? {} : { tokens: r.tokens }),
+        };
+        const changed = h.changeBudget(conn, grant, limits);
+        return changed.ok
+          ? ok({ budget: changed.budget })
+          : refused(r.id, changed.code, changed.message);
+      }
       default: {
         const never: never = r;
         return refused((never as Request).id, "malformed", "unknown operation");
@@ -275,6 +303,9 @@ export class Operations {
           branch: this.#cursorBranch.get(cursor) ?? DEFAULT_BRANCH,
         })
       : h.reader.open({ conversation: h.conversation });
+    if (!read.ok && cursor === undefined && h.unwritten?.() === true) {
+      return emptyPage(id, h.conversation, exec);
+    }
     if (!read.ok) {
       const code = cursor ? "cursor" : "mapping";
       return { ...refused(id, code, read.refusal.message), detail: read.refusal.code };
@@ -418,3 +449,33 @@ export class Operations {
 export function refused(id: string | null, code: ControlRefusalCode, message: string): Reply {
   return { type: "reply", id, outcome: `refused:${code}`, refusal: code, message };
 }
+
+/**
+ * The page of a session with no file yet: no parts, the snapshot of zero bytes, and a seam from
+ * where the stream is now (everything after it is live), so a client joins the stream at once.
+ */
+function emptyPage(id: string, conversation: string, exec: Execution): Reply {
+  const fromSequence = exec.stream.nextSequence;
+  const page = {
+    conversation,
+    branch: DEFAULT_BRANCH,
+    parts: [],
+    nextCursor: null,
+    snapshot: { bytes: 0, digest: EMPTY_SHA256 },
+    sourceEpoch: "unwritten",
+  };
+  const replay = exec.stream.covers(exec.stream.epoch, fromSequence - 1)
+    ? "available"
+    : "unavailable";
+  const seam = {
+    replay,
+    streamEpoch: exec.stream.epoch,
+    fromSequence,
+    reconcile: true,
+    quiet: exec.tracker.isQuiet(),
+  };
+  return { type: "reply", id, outcome: "admitted", result: { page, seam } };
+}
+
+/** SHA-256 of no bytes. */
+const EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";

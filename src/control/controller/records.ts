@@ -17,7 +17,7 @@ import {
 import type { LauncherKind, StopOutcome, StopProof } from "../cohort/launcher.ts";
 import { CLAUDE_SESSION_PLACE } from "../engine/claude-code/claude-files.ts";
 import type { LoadedSession, StartupAppend } from "../engine/harness.ts";
-import type { ConfirmedOperation, DialogMethod, Receipt } from "../protocol.ts";
+import type { BudgetState, ConfirmedOperation, DialogMethod, Receipt } from "../protocol.ts";
 import { ControlRefusal } from "../refusal.ts";
 
 /** The K8 load check's verdict on one execution. */
@@ -122,6 +122,8 @@ export type DialogRecord = {
   reason?: string;
   /** An approval's tool, as the engine asked it. */
   tool?: { name: string; input: unknown; toolUseId?: string };
+  /** A budget dialog's figures as it opened (the controller's, not the engine's). */
+  budget?: BudgetState;
   at: string;
 };
 
@@ -136,6 +138,8 @@ export type DialogEndRecord = {
   reason: string;
   answeredBy?: { connection: string; actor: string };
   message?: string;
+  /** A budget dialog's figures as it ended (raised: the new limits). */
+  budget?: BudgetState;
   at: string;
 };
 

@@ -3,12 +3,20 @@
 // proofs) live above it in controller/; each harness (pi/, claude-code/) implements it below and
 // turns its own wire into the same things: turn signals for the tracker, CHAT-01 stream events
 // for clients, dialogs the engine waits on, and a load check.
+
+import type { Spend } from "../../usage/lines.ts";
 import type { StreamEvent } from "../protocol.ts";
 import type { ControlRefusalCode } from "../refusal.ts";
 import type { EngineLink, EngineLinkOptions } from "./engine.ts";
 
 export const HARNESS_NAMES = ["pi", "claude-code"] as const;
 export type HarnessName = (typeof HARNESS_NAMES)[number];
+
+/** How people call each harness: the one place the words "Pi" and "Claude Code" are decided. */
+export const HARNESS_LABELS: Readonly<Record<HarnessName, string>> = {
+  pi: "Pi",
+  "claude-code": "Claude Code",
+};
 
 export function isHarnessName(v: unknown): v is HarnessName {
   return (HARNESS_NAMES as readonly unknown[]).includes(v);
@@ -89,6 +97,11 @@ export type EngineHooks = {
   signal(signal: TurnSignal): void;
   event(event: ChatEvent): void;
   dialog(dialog: EngineDialog): void;
+  /**
+   * One request's usage, as the engine reported it (Pi's assistant message, Claude Code's
+   * assistant line), read by the usage rule of src/usage/lines.ts: the controller's budget.
+   */
+  spent(spend: Spend): void;
   /** The engine withdrew a dialog it asked (Claude Code's `control_cancel_request`). */
   withdrawn(native: string): void;
   /**
@@ -186,6 +199,8 @@ export type EngineHarness<E = unknown, C = unknown, O extends object = object> =
     projectRoot: string;
     seat: string;
   }): Record<string, string>;
+  /** The engine exited: remove what `env` placed for it alone (Claude Code's credentials). */
+  afterExit?(o: { projectRoot: string; seat: string }): void;
   /** What the launcher gives the link: this harness's wire. */
   linkOptions(): EngineLinkOptions<E, C>;
   /** Reads what the load check compares with, right before the spawn. */

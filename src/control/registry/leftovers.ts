@@ -42,15 +42,23 @@ export type Guard = {
 };
 
 /**
- * Removes `dir` when this process ends, however it ends (SIGKILL included): a shell in its own
+ * Removes `dir` (and `alsoFiles`) when this process ends, however it ends (SIGKILL included): a shell in its own
  * session, ignoring INT, TERM and HUP, waits for EOF on a pipe only this process holds, then
  * removes the folder. The pipe is this process's: not inherited by Pi (Node's pipes are
  * close-on-exec), so the watcher does not wait for the engine.
  */
-export function guardUntilGone(dir: string): Guard {
+export function guardUntilGone(dir: string, alsoFiles: readonly string[] = []): Guard {
+  // `alsoFiles`: copies of credentials placed elsewhere for the engine (Claude Code's, in the
+  // seat's config folder), removed with the folder.
   const watcher = spawn(
     "/bin/sh",
-    ["-c", 'trap "" INT TERM HUP; cat >/dev/null; rm -rf -- "$1"', "mosaic-agent-copy", dir],
+    [
+      "-c",
+      'trap "" INT TERM HUP; cat >/dev/null; rm -rf -- "$1"; shift; rm -f -- "$@"',
+      "mosaic-agent-copy",
+      dir,
+      ...alsoFiles,
+    ],
     { detached: true, stdio: ["pipe", "ignore", "ignore"], cwd: "/" },
   );
   // A watcher that cannot start leaves the listing's sweep; the controller runs on.

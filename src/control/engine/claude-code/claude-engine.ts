@@ -7,6 +7,7 @@
 // `interrupt` control request (Claude Code holds no queue of ours to clear).
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { ClaudeLiveSpends } from "../../../usage/lines.ts";
 import { ControlRefusal } from "../../refusal.ts";
 import { controlPlace, ensurePrivateDir } from "../../registry/private-dirs.ts";
 import type { EngineLink } from "../engine.ts";
@@ -19,6 +20,8 @@ import type {
   LoadCheck,
   TextCheck,
 } from "../harness.ts";
+import { HARNESS_LABELS } from "../harness.ts";
+import { placeCredentials, removeCredentials } from "./claude-credentials.ts";
 import { ClaudeEventMapper } from "./claude-events.ts";
 import {
   CLAUDE_SESSION_PLACE,
@@ -98,7 +101,7 @@ export function checkClaudeText(text: unknown): TextCheck {
 
 export const CLAUDE_ENGINE: EngineHarness<ClaudeEvent, ClaudeCommand, ClaudeOutgoing> = {
   name: "claude-code",
-  label: "Claude Code",
+  label: HARNESS_LABELS["claude-code"],
   place: CLAUDE_SESSION_PLACE,
   readHead: readClaudeHead,
   readKey(file, sessionKey) {
@@ -115,10 +118,12 @@ export const CLAUDE_ENGINE: EngineHarness<ClaudeEvent, ClaudeCommand, ClaudeOutg
   bind: (o) => commandOf(o),
   reservesEnv: (name) =>
     RESERVED_ENV.has(name) || name.startsWith("CLAUDE") || name.startsWith("PI_"),
-  env({ home, extra, projectRoot, seat }) {
+  env({ home, agentDir, extra, projectRoot, seat }) {
     const configDir = claudeConfigDir(projectRoot, seat);
     mkdirSync(configDir, { recursive: true, mode: 0o700 });
     ensurePrivateDir(configDir, controlPlace("the seat's Claude Code folder", "fix its owner"));
+    // OAuth credentials, when the agent directory has them: only the config folder is read.
+    placeCredentials(agentDir, projectRoot, seat);
     const tmp = join(home, "tmp");
     mkdirSync(tmp, { mode: 0o700 });
     return {
@@ -134,6 +139,7 @@ export const CLAUDE_ENGINE: EngineHarness<ClaudeEvent, ClaudeCommand, ClaudeOutg
       DISABLE_ERROR_REPORTING: "1",
     };
   },
+  afterExit: ({ projectRoot, seat }) => removeCredentials(projectRoot, seat),
   linkOptions: () => ({ wire: CLAUDE_WIRE }),
   beforeSpawn: (sessionFile) => readClaudeFile(sessionFile),
   start: (link, hooks, basis) => new ClaudeSession(link, hooks, basis as ClaudeFileState),
@@ -154,6 +160,8 @@ class ClaudeSession implements EngineSession {
   readonly #runEnded: (() => void)[] = [];
   /** What each open permission prompt asked to run, by Claude Code's request id. */
   readonly #inputs = new Map<string, unknown>();
+  /** What each reply spent, by the usage rule (the controller's budget counts it). */
+  readonly #spends = new ClaudeLiveSpends();
 
   constructor(link: Link, hooks: EngineHooks, basis: ClaudeFileState) {
     this.#link = link;
@@ -211,6 +219,8 @@ class ClaudeSession implements EngineSession {
       }
       h.signal({ type: "user-message", text });
     }
+    const spend = this.#spends.read(e);
+    if (spend) h.spent(spend);
     for (const mapped of this.#mapper.map(e)) h.event(mapped);
     if (e.type === "result") {
       if (this.#interrupted && e.subtype === "error_during_execution")

@@ -6,6 +6,7 @@
 // check (pi-load.ts).
 import { basename } from "node:path";
 import { conversationId } from "../../../reader/sources.ts";
+import { piLiveSpend } from "../../../usage/lines.ts";
 import type { EngineLink } from "../engine.ts";
 import { PI_SESSION_PLACE } from "../guard.ts";
 import type {
@@ -16,6 +17,7 @@ import type {
   LoadCheck,
   TurnSignal,
 } from "../harness.ts";
+import { HARNESS_LABELS } from "../harness.ts";
 import { mapEvent } from "./pi-events.ts";
 import { checkLoad, readStartupBasis, type StartupBasis } from "./pi-load.ts";
 import { bindEngine, engineCommand, sealedArgv } from "./pi-pin.ts";
@@ -35,7 +37,7 @@ const RESERVED_ENV = new Set(["PATH", "HOME", "PI_OFFLINE", "PI_CODING_AGENT_DIR
 
 export const PI_ENGINE: EngineHarness<RpcEvent, RpcCommand, RpcUiResponse> = {
   name: "pi",
-  label: "Pi",
+  label: HARNESS_LABELS.pi,
   place: PI_SESSION_PLACE,
   readHead(file) {
     const head = readSessionHead(file);
@@ -100,6 +102,8 @@ class PiSession implements EngineSession {
   ) {
     this.#link = link;
     this.#basis = basis;
+    // The model of the latest reply: a compaction's request ran on it (as in the file).
+    let lastModel = "unknown";
     link.onRecord((r) => {
       if (r.kind === "response" && r.matched && r.response.command === "prompt") {
         const res = r.response;
@@ -115,6 +119,11 @@ class PiSession implements EngineSession {
       for (const signal of piSignals(e)) hooks.signal(signal);
       if (e.type === "extension_ui_request" && e.blocking) {
         hooks.dialog({ kind: "ui", native: e.id, method: e.method, title: e.title });
+      }
+      const spend = piLiveSpend(e, lastModel);
+      if (spend) {
+        if (e.type === "message_end") lastModel = spend.model;
+        hooks.spent(spend);
       }
       const mapped = mapEvent(e);
       if (mapped) hooks.event(mapped);
