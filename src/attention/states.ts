@@ -180,7 +180,11 @@ export function attentionOf(o: Observed, now: number, stallMs: number): Attentio
     null,
   );
   if (oldest !== null) {
-    const what = oldest.tool === null ? oldest.title : `${oldest.tool}: ${oldest.title}`;
+    // Claude Code's titles already start with the tool's name ("Bash: create the file").
+    const what =
+      oldest.tool === null || oldest.title.startsWith(`${oldest.tool}:`)
+        ? oldest.title
+        : `${oldest.tool}: ${oldest.title}`;
     return {
       state: "waiting-approval",
       since: oldest.openedAt,

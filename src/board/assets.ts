@@ -26,6 +26,7 @@ const ASSET_FILES: Readonly<Record<string, readonly [file: string, contentType: 
   "/styles/keys.css": ["styles/keys.css", "text/css; charset=utf-8"],
   "/styles/screens.css": ["styles/screens.css", "text/css; charset=utf-8"],
   "/styles/live-run.css": ["styles/live-run.css", "text/css; charset=utf-8"],
+  "/styles/live-approval.css": ["styles/live-approval.css", "text/css; charset=utf-8"],
   "/styles/inbox.css": ["styles/inbox.css", "text/css; charset=utf-8"],
   "/console.js": ["console.js", "text/javascript; charset=utf-8"],
   "/api.js": ["api.js", "text/javascript; charset=utf-8"],
@@ -39,8 +40,10 @@ const ASSET_FILES: Readonly<Record<string, readonly [file: string, contentType: 
   "/conversation-head.js": ["conversation-head.js", "text/javascript; charset=utf-8"],
   "/follow.js": ["follow.js", "text/javascript; charset=utf-8"],
   "/live-run.js": ["live-run.js", "text/javascript; charset=utf-8"],
-  "/budget-meter.js": ["budget-meter.js", "text/javascript; charset=utf-8"],
+  "/live-approval.js": ["live-approval.js", "text/javascript; charset=utf-8"],
   "/inbox.js": ["inbox.js", "text/javascript; charset=utf-8"],
+  "/inbox-answer.js": ["inbox-answer.js", "text/javascript; charset=utf-8"],
+  "/budget-meter.js": ["budget-meter.js", "text/javascript; charset=utf-8"],
   // Web Push and installing (docs/push.md): the Console's side of it, its service worker at
   // the root (so its scope is the whole Console), the web app manifest (its icon is a data: URL in it, as
   // the page's CSP allows images only as data: URLs, and manifest icons are fetched under it).

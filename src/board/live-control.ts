@@ -130,6 +130,12 @@ class Watch {
   #phase: "connecting" | "replaying" | "open" | "closed" = "connecting";
   #welcome: Welcome | null = null;
   #state: ControllerState | null = null;
+  /**
+   * The approvals open now, as last pushed: a stream that joins later (or is greeted after the
+   * controller sent them, right behind its welcome) is sent each, as the controller sends them
+   * to a connection welcomed while they are open.
+   */
+  readonly #openApprovals = new Map<string, string>();
   readonly #events: Logged[] = [];
   #bytes = 0;
   #nextN = 1;
@@ -180,7 +186,12 @@ class Watch {
         this.#state = state;
         this.#toGreeted("state", null, JSON.stringify({ type: "state", state }));
       }),
-      client.onDialog((m) => this.#toGreeted("dialog", null, JSON.stringify(m))),
+      client.onDialog((m) => {
+        const data = JSON.stringify(m);
+        if (m.method === "approval" && m.state === "open") this.#openApprovals.set(m.id, data);
+        else this.#openApprovals.delete(m.id);
+        this.#toGreeted("dialog", null, data);
+      }),
       client.onClose(() => this.#end("The controller's connection closed.")),
     );
     client.connect().then(
@@ -254,6 +265,7 @@ class Watch {
     const who = { running: true, connection: welcome.connection, role: welcome.role };
     watcher.send("controller", null, JSON.stringify(who));
     watcher.send("state", null, JSON.stringify({ type: "state", state: this.#state }));
+    for (const data of this.#openApprovals.values()) watcher.send("dialog", null, data);
     const from = this.#startOf(seat, welcome);
     if (from.seam !== null) watcher.send("seam", null, JSON.stringify(from.seam));
     seat.afterN = from.afterN;

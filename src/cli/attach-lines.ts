@@ -2,6 +2,7 @@
 // prints them (render.ts), and what is still running (streaming text, tools, notices, receipts,
 // events, seams) in the terminal's words; every line made visible (wrap.ts).
 import type { TranscriptItem } from "../control/client/transcript.ts";
+import { actLine } from "../present/acts.ts";
 import { createPartPrinter } from "./render.ts";
 import { wrapText } from "./wrap.ts";
 
@@ -51,6 +52,9 @@ export function renderItems(items: readonly TranscriptItem[], width: number): st
         push(one(`[prompt settled: ${item.reason}]`, 2));
         if (item.reason === "handled-without-run")
           push(wrapText(withoutRun(item.detail), { width, indent: 2 }));
+        break;
+      case "act":
+        push(one(`[${actLine(item)}]`, 2));
         break;
       case "event":
         push(one(`[event ${item.eventKind}]`, 2));

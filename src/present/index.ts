@@ -2,6 +2,7 @@
 // (src/cli), the Console (src/board/console) and the exports (src/export) all take these rules
 // from here, and `npm run build:console` bundles this file into the Console's present.js. Node
 // code imports the one file it needs (markdown.ts loads the Markdown and highlighting bundle).
+export { type ActWords, actLine } from "./acts.ts";
 export { ATTENTION_WORDS, type NeedsYouState, notificationLabel } from "./attention-words.ts";
 export {
   type BudgetFigures,

@@ -89,6 +89,14 @@ const WORDS: Readonly<Record<string, Words>> = {
     said: "The controller cannot be reached.",
     todo: "Check that `conversation control` still runs.",
   },
+  dialog: {
+    said: "This approval is no longer open: it was answered, denied by an interrupt, or closed.",
+    todo: null,
+  },
+  "role-refused": {
+    said: "Your role on this board does not allow that.",
+    todo: "Ask whoever keeps the board's roles file for a role that does.",
+  },
   confirmation: {
     said: "The confirmation for this was used or has expired.",
     todo: "Press the button again.",

@@ -69,6 +69,15 @@ describe("attention/states", () => {
     assert.equal(attentionOf(o, 60, STALL).state, "waiting-input", "a good run clears it");
   });
 
+  it("names the tool once when the title already starts with it (Claude Code's titles)", () => {
+    const o = onDialog(
+      run(observed(0), 0),
+      { id: "dl-1", method: "approval", title: "Bash: make the file", tool: { name: "Bash" } },
+      100,
+    );
+    assert.equal(attentionOf(o, 200, STALL).reason, "asks to run Bash: make the file");
+  });
+
   it("waits for approval while an approval dialog is open, oldest first, until it ends", () => {
     let o = run(observed(0), 0);
     const open = (id: string, at: number) =>

@@ -1,7 +1,8 @@
 // The Console in Chromium through the real Caddy over HTTPS (issue 29 item 5), at a phone's
 // width: an operator logs in at /login (the proxy vouches; no token), watches the run, takes
 // control and steers it; an observer watches the same run and is refused in words when she
-// tries to act. Answering an approval waits on the controller's `answer` operation (issue 26).
+// tries to act. Both pages show who took control and sent the message (the controller's `act`
+// events). Answering an approval through Caddy: proxy.test.ts, with the real Claude Code.
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { describe, it, type TestContext } from "node:test";
@@ -100,6 +101,13 @@ describe("the Console through caddy", { skip }, () => {
     for (const page of [otto, olga]) {
       await page.locator("#parts").getByText("echo: hello from the phone").waitFor();
     }
+
+    // Who did what, in the live transcript of every page: the controller names the person.
+    for (const page of [otto, olga]) {
+      await page.locator("#live-activity .act").getByText("otto took control").waitFor();
+      await page.locator("#live-activity .act").getByText("otto sent a message").waitFor();
+    }
+    await who(olga).getByText("otto controls this run.").waitFor();
 
     await olga.getByRole("button", { name: "Take control" }).click();
     await olga.locator("#live-refusal").getByText("role-refused").waitFor();

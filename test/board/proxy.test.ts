@@ -3,6 +3,7 @@
 // straight to the board from another address is refused; every control operation is tried by
 // every role; each act lands in the ledger under the person's name and the chain verifies.
 import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
@@ -11,10 +12,13 @@ import { readLedger } from "../../src/audit/verify.ts";
 import { CONTROL_OPS } from "../../src/board/control-route.ts";
 import { checkProxyFlags, type ProxyConfig } from "../../src/board/identity.ts";
 import { parseRoles, type Role, roleAllows } from "../../src/board/roles.ts";
+import { ConversationClient } from "../../src/control/client/client.ts";
+import type { Dialog } from "../../src/control/protocol.ts";
 import { type Grant, OPERATIONS } from "../../src/control/protocol.ts";
 import { startController } from "../control/controller-fixture.ts";
 import { type Caddy, freePort, hasCaddy, startCaddy, viaCaddy } from "../helpers/caddy.ts";
-import { DEADLINE_MS, SLOW_TEST_MS } from "../helpers/deadline.ts";
+import { DEADLINE_MS, SLOW_TEST_MS, until } from "../helpers/deadline.ts";
+import { bashCall, DONE, startClaudeBoard } from "./claude-board.ts";
 import { boardOverController } from "./controlled-board.ts";
 
 const skip = hasCaddy() ? false : "caddy is not installed (apt-get install caddy)";
@@ -34,6 +38,23 @@ const GRANTS: Grant[] = [
   { id: "g-ro", actor: "the-board-watching", capabilities: ["observe"] },
 ];
 
+/** The board's proxy flags for Caddy on `port`, with PEOPLE's roles. */
+function proxyOn(port: number): ProxyConfig {
+  const roles = parseRoles({
+    identities: Object.fromEntries(Object.entries(PEOPLE).filter(([, r]) => r !== null)),
+  });
+  assert.ok(roles.ok);
+  const checked = checkProxyFlags({
+    publicOrigin: `https://localhost:${port}`,
+    trustedProxy: "127.0.0.1",
+    identityHeader: "X-Remote-User",
+    roles: roles.roles,
+    rolesFile: "roles.json",
+  });
+  if (!checked.ok) assert.fail(checked.error);
+  return checked.proxy;
+}
+
 async function proxiedBoard(t: TestContext) {
   const auditDir = { dir: "" };
   let ledger: AuditLedger | null = null;
@@ -45,20 +66,8 @@ async function proxiedBoard(t: TestContext) {
   const opened = AuditLedger.open(auditDir.dir, ctl.conversation);
   if (!opened.ok) assert.fail(opened.message);
   ledger = opened.ledger;
-  const roles = parseRoles({
-    identities: Object.fromEntries(Object.entries(PEOPLE).filter(([, r]) => r !== null)),
-  });
-  assert.ok(roles.ok);
   const port = await freePort();
-  const checked = checkProxyFlags({
-    publicOrigin: `https://localhost:${port}`,
-    trustedProxy: "127.0.0.1",
-    identityHeader: "X-Remote-User",
-    roles: roles.roles,
-    rolesFile: "roles.json",
-  });
-  if (!checked.ok) assert.fail(checked.error);
-  const proxy: ProxyConfig = checked.proxy;
+  const proxy = proxyOn(port);
   const { board, conversation, unregister } = await boardOverController(f, ctl.socketPath, {
     proxy,
   });
@@ -252,5 +261,71 @@ describe("board behind caddy", { skip }, () => {
       ],
     );
     assert.equal(reading.lines[1]?.input.text, "tidy up");
+  });
+
+  it("answers a real Claude Code approval over HTTPS as an operator; observer and viewer refused", {
+    timeout: 240_000,
+  }, async (t) => {
+    let ledger: AuditLedger | null = null;
+    const port = await freePort();
+    const { run, board, conversation } = await startClaudeBoard(t, {
+      grants: GRANTS,
+      actions: (a) => ledger?.append(a),
+      board: { proxy: proxyOn(port) },
+    });
+    const opened = AuditLedger.open(join(run.root, "audit"), conversation);
+    if (!opened.ok) assert.fail(opened.message);
+    ledger = opened.ledger;
+    const users = Object.fromEntries(Object.keys(PEOPLE).map((n) => [n, password(n)]));
+    const caddy = await startCaddy(t, board.port, users, port);
+    // A watcher on the socket sees the approval and its end, as every client does.
+    const watcher = new ConversationClient({ socketPath: run.ctrl.socketPath, grant: "g-ro" });
+    t.after(() => watcher.close());
+    const dialogs: Dialog[] = [];
+    watcher.onDialog((d) => dialogs.push(d));
+    await watcher.connect();
+
+    const marker = join(run.projectRoot, "allowed.txt");
+    run.fake.enqueue(bashCall("toolu_proxy", `touch ${marker}`, "create the marker file"), DONE);
+    const key = async (name: string) => ((await logIn(caddy, name)).json as { key: string }).key;
+    const otto = await key("otto");
+    assert.equal((await steer(caddy, "otto", otto, conversation, { op: "takeover" })).status, 200);
+    const sent = await steer(caddy, "otto", otto, conversation, {
+      op: "prompt",
+      text: "make the marker",
+    });
+    assert.equal(sent.status, 200, sent.text);
+    await until(() => dialogs.some((d) => d.state === "open"), "the approval opened", 60_000);
+    const open = dialogs.find((d) => d.state === "open") as Dialog;
+    const answer = { op: "answer", dialog: open.id, decision: "allow" };
+    // An observer and a viewer may watch or read, never answer: refused by the board.
+    for (const name of ["olga", "vera"]) {
+      const refused = await steer(caddy, name, await key(name), conversation, answer);
+      assert.equal(refused.status, 403, `${name}: ${refused.text}`);
+      assert.equal(code(refused), "role-refused");
+    }
+    assert.equal(existsSync(marker), false, "a refused answer approves nothing");
+    const allowed = await steer(caddy, "otto", otto, conversation, answer);
+    assert.equal(allowed.status, 200, allowed.text);
+    const ended = (allowed.json as { result: { dialog: Dialog } }).result.dialog;
+    assert.deepEqual([ended.state, ended.answeredBy?.actor], ["allowed", "otto"]);
+    await until(() => existsSync(marker), "the allowed tool ran", 60_000);
+    await until(
+      () => dialogs.some((d) => d.id === open.id && d.answeredBy?.actor === "otto"),
+      "every client is told otto answered",
+      60_000,
+    );
+    const reading = readLedger(opened.ledger.files, conversation);
+    assert.ok(reading.found);
+    assert.deepEqual(reading.problems, []);
+    assert.deepEqual(
+      reading.lines.map((l) => [l.actor, l.op, l.outcome]),
+      [
+        ["otto", "takeover", "admitted"],
+        ["otto", "prompt", "admitted"],
+        ["otto", "answer", "admitted"],
+      ],
+    );
+    assert.deepEqual(reading.lines[2]?.input, { dialog: open.id, decision: "allow" });
   });
 });

@@ -69,7 +69,7 @@ describe("steering from the Console in Chromium", { skip }, () => {
     t.after(() => terminal.close());
     await terminal.connect();
     assert.equal((await terminal.takeover()).outcome, "admitted");
-    await who(operator).getByText("Another client controls this run.").waitFor();
+    await who(operator).getByText("local-operator controls this run.").waitFor();
     assert.equal((await terminal.prompt("from the terminal")).outcome, "admitted");
     for (const page of [operator, watcher]) {
       await page.locator("#parts").getByText("echo: from the terminal").waitFor();

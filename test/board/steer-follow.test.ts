@@ -239,7 +239,7 @@ describe("steering from the Console: the view and the controls follow the run", 
     t.after(() => terminal.close());
     await terminal.connect();
     assert.equal((await terminal.takeover()).outcome, "admitted");
-    await operator.locator("#live-who").getByText("Another client controls this run.").waitFor();
+    await operator.locator("#live-who").getByText("local-operator controls this run.").waitFor();
     await actionsAre(operator, ["Take control"]);
     assert.equal(
       await why(operator),
@@ -248,6 +248,7 @@ describe("steering from the Console: the view and the controls follow the run", 
 
     // A phone, dark, watching: the same rules, and the panel passes axe there too.
     const phone = await open("phone", false);
+    // It joined after the takeover, so no act named the controller to it: "another client".
     await phone.locator("#live-who").getByText("Another client controls this run.").waitFor();
     await actionsAre(phone, ["Take control"]);
     assert.deepEqual(seriousOf(await runAxe(phone)), [], "axe: 390 px, dark");

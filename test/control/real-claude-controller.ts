@@ -25,6 +25,8 @@ import { GRANTS, validateRecords } from "./controller-fixture.ts";
 export type ClaudeRun = {
   ctrl: Controller;
   fake: FakeAnthropic;
+  /** The run's temp dir (removed at the end): a test may keep its own state under it. */
+  root: string;
   projectRoot: string;
   sessionFile: string;
   /** A connected client (on grant `g-op` unless named). */
@@ -96,6 +98,7 @@ export async function startClaude(
   return {
     ctrl,
     fake,
+    root,
     projectRoot,
     sessionFile,
     async client(grant = "g-op") {

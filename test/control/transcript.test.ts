@@ -68,7 +68,7 @@ const answered = (call: string) =>
   ended({ role: "toolResult", toolCallId: call, toolName: "bash", content: "ok", isError: false });
 
 /** One line per item: `page:<text>`, `live:<text>`, `streaming:<text>`, `tool:<id>:<state>`,
- * `seam:<reason>`, `notice:<text>`, `receipt:<reason>`, `event:<kind>`. */
+ * `seam:<reason>`, `notice:<text>`, `receipt:<reason>`, `act:<actor>:<op>`, `event:<kind>`. */
 function lines(items: readonly TranscriptItem[]): string[] {
   return items.map((i) => {
     switch (i.kind) {
@@ -86,6 +86,8 @@ function lines(items: readonly TranscriptItem[]): string[] {
         return `notice:${i.text}`;
       case "receipt":
         return `receipt:${i.reason}`;
+      case "act":
+        return `act:${i.actor}:${i.op}`;
       case "event":
         return `event:${i.eventKind}`;
       default: {

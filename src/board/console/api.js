@@ -146,3 +146,12 @@ function loginKey() {
     return null;
   }
 }
+
+/** Whether this tab holds a login key (a login link was opened here); the board still decides. */
+export function hasLogin() {
+  try {
+    return sessionStorage.getItem(LOGIN_STORE) !== null;
+  } catch {
+    return false;
+  }
+}

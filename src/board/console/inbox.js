@@ -6,6 +6,7 @@
 // "Notify me". By default a notification names the state and the project/seat only, never
 // conversation text (it shows on lock screens); "Show details" adds the reason (the tool and
 // what it runs). A notification's click opens the conversation.
+import { createInboxAnswers } from "./inbox-answer.js";
 import { waited } from "./present.js";
 import { navigate } from "./routing.js";
 import { el, textEl } from "./text.js";
@@ -38,6 +39,8 @@ export function createInbox({ titleOf }) {
     details: $("inbox-details"),
   };
   const baseTitle = document.title;
+  // A waiting approval's Allow and Deny, inline (inbox-answer.js).
+  const answers = createInboxAnswers({ redraw: () => render() });
   let items = [];
   /** Board clock minus ours, so waiting times count from the board's `since`. */
   let skew = 0;
@@ -93,6 +96,8 @@ export function createInbox({ titleOf }) {
     li.append(open);
     li.append(textEl("div", "inbox-where", `${lastPart(it.project)}/${it.seat}`, true));
     li.append(textEl("div", "inbox-reason", it.reason, true));
+    const answer = answers.controlsFor(it);
+    if (answer !== null) li.append(answer);
     return li;
   }
 
@@ -174,7 +179,17 @@ export function parseBody(data) {
     const strings = [conversation, project, seat, state, since, reason];
     if (!strings.every((s) => typeof s === "string")) return null;
     if (!(state in WORDS) || Number.isNaN(Date.parse(since))) return null;
-    inbox.push({ conversation, project, seat, state, since, reason });
+    // A waiting approval names its dialog, which the inline Allow and Deny answer.
+    const dialog = typeof it.dialog === "string" && /^[A-Za-z0-9._-]{1,200}$/.test(it.dialog);
+    inbox.push({
+      conversation,
+      project,
+      seat,
+      state,
+      since,
+      reason,
+      ...(dialog ? { dialog: it.dialog } : {}),
+    });
   }
   return { at: v.at, inbox };
 }

@@ -10,6 +10,8 @@
 import { postControl as steer } from "./api.js";
 import { renderBudgetMeter } from "./budget-meter.js";
 import { refusalNodes } from "./controls.js";
+import { createApprovals } from "./live-approval.js";
+import { actLine } from "./present.js";
 import { appendText, textEl } from "./text.js";
 import { TranscriptState } from "./transcript.js";
 
@@ -37,6 +39,8 @@ export function itemLine(item) {
       };
     case "notice":
       return { className: "notice", text: `${item.method}: ${item.text}` };
+    case "act":
+      return { className: "act", text: actLine(item) };
     case "event":
       return { className: "event", text: `[event ${item.eventKind}]` };
     case "seam":
@@ -103,12 +107,15 @@ export function createLiveRun({ onSent = () => {} } = {}) {
     confirm: $("live-confirm-stop"),
     confirmYes: $("live-confirm-yes"),
     confirmNo: $("live-confirm-no"),
+    approvals: $("live-approvals"),
     budget: $("live-budget"),
   };
   let conversation = null;
   /** This login's controller connection, learned from the first answer; null before. */
   let mine = null;
   let state = null;
+  /** Connection → the person its acts named (act events): who controls, in words. */
+  const actors = new Map();
   /** The stream said the controller went (or could not be reached). */
   let gone = false;
 
@@ -140,9 +147,17 @@ export function createLiveRun({ onSent = () => {} } = {}) {
     let who;
     if (holder === null) who = "Nobody controls this run.";
     else if (holder === mine) who = "You control this run.";
+    else if (actors.has(holder)) who = `${actors.get(holder)} controls this run.`;
     else who = "Another client controls this run.";
-    ui.who.textContent = `${who}${running ? " A run is in progress." : ""}`;
+    // A person's name comes from the wire: made visible by the history's own rule.
+    const said = `${who}${running ? " A run is in progress." : ""}`;
+    if (ui.who.dataset.said !== said) {
+      ui.who.dataset.said = said;
+      ui.who.replaceChildren();
+      appendText(ui.who, said, true);
+    }
     const c = controlsFor({ holder, mine, running });
+    approvals.setControlling(holder !== null && holder === mine);
     // A control that does not apply now is not shown; the line under them says why.
     const had = document.activeElement;
     ui.takeover.hidden = !c.takeover;
@@ -177,6 +192,20 @@ export function createLiveRun({ onSent = () => {} } = {}) {
       onSent();
     }
   }
+
+  // Approvals: Allow and Deny answer through the same route, on this login's connection.
+  const approvals = createApprovals({
+    box: ui.approvals,
+    // Its refusal shows in the approval's own box, not the panel's.
+    answer: async (dialog, decision, message) => {
+      if (conversation === null) return null;
+      const body = { op: "answer", dialog, decision };
+      const answer = await steer(conversation, message === undefined ? body : { ...body, message });
+      if (typeof answer.connection === "string") mine = answer.connection;
+      renderWho();
+      return answer;
+    },
+  });
 
   ui.composer.addEventListener("submit", (ev) => {
     ev.preventDefault();
@@ -263,6 +292,10 @@ export function createLiveRun({ onSent = () => {} } = {}) {
       return;
     }
     if (!seated) seat(message);
+    const e = message.event;
+    if (e.kind === "act" && typeof e.connection === "string" && typeof e.actor === "string") {
+      actors.set(e.connection, e.actor);
+    }
     const actions = transcript.applyEvent(message);
     // The terminal answers a hole with a page read; here the follow carries the history, so
     // the live view starts again at this event (the hole's marker stays, before it).
@@ -285,6 +318,7 @@ export function createLiveRun({ onSent = () => {} } = {}) {
       seated = false;
       before = [];
       after = [];
+      approvals.reset();
       render();
       clearRefusal();
       renderWho();
@@ -305,8 +339,10 @@ export function createLiveRun({ onSent = () => {} } = {}) {
       // with nothing to press; a draft in the box stays too.
       ui.root.hidden = false;
       ui.who.replaceChildren();
+      delete ui.who.dataset.said;
       appendText(ui.who, String(info.message ?? ""), true);
       for (const b of [ui.takeover, ui.release, ui.interrupt, ui.forceStop]) b.hidden = true;
+      approvals.gone();
       ui.why.textContent = "Nothing can be sent until a controller runs this conversation again.";
     },
     onState(message) {
@@ -331,6 +367,8 @@ export function createLiveRun({ onSent = () => {} } = {}) {
       render();
     },
     onDialog(message) {
+      // An approval has its own box, with Allow and Deny; Pi's disabled dialogs are one line.
+      if (approvals.onDialog(message)) return;
       after.push(
         textEl(
           "div",

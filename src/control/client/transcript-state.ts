@@ -31,6 +31,8 @@ export type TranscriptItem =
   /** A prompt's receipt that settled other than `completed` (the controller's `receipt`
    * event): `reason` is the wire's text, untrusted like any other. */
   | { kind: "receipt"; key: string; receiptId: string; reason: string; detail: string | null }
+  /** Who did what (the controller's `act` event): shown where it happened in the run. */
+  | { kind: "act"; key: string; op: string; actor: string; decision: string | null }
   /** An event kind this client does not know, shown generically. */
   | { kind: "event"; key: string; eventKind: string }
   | { kind: "seam"; key: string; reason: SeamReason; detail: string };
@@ -64,6 +66,7 @@ const KINDS = [
   "engine-notice",
   "native",
   "receipt",
+  "act",
 ] as const;
 type Kind = (typeof KINDS)[number];
 const isKind = (k: string): k is Kind => (KINDS as readonly string[]).includes(k);
@@ -152,6 +155,15 @@ class Live {
         }
         return false;
       }
+      case "act":
+        this.items.push({
+          kind: "act",
+          key,
+          op: str(e.op) ?? "",
+          actor: str(e.actor) ?? "",
+          decision: str(e.decision),
+        });
+        return false;
       case "engine-notice":
         this.items.push({
           kind: "notice",

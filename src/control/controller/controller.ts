@@ -17,6 +17,7 @@ import type { CommandOptions, EngineCommandBase, SessionHead } from "../engine/h
 import { type Harness, harnessFor } from "../engine/harnesses.ts";
 import { type ControllerState, type Grant, type Hello, parseBudgetLimits } from "../protocol.ts";
 import { ControlRefusal } from "../refusal.ts";
+import { announcingConnection } from "./acts.ts";
 import { type AuditHost, auditedConnection } from "./audit-hook.ts";
 import { BudgetGuard, budgetHost, limitsOf } from "./budget-guard.ts";
 import type { ControllerOptions } from "./controller-options.ts";
@@ -298,7 +299,18 @@ export class Controller {
           hello: (conn, hello) => this.#hello(conn, hello),
           request: (conn, request) => {
             const audited = auditedConnection(conn, request, this.#auditHost);
-            if (audited !== null) this.#ops.handle(audited, request);
+            if (audited === null) return;
+            // Every client is told who did what, once it was admitted (acts.ts).
+            const told = announcingConnection(
+              audited,
+              request,
+              () => (conn.grant === null ? null : this.#grants.get(conn.grant)?.actor) ?? "unknown",
+              (act) => {
+                const exec = this.#exec;
+                if (exec) this.#server?.broadcastLine(exec.stream.next(act).line);
+              },
+            );
+            this.#ops.handle(told, request);
           },
           closed: (conn) => this.#closed(conn),
         },

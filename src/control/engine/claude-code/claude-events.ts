@@ -26,7 +26,7 @@ export class ClaudeEventMapper {
       case "stream_event":
         return this.#stream(isObj(e.event) ? e.event : {});
       case "assistant":
-        return this.#assistant(isObj(e.message) ? e.message : {});
+        return this.#assistant(isObj(e.message) ? e.message : {}, e.is_api_error_message === true);
       case "user":
         return this.#user(e);
       case "result":
@@ -78,7 +78,9 @@ export class ClaudeEventMapper {
   }
 
   // A whole block of the reply streaming now (Claude Code writes one record per block).
-  #assistant(m: Obj): ChatEvent[] {
+  // `apiError`: Claude Code's own record of a request that failed (`is_api_error_message`, its
+  // text "API Error: 400 …"), never streamed: the reply ended on an error, as Pi's `error`.
+  #assistant(m: Obj, apiError = false): ChatEvent[] {
     const blocks = Array.isArray(m.content) ? m.content.filter(isObj).map(piBlock) : [];
     for (const b of blocks) {
       if (b.type === "toolCall" && typeof b.id === "string" && typeof b.name === "string") {
@@ -89,14 +91,23 @@ export class ClaudeEventMapper {
       this.#reply.blocks.push(...blocks);
       return [];
     }
-    // Not streamed (no partial messages): the record is the whole message.
+    // Not streamed (no partial messages, or a failed request): the record is the whole message.
+    const failed = apiError
+      ? {
+          stopReason: "error",
+          errorMessage: blocks
+            .map((b) => (typeof b.text === "string" ? b.text : ""))
+            .join("")
+            .slice(0, MAX_TEXT),
+        }
+      : {};
     return [
       { kind: "message-started", role: "assistant" },
       {
         kind: "message-ended",
         role: "assistant",
-        stopReason: null,
-        message: { role: "assistant", content: blocks },
+        stopReason: apiError ? "error" : null,
+        message: { role: "assistant", content: blocks, ...failed },
       },
     ];
   }
