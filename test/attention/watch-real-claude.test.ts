@@ -10,10 +10,10 @@ import { describe, it, type TestContext } from "node:test";
 import { AttentionWatch, type InboxRow } from "../../src/attention/watch.ts";
 import { bashCall, DONE, registerClaude } from "../board/claude-board.ts";
 import { startClaude } from "../control/real-claude-controller.ts";
-import { until } from "../helpers/deadline.ts";
+import { SLOW_TEST_MS, until } from "../helpers/deadline.ts";
 import type { AnthropicReply } from "../helpers/fake-anthropic.ts";
 
-const T = { timeout: 120_000 };
+const T = { timeout: SLOW_TEST_MS };
 const WAIT = 60_000;
 
 async function watched(t: TestContext, replies: AnthropicReply[]) {

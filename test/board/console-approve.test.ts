@@ -9,7 +9,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Page } from "playwright-core";
-import { until } from "../helpers/deadline.ts";
+import { SLOW_TEST_MS, until } from "../helpers/deadline.ts";
 import {
   ARTIFACTS,
   type Browser,
@@ -20,7 +20,7 @@ import {
 } from "./browser.ts";
 import { bashCall, DONE, startClaudeBoard, terminalOn } from "./claude-board.ts";
 
-const T = { timeout: 240_000 };
+const T = { timeout: SLOW_TEST_MS };
 const WAIT = 60_000;
 
 /** A Bash call whose command and description carry HTML, a bidi override and an escape. */

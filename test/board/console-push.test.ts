@@ -13,11 +13,12 @@ import { join } from "node:path";
 import { after, before, describe, it, type TestContext } from "node:test";
 import type { Board } from "../../src/board/index.ts";
 import { startController } from "../control/controller-fixture.ts";
+import { SLOW_TEST_MS } from "../helpers/deadline.ts";
 import { type PushEndpoint, startPushEndpoint } from "../helpers/push-endpoint.ts";
 import { ARTIFACTS, type Browser, browserSkip, launchBrowser } from "./browser.ts";
 import { boardOverController } from "./controlled-board.ts";
 
-const T = { timeout: 120_000 };
+const T = { timeout: SLOW_TEST_MS };
 
 /** Counts permission prompts, before any page script runs. */
 const COUNT_PROMPTS = `(() => {

@@ -27,7 +27,7 @@ import { MAX_PER_IDENTITY } from "../../src/board/push/store.ts";
 import { loadOrMakeVapid } from "../../src/board/push/vapid.ts";
 import { runLogins } from "../../src/cli/logins.ts";
 import { startController } from "../control/controller-fixture.ts";
-import { until } from "../helpers/deadline.ts";
+import { SLOW_TEST_MS, until } from "../helpers/deadline.ts";
 import { logIn, postLogin } from "../helpers/login.ts";
 import {
   type PushEndpoint,
@@ -468,7 +468,7 @@ describe("the board's push routes", () => {
 
 describe("pushes from attention changes", () => {
   it("pushes a stall to every subscription and a run's end to the one that opted in, with details only where asked", {
-    timeout: 120_000,
+    timeout: SLOW_TEST_MS,
   }, async (t) => {
     const { board, conversation, e, boardDir, f } = await pushBoard(t, {
       stallMs: 1500,
@@ -535,7 +535,7 @@ describe("pushes from attention changes", () => {
   });
 
   it("removes a revoked device link's subscription before anything is sent to it", {
-    timeout: 120_000,
+    timeout: SLOW_TEST_MS,
   }, async (t) => {
     const { board, conversation, e, boardDir, f } = await pushBoard(t, {
       stallMs: 1500,

@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { startClaude } from "../control/real-claude-controller.ts";
+import { SLOW_TEST_MS } from "../helpers/deadline.ts";
 import {
   EMPTY_COMPOSER,
   firstLine,
@@ -48,7 +49,7 @@ const text = (t: string) => ({
 
 describe("conversation attach answering approvals of the real pinned Claude Code", { skip }, () => {
   it("allows one tool with ^Y and denies one with ^N; observers see who answered", {
-    timeout: 180_000,
+    timeout: SLOW_TEST_MS,
   }, async (t) => {
     resetArtifacts(ARTIFACTS);
     const run = await startClaude(t, { replies: [] });

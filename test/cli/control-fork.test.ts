@@ -24,7 +24,7 @@ import type { RegistryEntry } from "../../src/control/registry/registry.ts";
 import type { CatalogueRow } from "../../src/index.ts";
 import { encodeCwd } from "../../src/reader/harness/pi/pi-store.ts";
 import { sessionsDirOf } from "../../src/reader/sources.ts";
-import { until } from "../helpers/deadline.ts";
+import { SLOW_TEST_MS, until } from "../helpers/deadline.ts";
 import { startFakeModel } from "../helpers/fake-model.ts";
 import { skipWithoutStrace, traceOpens } from "../helpers/open-trace.ts";
 import { readLines, writeAgentFiles } from "../helpers/real-pi.ts";
@@ -84,7 +84,7 @@ async function piUser(t: TestContext) {
 
 describe("conversation control --fork-from", { concurrency: 1 }, () => {
   it("forks a store conversation into the seat with Pi's code, controls and prompts the fork, and never writes the original", {
-    timeout: 240_000,
+    timeout: SLOW_TEST_MS,
     skip: skipWithoutStrace(),
   }, async (t) => {
     const u = await piUser(t);

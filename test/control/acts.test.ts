@@ -11,10 +11,10 @@ import { actOf } from "../../src/control/controller/acts.ts";
 import type { Connection } from "../../src/control/controller/socket.ts";
 import { type Grant, OPERATIONS, type StreamEvent } from "../../src/control/protocol.ts";
 import { actLine } from "../../src/present/acts.ts";
-import { until } from "../helpers/deadline.ts";
+import { SLOW_TEST_MS, until } from "../helpers/deadline.ts";
 import { startController } from "./controller-fixture.ts";
 
-const T = { timeout: 30_000 };
+const T = { timeout: SLOW_TEST_MS };
 const GRANTS: Grant[] = [
   { id: "g-op", actor: "the-board", capabilities: [...OPERATIONS], delegate: true },
   { id: "g-plain", actor: "local-operator", capabilities: [...OPERATIONS] },

@@ -8,11 +8,11 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import type { LedgerAction } from "../../src/audit/ledger-line.ts";
 import type { Dialog } from "../../src/control/protocol.ts";
-import { until } from "../helpers/deadline.ts";
+import { SLOW_TEST_MS, until } from "../helpers/deadline.ts";
 import { startClaude } from "./real-claude-controller.ts";
 import { settled } from "./settled.ts";
 
-const T = { timeout: 120_000 };
+const T = { timeout: SLOW_TEST_MS };
 const WAIT = 60_000;
 
 const latest = (dialogs: Dialog[]) => {

@@ -7,12 +7,12 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import type { LedgerAction } from "../../src/audit/ledger-line.ts";
 import type { Dialog } from "../../src/control/protocol.ts";
-import { until } from "../helpers/deadline.ts";
+import { SLOW_TEST_MS, until } from "../helpers/deadline.ts";
 import { GRANTS } from "./controller-fixture.ts";
 import { startReal } from "./real-controller.ts";
 import { settled } from "./settled.ts";
 
-const T = { timeout: 60_000 };
+const T = { timeout: SLOW_TEST_MS };
 const OPERATOR = {
   id: "g-operator",
   actor: "an-operator",
