@@ -5,6 +5,7 @@
 // open, so the list is current when a Console connects. Reading the inbox needs no login, as
 // reading a conversation needs none; answering an approval is a logged-in POST (control-route).
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { type RowHead, rowHead } from "../attention/row-head.ts";
 import { DEFAULT_STALL_MS } from "../attention/states.ts";
 import { AttentionWatch, type InboxRow } from "../attention/watch.ts";
 import { send, writeEvent } from "./live.ts";
@@ -26,12 +27,7 @@ export type InboxOptions = {
 };
 
 /** One row as the Console and scripts read it. */
-export type InboxItem = {
-  conversation: string;
-  project: string;
-  seat: string;
-  state: InboxRow["attention"]["state"];
-  since: string;
+export type InboxItem = RowHead & {
   reason: string;
   /** With waiting-approval: the dialog, for the Console's Allow and Deny. */
   dialog?: string;
@@ -145,11 +141,7 @@ export class InboxHub {
 function itemOf(row: InboxRow): InboxItem {
   const a = row.attention;
   return {
-    conversation: row.conversation,
-    project: row.project,
-    seat: row.seat,
-    state: a.state,
-    since: new Date(a.since).toISOString(),
+    ...rowHead(row),
     reason: a.reason,
     ...(a.approval === undefined ? {} : { dialog: a.approval.id }),
   };

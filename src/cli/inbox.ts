@@ -3,6 +3,8 @@
 // its waiting time and the `attach` line that opens it. The same AttentionWatch the board's
 // inbox uses (src/attention/watch.ts): one observe-only connection per running controller.
 // --watch keeps watching and prints each change until Ctrl-C.
+
+import { type RowHead, rowHead } from "../attention/row-head.ts";
 import type { Attention } from "../attention/states.ts";
 import { needsYou, waited } from "../attention/states.ts";
 import { AttentionWatch, type InboxRow } from "../attention/watch.ts";
@@ -22,12 +24,7 @@ export type InboxCommand = {
 };
 
 /** The JSON form of a row (`--json`, and the board's /api/inbox). */
-export type InboxJson = {
-  conversation: string;
-  project: string;
-  seat: string;
-  state: Attention["state"];
-  since: string;
+export type InboxJson = RowHead & {
   waitingMs: number;
   reason: string;
   attach: string;
@@ -42,11 +39,7 @@ export function attachLine(row: InboxRow, stateDir: string | undefined): string 
 export function inboxJson(row: InboxRow, now: number, stateDir: string | undefined): InboxJson {
   const a = row.attention;
   return {
-    conversation: row.conversation,
-    project: row.project,
-    seat: row.seat,
-    state: a.state,
-    since: new Date(a.since).toISOString(),
+    ...rowHead(row),
     waitingMs: Math.max(0, now - a.since),
     reason: a.reason,
     attach: attachLine(row, stateDir),

@@ -479,11 +479,16 @@ export async function runProcess(argv: string[] = process.argv.slice(2)): Promis
   const abort = () => (stop.signal.aborted ? process.exit(130) : stop.abort());
   process.on("SIGINT", abort);
   process.on("SIGTERM", abort);
-  // A reader of our stdout that went away (`| head`): stop quietly, as a pipe's writer should.
-  process.stdout.on("error", (e: NodeJS.ErrnoException) => {
-    if (e.code !== "EPIPE") throw e;
-    process.exit(EXIT.ok);
-  });
+  // A reader of our output that went away (`| head`: EPIPE), or any other failed write, is a
+  // request to stop, the orderly stop of a first SIGTERM: exiting here would skip a
+  // controller's stop (its engine, scratch HOME and claim left behind). Later writes to that
+  // stream go nowhere (Node drops writes to a stream that failed) and the status is the
+  // command's own (0 after a stop), never a crash (docs/usage.md, Output).
+  const closed = () => {
+    if (!stop.signal.aborted) stop.abort();
+  };
+  process.stdout.on("error", closed);
+  process.stderr.on("error", closed);
   try {
     process.exitCode = await main(argv, processIo(), stop.signal);
   } finally {

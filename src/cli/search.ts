@@ -6,8 +6,9 @@ import { formatTime } from "../present/time.ts";
 import { makeVisible } from "../present/visible.ts";
 import type { Catalogue } from "../protocol/chat-01.ts";
 import type { Root } from "../reader/sources.ts";
-import { createSearch, type SearchHit } from "../search/index.ts";
+import { createSearch, type Search, type SearchHit } from "../search/index.ts";
 import type { SourceFlags } from "./config.ts";
+import { type OpenedIndex, runOverIndex } from "./index-run.ts";
 import { commandLine } from "./invocation.ts";
 import type { Io } from "./io.ts";
 import { reportRefusedRoots, sourceArgs } from "./source-hints.ts";
@@ -34,19 +35,12 @@ export function runSearch(
   io: Io,
   implicit = false,
 ): number {
-  // One catalogue for the run: its refused roots are reported, its titles name the hits.
-  let listed: Catalogue | undefined;
-  const once = () => {
-    listed ??= catalogue();
-    return listed;
+  const open = (once: () => Catalogue): OpenedIndex<Search> => {
+    const opened = createSearch({ roots, catalogue: once });
+    return opened.ok ? { ok: true, index: opened.search } : opened;
   };
-  const opened = createSearch({ roots, catalogue: once });
-  if (!opened.ok) {
-    io.err(`refused: search-unavailable: ${makeVisible(opened.reason, { showNewlines: true })}\n`);
-    return 1;
-  }
-  try {
-    const result = opened.search.search(cmd.query, cmd.limit);
+  return runOverIndex(catalogue, open, "search-unavailable", io, (search, once) => {
+    const result = search.search(cmd.query, cmd.limit);
     if (!result.ok) {
       const { code, message } = result.refusal;
       io.err(`refused: ${code}: ${makeVisible(message, { showNewlines: true })}\n`);
@@ -59,9 +53,7 @@ export function runSearch(
       io.out(result.hits.map((hit) => hitText(hit, readArgs, io.width)).join("\n"));
     }
     return reportRefusedRoots(io, once().refusedRoots, implicit);
-  } finally {
-    opened.search.close();
-  }
+  });
 }
 
 /**

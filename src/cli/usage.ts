@@ -7,7 +7,8 @@ import { makeVisible } from "../present/visible.ts";
 import type { Catalogue } from "../protocol/chat-01.ts";
 import type { Root } from "../reader/sources.ts";
 import { defaultCacheDir } from "../search/cache-dir.ts";
-import { openUsage, type UsageReport, type UsageRow } from "../usage/index.ts";
+import { openUsage, type Usage, type UsageReport, type UsageRow } from "../usage/index.ts";
+import { type OpenedIndex, runOverIndex } from "./index-run.ts";
 import { commandLine } from "./invocation.ts";
 import type { Io } from "./io.ts";
 import { reportRefusedRoots, sourceArgs } from "./source-hints.ts";
@@ -24,30 +25,22 @@ export function runUsage(
   io: Io,
   implicit = false,
 ): number {
-  let listed: Catalogue | undefined;
-  const once = () => {
-    listed ??= catalogue();
-    return listed;
+  const open = (once: () => Catalogue): OpenedIndex<Usage> => {
+    const opened = openUsage({ roots, catalogue: once, cacheDir: defaultCacheDir() });
+    return opened.ok ? { ok: true, index: opened.usage } : opened;
   };
-  const opened = openUsage({ roots, catalogue: once, cacheDir: defaultCacheDir() });
-  if (!opened.ok) {
-    io.err(`refused: usage-unavailable: ${makeVisible(opened.reason, { showNewlines: true })}\n`);
-    return 1;
-  }
-  try {
+  return runOverIndex(catalogue, open, "usage-unavailable", io, (usage, once) => {
     const q = {
       by: cmd.by,
       ...(cmd.since === undefined ? {} : { since: cmd.since }),
       ...(cmd.until === undefined ? {} : { until: cmd.until }),
       ...(cmd.timeZone === undefined ? {} : { timeZone: cmd.timeZone }),
     };
-    const report = opened.usage.report(q);
+    const report = usage.report(q);
     if (cmd.json) io.out(`${JSON.stringify(report)}\n`);
     else io.out(usageText(report, sourceArgs(cmd.sources)));
     return reportRefusedRoots(io, once().refusedRoots, implicit);
-  } finally {
-    opened.usage.close();
-  }
+  });
 }
 
 /** The report as a table: one line per group, then the total, then what was not priced. */

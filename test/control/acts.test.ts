@@ -12,7 +12,7 @@ import type { Connection } from "../../src/control/controller/socket.ts";
 import { type Grant, OPERATIONS, type StreamEvent } from "../../src/control/protocol.ts";
 import { actLine } from "../../src/present/acts.ts";
 import { SLOW_TEST_MS, until } from "../helpers/deadline.ts";
-import { startController } from "./controller-fixture.ts";
+import { startController, TestClient } from "./controller-fixture.ts";
 
 const T = { timeout: SLOW_TEST_MS };
 const GRANTS: Grant[] = [
@@ -69,6 +69,28 @@ describe("controller acts", () => {
       at((e) => e.event.kind === "act" && e.event.op === "prompt") <
         at((e) => e.event.kind === "run-started"),
     );
+  });
+
+  it("announces an identical retry's act once", T, async (t) => {
+    const { ctl } = await startController(t, {
+      grants: GRANTS.map((g) => ({ ...g, capabilities: [...g.capabilities] })),
+    });
+    const watcher = new ConversationClient({ socketPath: ctl.socketPath, grant: "g-ro" });
+    const seen: StreamEvent[] = [];
+    watcher.onEvent((e) => seen.push(e));
+    t.after(() => watcher.close());
+    await watcher.connect();
+    const { c } = await TestClient.welcomed(t, ctl.socketPath, "g-plain");
+    const take = { id: "t-1", op: "takeover", generation: 1 };
+    const first = await c.request(take);
+    assert.equal(first.outcome, "admitted");
+    // The same id and content again: the protocol's idempotent retry, the same reply.
+    const from = c.messages.length;
+    c.raw(`${JSON.stringify({ type: "request", ...take })}\n`);
+    assert.deepEqual(await c.reply("t-1", from), first);
+    assert.equal((await c.request({ op: "release", generation: 2 })).outcome, "admitted");
+    await until(() => actsIn(seen).includes("local-operator release"), "the release announced");
+    assert.deepEqual(actsIn(seen), ["local-operator takeover", "local-operator release"]);
   });
 
   it("names an answer's approval and decision, and nothing for a refusal", () => {

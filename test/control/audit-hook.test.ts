@@ -142,6 +142,34 @@ describe("controller audit hook", () => {
     assert.equal(reading.lines[0]?.delegatedBy, undefined);
   });
 
+  it("ledgers an identical retry once: the protocol's replay is not a new act", T, async (t) => {
+    const { ctl, files } = await started(t);
+    const { c } = await hello(t, ctl.socketPath, { grant: "plain" });
+    const acts = [
+      { id: "t-1", op: "takeover", generation: 1 },
+      { id: "p-1", op: "prompt", generation: 2, text: "hi", draft: { id: "d1", revision: 1 } },
+      { id: "x-1", op: "release", generation: 1 },
+    ];
+    for (const act of acts) {
+      const first = await c.request(act);
+      // The same id, the same content: the protocol's idempotent retry, answered again.
+      const from = c.messages.length;
+      c.raw(`${JSON.stringify({ type: "request", ...act })}\n`);
+      assert.deepEqual(await c.reply(act.id, from), first);
+    }
+    const reading = readLedger(files, ctl.conversation);
+    assert.ok(reading.found);
+    assert.deepEqual(reading.problems, []);
+    assert.deepEqual(
+      reading.lines.map((l) => [l.request, l.op, l.outcome]),
+      [
+        ["t-1", "takeover", "admitted"],
+        ["p-1", "prompt", "admitted"],
+        ["x-1", "release", "refused:generation"],
+      ],
+    );
+  });
+
   it("refuses every later act `audit` once the ledger cannot be written", T, async (t) => {
     const { ctl, files } = await started(t);
     const { c } = await hello(t, ctl.socketPath, { grant: "plain" });

@@ -8,6 +8,7 @@
 // Refused requests are not announced: nothing happened. The reply is seen on its way out, as
 // the audit hook sees it, so the operations stay as they are.
 import type { Operation, Reply, Request } from "../protocol.ts";
+import { isReplay } from "./reply-window.ts";
 import type { Connection } from "./socket.ts";
 
 /** The operations whose admitted request is announced. */
@@ -78,6 +79,8 @@ export function announcingConnection(
       value: (message: Parameters<Connection["send"]>[0]) => {
         conn.send(message);
         if (seen || message.type !== "reply" || message.id !== request.id) return;
+        // An identical retry's replay is the same act, already announced (reply-window.ts).
+        if (isReplay(message)) return;
         seen = true;
         const act = actOf(conn, request, message, fallbackActor());
         if (act !== null) announce(act);

@@ -1,12 +1,14 @@
 // The controller's audit hook (issue 29 items 2 and 3): every request but `observe` is reported,
-// once, with the reply it got, to the controller's action sink (the CLI's audit ledger), naming
-// the connection's actor: the person a delegating grant's hello named, else the grant's own.
+// once, with the reply it got (an identical retry's replay not again: reply-window.ts), to the
+// controller's action sink (the CLI's audit ledger), naming the connection's actor: the person a
+// delegating grant's hello named, else the grant's own.
 // A hello's narrowing of its grant (`capabilities`) is held here too, before the operations see
 // the request. The reply is seen on its way out (the connection's `send`), so the operations
 // stay as they are; a sink that throws makes the controller refuse every later act `audit`.
 import type { LedgerAction } from "../../audit/ledger-line.ts";
 import type { Grant, Reply, Request } from "../protocol.ts";
 import { refused } from "./operations.ts";
+import { isReplay } from "./reply-window.ts";
 import type { Connection } from "./socket.ts";
 
 /** Request fields that frame a request rather than say what it asks. */
@@ -58,7 +60,7 @@ export function auditedConnection(
 }
 
 function report(conn: Connection, request: Request, reply: Reply, host: AuditHost): void {
-  if (host.sink === undefined || request.op === "observe") return;
+  if (host.sink === undefined || request.op === "observe" || isReplay(reply)) return;
   const grant = conn.grant === null ? null : host.grant(conn.grant);
   const actor = conn.actor ?? grant?.actor ?? "unknown";
   const input: Record<string, unknown> = {};

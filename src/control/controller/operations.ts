@@ -29,7 +29,7 @@ import { admit, FORGOTTEN_REQUEST } from "./admission.ts";
 import { ConfirmationStore } from "./confirmations.ts";
 import type { Execution } from "./execution.ts";
 import type { ControlRecord, EligibilityRecord } from "./records.ts";
-import { ReplyWindow } from "./reply-window.ts";
+import { ReplyWindow, replayOf } from "./reply-window.ts";
 import type { Connection } from "./socket.ts";
 import type { PromptResponse } from "./turns.ts";
 
@@ -118,7 +118,7 @@ export class Operations {
     const canonical = canonicalRequest(r);
     const earlier = seen.lookup(r.id);
     if (earlier.kind === "held" && earlier.canonical === canonical) {
-      void earlier.reply.then((reply) => conn.send(reply));
+      void earlier.reply.then((reply) => conn.send(replayOf(reply)));
       return;
     }
     const reply = this.#run(

@@ -11,6 +11,25 @@
 import { createHash } from "node:crypto";
 import type { Reply } from "../protocol.ts";
 
+/** The replies sent again to an identical repeat: the same answer to the same act. */
+const REPLAYS = new WeakSet<Reply>();
+
+/**
+ * The reply an identical repeat is sent: a copy of the first, marked as a replay, so the hooks
+ * that see replies on their way out (the audit ledger, the `act` announcements) count the act
+ * once: a retry is not a new act.
+ */
+export function replayOf(reply: Reply): Reply {
+  const again = { ...reply };
+  REPLAYS.add(again);
+  return again;
+}
+
+/** Whether `reply` answers an identical repeat of a request already answered. */
+export function isReplay(reply: Reply): boolean {
+  return REPLAYS.has(reply);
+}
+
 export const REPLY_WINDOW_IDS = 256;
 export const REPLY_WINDOW_BYTES = 1024 * 1024;
 export const ID_LEDGER_SIZE = 65_536;
