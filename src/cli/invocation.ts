@@ -114,7 +114,12 @@ function groups(text: string): string[] {
     } else word += c;
   }
   if (word !== "") out.push(word);
-  return out;
+  // A group too long for a line of its own breaks after its alternatives' bars.
+  return out.flatMap((g) =>
+    g.length <= WIDTH - 8
+      ? [g]
+      : g.split(" | ").map((part, i, all) => (i < all.length - 1 ? `${part} |` : part)),
+  );
 }
 
 /** Prose is re-flowed whole; an indented or columned line past 80 is wrapped on its own. */

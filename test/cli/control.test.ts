@@ -139,7 +139,7 @@ describe("conversation control", { concurrency: 4 }, () => {
   it("exits 2 with a usage error when options are missing or wrong", async (t) => {
     const f = fixture(t);
     const cases: [string[], RegExp][] = [
-      [["control"], /missing --project DIR, --seat NAME, --session FILE or --new/],
+      [["control"], /missing --project DIR, --seat NAME, --session FILE, --new or --fork-from ID/],
       [["control", "--session", f.session], /missing --project DIR, --seat NAME$/m],
       [[...f.args, "--new"], /--session and --new exclude each other/],
       [[...f.args, "--title", "t"], /--title goes with --new/],
