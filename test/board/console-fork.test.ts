@@ -6,8 +6,8 @@ import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import { basename, join } from "node:path";
 import { after, before, describe, it, type TestContext } from "node:test";
-import type { SessionManager } from "@earendil-works/pi-coding-agent";
 import { createReader, encodeCwd, rootsFromSpecs } from "../../src/index.ts";
+import { piMessages } from "../helpers/pi-messages.ts";
 import { project, tempDir } from "../helpers/reader.ts";
 import {
   type Browser,
@@ -19,27 +19,7 @@ import {
   seriousOf,
 } from "./browser.ts";
 
-type Message = Parameters<SessionManager["appendMessage"]>[0];
-let clock = Date.parse("2026-03-03T09:00:00.000Z");
-const user = (text: string): Message => ({ role: "user", content: text, timestamp: clock++ });
-const reply = (text: string): Message => ({
-  role: "assistant",
-  content: [{ type: "text", text }],
-  api: "openai-completions",
-  provider: "loopback",
-  model: "fake-1",
-  usage: {
-    input: 1,
-    output: 1,
-    cacheRead: 0,
-    cacheWrite: 0,
-    reasoning: 0,
-    totalTokens: 2,
-    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-  },
-  stopReason: "stop",
-  timestamp: clock++,
-});
+const { user, reply } = piMessages(Date.parse("2026-03-03T09:00:00.000Z"));
 
 /** Pi's store with a titled session, and Pi's own fork of it into a project's seat. */
 async function forkedIntoSeat(t: TestContext) {

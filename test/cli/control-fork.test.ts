@@ -17,7 +17,6 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
-import type { SessionManager } from "@earendil-works/pi-coding-agent";
 import { ConversationClient } from "../../src/control/client/client.ts";
 import type { Receipt, StreamEvent } from "../../src/control/protocol.ts";
 import type { RegistryEntry } from "../../src/control/registry/registry.ts";
@@ -27,10 +26,9 @@ import { sessionsDirOf } from "../../src/reader/sources.ts";
 import { SLOW_TEST_MS, until } from "../helpers/deadline.ts";
 import { startFakeModel } from "../helpers/fake-model.ts";
 import { skipWithoutStrace, traceOpens } from "../helpers/open-trace.ts";
+import { piMessages } from "../helpers/pi-messages.ts";
 import { readLines, writeAgentFiles } from "../helpers/real-pi.ts";
 import { MAIN, runCli } from "./run-cli.ts";
-
-type Message = Parameters<SessionManager["appendMessage"]>[0];
 
 /** A Pi user's home: Pi's store with one titled, labelled conversation of another project. */
 async function piUser(t: TestContext) {
@@ -50,28 +48,10 @@ async function piUser(t: TestContext) {
   const folder = join(home, ".pi", "agent", "sessions", encodeCwd(app));
   const { SessionManager } = await import("@earendil-works/pi-coding-agent");
   const sm = SessionManager.create(app, folder);
-  let clock = Date.now() - 60_000;
-  const user = (text: string): Message => ({ role: "user", content: text, timestamp: clock++ });
+  const { user, reply } = piMessages(Date.now() - 60_000);
   sm.appendSessionInfo("Release plan");
   const u1 = sm.appendMessage(user("Plan the release."));
-  sm.appendMessage({
-    role: "assistant",
-    content: [{ type: "text", text: "Tag, build, publish." }],
-    api: "openai-completions",
-    provider: "loopback",
-    model: "fake-1",
-    usage: {
-      input: 1,
-      output: 1,
-      cacheRead: 0,
-      cacheWrite: 0,
-      reasoning: 0,
-      totalTokens: 2,
-      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-    },
-    stopReason: "stop",
-    timestamp: clock++,
-  });
+  sm.appendMessage(reply("Tag, build, publish."));
   sm.appendLabelChange(u1, "the plan");
   const original = sm.getSessionFile();
   assert.ok(original);

@@ -4,30 +4,10 @@ import assert from "node:assert/strict";
 import { appendFileSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import type { SessionManager } from "@earendil-works/pi-coding-agent";
+import { piMessages } from "../helpers/pi-messages.ts";
 import { expectOk, idOf, project, readerFor, tempDir } from "../helpers/reader.ts";
 
-type Message = Parameters<SessionManager["appendMessage"]>[0];
-let clock = Date.parse("2026-03-01T10:00:00.000Z");
-const user = (text: string): Message => ({ role: "user", content: text, timestamp: clock++ });
-const reply = (text: string): Message => ({
-  role: "assistant",
-  content: [{ type: "text", text }],
-  api: "openai-completions",
-  provider: "loopback",
-  model: "fake-1",
-  usage: {
-    input: 1,
-    output: 1,
-    cacheRead: 0,
-    cacheWrite: 0,
-    reasoning: 0,
-    totalTokens: 2,
-    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-  },
-  stopReason: "stop",
-  timestamp: clock++,
-});
+const { user, reply, tick } = piMessages(Date.parse("2026-03-01T10:00:00.000Z"));
 
 /**
  * main: u1 → a1 → u2 → a2, labelled on u2; `alt` forks from a1 (u3 → a3), labelled on u3 and
@@ -88,7 +68,7 @@ describe("branch labels", () => {
     // Pi writes a label change as one line, a child of the current leaf (appendLabelChange).
     const leaf = first.view.defaultLeaf?.slice(2) ?? null;
     const line = (label: string | undefined, n: number) =>
-      `${JSON.stringify({ type: "label", id: `ffff000${n}`, parentId: n === 1 ? leaf : "ffff0001", timestamp: new Date(clock++).toISOString(), targetId: u3, label })}\n`;
+      `${JSON.stringify({ type: "label", id: `ffff000${n}`, parentId: n === 1 ? leaf : "ffff0001", timestamp: new Date(tick()).toISOString(), targetId: u3, label })}\n`;
     appendFileSync(path, line("renamed", 1));
     assert.ok(first.follow);
     const grown = expectOk(

@@ -6,31 +6,11 @@ import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import { basename, join } from "node:path";
 import { describe, it } from "node:test";
-import type { SessionManager } from "@earendil-works/pi-coding-agent";
 import { encodeCwd } from "../../src/index.ts";
+import { piMessages } from "../helpers/pi-messages.ts";
 import { checkedReader, expectOk, project, rootsOf, tempDir } from "../helpers/reader.ts";
 
-type Message = Parameters<SessionManager["appendMessage"]>[0];
-let clock = Date.parse("2026-03-03T09:00:00.000Z");
-const user = (text: string): Message => ({ role: "user", content: text, timestamp: clock++ });
-const reply = (text: string): Message => ({
-  role: "assistant",
-  content: [{ type: "text", text }],
-  api: "openai-completions",
-  provider: "loopback",
-  model: "fake-1",
-  usage: {
-    input: 1,
-    output: 1,
-    cacheRead: 0,
-    cacheWrite: 0,
-    reasoning: 0,
-    totalTokens: 2,
-    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-  },
-  stopReason: "stop",
-  timestamp: clock++,
-});
+const { user, reply } = piMessages(Date.parse("2026-03-03T09:00:00.000Z"));
 
 /** Pi's store with one titled session of `cwd`, a /fork of it beside it, and a fork into a seat. */
 async function forkedByPi(base: string) {

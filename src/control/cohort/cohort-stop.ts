@@ -78,6 +78,8 @@ export type StartedShim = {
   client: ShimClient;
   /** Resolves with how it ended. */
   exited: Promise<string>;
+  /** Resolves once its stderr (and every other pipe) has ended: stderr() is then whole. */
+  drained: Promise<void>;
   stderr(): string;
   /** SIGKILL (the shim ignores only TERM), then waits for the exit. */
   kill(): Promise<void>;
@@ -353,7 +355,7 @@ export class CohortExecution<E = RpcEvent, C = RpcCommand, O extends object = Rp
 }
 
 /** Whether `p` settled within `ms`. */
-async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
+export async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const settled = await Promise.race([
     p.then(() => true),

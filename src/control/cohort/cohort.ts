@@ -24,6 +24,7 @@ import {
   CohortExecution,
   SHIM_REPLY_SLACK_MS,
   type StartedShim,
+  within,
 } from "./cohort-stop.ts";
 import { executionIdOf, type Launcher, type LaunchOptions, PgroupLauncher } from "./launcher.ts";
 import { SHIM_PROTOCOL_VERSION, ShimClient, ShimError } from "./shim.ts";
@@ -402,6 +403,9 @@ async function shimHello(
     return hello.cgroup;
   } catch (e) {
     if (!(e instanceof ShimError)) throw e;
+    // The channel can fail (EPIPE) before the shim's last words are read: wait, briefly, for
+    // its stderr to end, so the refusal names why it failed.
+    await within(shim.drained, SHIM_REPLY_SLACK_MS);
     return undo("shim-start", `${e.message}; shim stderr: ${shim.stderr().trim()}`);
   }
 }
@@ -496,11 +500,16 @@ function startShim(argv: [string, ...string[]], env: NodeJS.ProcessEnv): Started
     child.on("error", (e) => resolve(`spawn failed: ${e.message}`));
     child.on("exit", (code, signal) => resolve(signal ? `signal ${signal}` : `code ${code}`));
   });
+  const drained = new Promise<void>((resolve) => {
+    child.on("error", () => resolve());
+    child.on("close", () => resolve());
+  });
   const client = new ShimClient(child.stdio[3] as Duplex);
   return {
     pid: child.pid ?? 0,
     client,
     exited,
+    drained,
     stderr: () => tail,
     kill: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
