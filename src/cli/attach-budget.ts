@@ -6,10 +6,12 @@
 // an empty or unreadable draft sends nothing and says what to type. Pure, like
 // attach-approvals.ts, which shares the panel and the keys with it.
 
-import { parseTokensText, parseUsdText } from "../control/controller/budget.ts";
 import type { BudgetLimits, BudgetState, Dialog } from "../control/protocol.ts";
-import { budgetMeterText, usdUpText } from "../present/budget-meter.ts";
-import { formatCount } from "../present/usage-report.ts";
+import { budgetMeterText } from "../present/budget-meter.ts";
+import {
+  parseRaise as sharedParseRaise,
+  raiseHint as sharedRaiseHint,
+} from "../present/budget-raise.ts";
 
 /** The figures a budget dialog carries, or none (a malformed push shows only its title). */
 function figures(d: Dialog): BudgetState | null {
@@ -18,87 +20,15 @@ function figures(d: Dialog): BudgetState | null {
 
 /** What to type for a raise, given which limits the dialog has. */
 export function raiseHint(d: Dialog): string {
-  const b = figures(d);
-  const usd = b?.limit.usd !== null && b?.limit.usd !== undefined;
-  const tokens = b?.limit.tokens !== null && b?.limit.tokens !== undefined;
-  if (tokens && !usd) return 'type a new token limit in the draft (e.g. "50000 tokens")';
-  if (usd && !tokens) return 'type a new limit in the draft (e.g. "5" or "$2.50")';
-  return 'type new limits in the draft (e.g. "$2.50", "50000 tokens", or "$2.50, 50000 tokens")';
+  return sharedRaiseHint(figures(d));
 }
 
-/**
- * The draft line read as new limits: "$2.50" and "2.50" are dollars, "20000 tokens" is tokens,
- * both may be given separated by a comma or "and". A bare number is the one kind the dialog
- * limits; when it limits both, a bare number is dollars only with a "$" (no guessing which).
- * A new limit must be above what was spent (the controller refuses it otherwise; said here
- * first, so nothing is sent that can only be refused).
- */
+/** The draft line read as new limits, by the one rule (present/budget-raise.ts parseRaise). */
 export function parseRaise(
   draft: string,
   d: Dialog,
 ): { ok: true; limits: BudgetLimits; words: string } | { ok: false; message: string } {
-  const text = draft.trim();
-  if (text === "") return { ok: false, message: `nothing raised: ${raiseHint(d)}, then ^Y` };
-  const b = figures(d);
-  const onlyTokens = b !== null && b.limit.tokens !== null && b.limit.usd === null;
-  const both = b !== null && b.limit.tokens !== null && b.limit.usd !== null;
-  const limits: BudgetLimits = {};
-  for (const raw of text.split(/\s*(?:,|\band\b)\s*/i)) {
-    const part = raw.trim();
-    if (part === "") continue;
-    const tokensPart = /^(.*?)\s*tokens?$/i.exec(part);
-    const bareNumber = /^\d+(?:\.\d+)?$/.test(part);
-    if (tokensPart !== null || (bareNumber && onlyTokens)) {
-      const parsed = parseTokensText(tokensPart?.[1] ?? part);
-      if (!parsed.ok || limits.tokens !== undefined) {
-        return {
-          ok: false,
-          message: `nothing raised: ${parsed.ok ? "tokens given twice" : parsed.message}; ${raiseHint(d)}`,
-        };
-      }
-      limits.tokens = parsed.tokens;
-      continue;
-    }
-    if (bareNumber && both) {
-      return {
-        ok: false,
-        message: `nothing raised: "${part}" is dollars or tokens? write "$${part}" or "${part} tokens"`,
-      };
-    }
-    const parsed = parseUsdText(part);
-    if (!parsed.ok || limits.usd !== undefined) {
-      return {
-        ok: false,
-        message: `nothing raised: ${parsed.ok ? "dollars given twice" : parsed.message}; ${raiseHint(d)}`,
-      };
-    }
-    limits.usd = parsed.cents / 100;
-  }
-  if (limits.usd === undefined && limits.tokens === undefined) {
-    return { ok: false, message: `nothing raised: ${raiseHint(d)}, then ^Y` };
-  }
-  const words: string[] = [];
-  if (limits.usd !== undefined) {
-    const spent = b?.spent.usd ?? 0;
-    if (Math.round(limits.usd * 1e9) <= Math.round(spent * 1e9)) {
-      return {
-        ok: false,
-        message: `nothing raised: ${usdUpText(limits.usd)} is not above the ${usdUpText(spent)} spent; type a larger amount`,
-      };
-    }
-    words.push(usdUpText(limits.usd));
-  }
-  if (limits.tokens !== undefined) {
-    const spent = b?.spent.tokens ?? 0;
-    if (limits.tokens <= spent) {
-      return {
-        ok: false,
-        message: `nothing raised: ${formatCount(limits.tokens)} tokens is not above the ${formatCount(spent)} spent; type a larger number`,
-      };
-    }
-    words.push(`${formatCount(limits.tokens)} tokens`);
-  }
-  return { ok: true, limits, words: words.join(", ") };
+  return sharedParseRaise(draft, figures(d));
 }
 
 /** The open budget dialog in words: the controller's title, else what was spent of what. */
