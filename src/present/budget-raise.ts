@@ -87,7 +87,9 @@ export function parseRaise(
     if (part === "") continue;
     const tokensPart = /^(.*?)\s*tokens?$/i.exec(part);
     const bareNumber = /^\d+(?:\.\d+)?$/.test(part);
-    if (tokensPart !== null || (bareNumber && onlyTokens)) {
+    // Where the dialog limits only tokens, whatever is not written as dollars is read as tokens,
+    // so an unreadable amount is told what a token limit looks like.
+    if (tokensPart !== null || (onlyTokens && !part.startsWith("$"))) {
       const parsed = parseTokensText(tokensPart?.[1] ?? part);
       if (!parsed.ok || limits.tokens !== undefined) {
         return {

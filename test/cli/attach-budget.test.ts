@@ -77,6 +77,8 @@ describe("attach-budget", () => {
         /nothing raised: type a new limit in the draft \(e\.g\. "5" or "\$2\.50"\), then \^Y/,
       ],
       ["lots", usd, /"lots" is not an amount of dollars/],
+      // A dialog that limits only tokens reads what is not dollars as tokens, and says so.
+      ["lots", budget({ usd: null, tokens: 10_000 }), /"lots" is not a whole number of tokens/],
       ["$0.04", usd, /\$0\.04 is not above the \$0\.05 spent; type a larger amount/],
       ["5000 tokens", usd, /5,000 tokens is not above the 11,000 spent/],
       ["2e5 tokens", usd, /not a whole number of tokens/],

@@ -10,7 +10,7 @@
 // capability, an admin's: an operator's is refused by the board and the refusal shown); Stop is
 // "deny". An ended dialog stays, saying who raised or stopped, and the figures then.
 import { refusalNodes } from "./controls.js";
-import { budgetMeterText, parseRaise, raiseHint } from "./present.js";
+import { budgetMeterText, formatCount, parseRaise, raiseHint, usdUpText } from "./present.js";
 import { el, textEl } from "./text.js";
 
 const STATES = new Set(["open", "allowed", "denied", "closed"]);
@@ -55,17 +55,27 @@ export function budgetDialogOf(m) {
   };
 }
 
+/** The limits a dialog's figures name: "$5.00", "30 tokens", "$5.00 and 30 tokens". */
+function limitWords(b) {
+  const parts = [];
+  if (b.limit.usd !== null) parts.push(usdUpText(b.limit.usd));
+  if (b.limit.tokens !== null) parts.push(`${formatCount(b.limit.tokens)} tokens`);
+  return parts.join(" and ");
+}
+
 /**
- * How an ended budget dialog ended, in words: "Raised by alice — budget $0.05 of $5.00",
- * "Stopped by bob; the next prompt asks again", "Closed: the controller went away". Null while
- * it is open. Pure, for a test to table.
+ * How an ended budget dialog ended, in words: "Raised to 30 tokens by alice", "Stopped by bob;
+ * the next prompt asks again", "Closed: the controller went away". Null while it is open (the
+ * figures line beside it says what was spent). Pure, for a test to table.
  */
 export function budgetOutcome(d) {
   if (d.state === "open") return null;
-  const figures = d.budget === null ? "" : ` — ${budgetMeterText(d.budget)}`;
   const by = d.answeredBy === null ? "" : ` by ${d.answeredBy}`;
-  if (d.state === "allowed") return `Raised${by}${figures}`;
-  if (d.state === "denied") return `Stopped${by}; the next prompt asks again${figures}`;
+  if (d.state === "allowed") {
+    const to = d.budget === null ? "" : ` to ${limitWords(d.budget)}`;
+    return `Raised${to}${by}; the next prompt runs`;
+  }
+  if (d.state === "denied") return `Stopped${by}; the next prompt asks again`;
   return `Closed${d.reason ? `: ${d.reason}` : ""}`;
 }
 
@@ -182,13 +192,16 @@ export function createBudgetDialogs({ box, answer }) {
     const node = el("section", "budget-dialog");
     node.setAttribute("aria-label", "Budget reached");
     node.append(el("h3", "budget-head", "Budget reached: raise it, or stop here"));
-    node.append(textEl("p", "budget-title", d.title, true));
+    // The controller's title says the figures in words; the figures line says them for any
+    // state, so the title shows only for a dialog that came without them.
+    const title = textEl("p", "budget-title", d.title, true);
+    title.hidden = d.budget !== null;
     const figures = el("p", "budget-figures");
     const refusal = el("div", "budget-refusal");
     refusal.setAttribute("role", "alert");
     refusal.hidden = true;
     const actions = el("div", "budget-actions");
-    node.append(figures, actions, refusal);
+    node.append(title, figures, actions, refusal);
     const entry = { dialog: d, node, figures, actions, refusal, provisional: false };
     entry.form = makeForm(entry);
     return entry;
