@@ -35,6 +35,8 @@ export type InboxItem = {
   reason: string;
   /** With waiting-approval: the dialog, for the Console's Allow and Deny. */
   dialog?: string;
+  /** With a budget dialog: answered in the live panel (a raise needs a typed amount). */
+  dialogMethod?: "budget";
 };
 
 export type InboxBody = {
@@ -152,5 +154,6 @@ function itemOf(row: InboxRow): InboxItem {
     since: new Date(a.since).toISOString(),
     reason: a.reason,
     ...(a.approval === undefined ? {} : { dialog: a.approval.id }),
+    ...(a.approval?.budget ? { dialogMethod: "budget" as const } : {}),
   };
 }

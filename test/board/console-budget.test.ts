@@ -13,7 +13,7 @@ import type { LedgerAction } from "../../src/audit/ledger-line.ts";
 import { PgroupLauncher } from "../../src/control/cohort/launcher.ts";
 import { Controller } from "../../src/control/controller/controller.ts";
 import { controllerOptions, makeFixture } from "../control/controller-fixture.ts";
-import { SLOW_TEST_MS, until } from "../helpers/deadline.ts";
+import { SLOW_TEST_MS } from "../helpers/deadline.ts";
 import { type FakeModel, startFakeModel } from "../helpers/fake-model.ts";
 import { MODEL, settledSession, writeAgentFiles } from "../helpers/real-pi.ts";
 import { ARTIFACTS, browserSkip, launchBrowser, runAxe, seriousOf } from "./browser.ts";
@@ -151,11 +151,24 @@ describe("the budget dialog in the Console's live panel, with the real Pi", {
     await page.locator("#parts").getByText("reply two").first().waitFor({ timeout: WAIT });
     // Its 17 tokens reach 30: a second dialog.
     await meter.getByText("budget 34 of 30 tokens (reached)").waitFor();
-    await until(
-      async () => (await page.locator("#live-budget-dialogs .budget-dialog.open").count()) === 1,
-      "a second budget dialog opened",
-      WAIT,
-    );
+    // "a second budget dialog opened": one open at a time.
+    await page.locator("#live-budget-dialogs .budget-dialog.open").waitFor({ timeout: WAIT });
+
+    // "Needs you" lists it, and sends the person to the live panel to raise or stop.
+    await page.goto(board.url);
+    const row = page.locator("#inbox .inbox-item.state-waiting-approval");
+    await row
+      .locator(".inbox-reason")
+      .getByText(/34 of 30 tokens spent/)
+      .waitFor({ timeout: WAIT });
+    assert.equal(await row.locator("button.inbox-allow").count(), 0, "no Allow without an amount");
+    await row.getByRole("button", { name: "Raise or stop in the live panel" }).click();
+    await page.locator("#live-budget-dialogs .budget-dialog.open").waitFor({ timeout: WAIT });
+    await page.getByRole("button", { name: "Take control" }).click();
+    await page
+      .locator("#live-who")
+      .getByText(/^You control this run\./)
+      .waitFor();
 
     // At 390 px: Stop. The next prompt is refused, saying how much was spent.
     await page.setViewportSize({ width: 390, height: 844 });
@@ -180,11 +193,8 @@ describe("the budget dialog in the Console's live panel, with the real Pi", {
       .waitFor();
     assert.equal(await box.inputValue(), "say three", "the refused text stays in the box");
     // The refused prompt opens the dialog again, so a raise always has one to answer.
-    await until(
-      async () => (await page.locator("#live-budget-dialogs .budget-dialog.open").count()) === 1,
-      "the dialog opened again",
-      WAIT,
-    );
+    // "the dialog opened again": one open at a time.
+    await page.locator("#live-budget-dialogs .budget-dialog.open").waitFor({ timeout: WAIT });
     await shot("stopped-390");
     assert.deepEqual(seriousOf(await runAxe(page)), [], "axe: stopped, 390 px");
     assert.deepEqual(errors, [], "no page error, no alert");
