@@ -43,6 +43,7 @@ const ASSET_FILES: Readonly<Record<string, readonly [file: string, contentType: 
   "/live-run.js": ["live-run.js", "text/javascript; charset=utf-8"],
   "/live-approval.js": ["live-approval.js", "text/javascript; charset=utf-8"],
   "/live-budget.js": ["live-budget.js", "text/javascript; charset=utf-8"],
+  "/dialog-boxes.js": ["dialog-boxes.js", "text/javascript; charset=utf-8"],
   "/inbox.js": ["inbox.js", "text/javascript; charset=utf-8"],
   "/inbox-answer.js": ["inbox-answer.js", "text/javascript; charset=utf-8"],
   "/budget-meter.js": ["budget-meter.js", "text/javascript; charset=utf-8"],

@@ -10,6 +10,7 @@
 // capability, an admin's: an operator's is refused by the board and the refusal shown); Stop is
 // "deny". An ended dialog stays, saying who raised or stopped, and the figures then.
 import { refusalNodes } from "./controls.js";
+import { createDialogBoxes } from "./dialog-boxes.js";
 import { budgetMeterText, formatCount, parseRaise, raiseHint, usdUpText } from "./present.js";
 import { el, textEl } from "./text.js";
 
@@ -92,10 +93,6 @@ function fieldLabel(b) {
  * run now (only then are the box and the buttons shown).
  */
 export function createBudgetDialogs({ box, answer }) {
-  /** id → { dialog, node, figures, actions, refusal, provisional } */
-  const shown = new Map();
-  let controlling = false;
-
   function showRefusal(entry, refusal) {
     entry.refusal.hidden = false;
     entry.refusal.replaceChildren(...refusalNodes(refusal));
@@ -106,7 +103,7 @@ export function createBudgetDialogs({ box, answer }) {
     entry.refusal.replaceChildren();
   }
 
-  function drawActions(entry) {
+  function drawActions(entry, controlling) {
     const d = entry.dialog;
     entry.node.classList.toggle("open", d.state === "open");
     entry.node.dataset.state = d.state;
@@ -182,7 +179,7 @@ export function createBudgetDialogs({ box, answer }) {
       entry.input.value = "";
       // The reply holds the ended dialog, as pushed: shown now, before the stream's copy.
       const ended = budgetDialogOf(reply.result?.dialog);
-      if (ended !== null && ended.id === entry.dialog.id) onDialog(reply.result.dialog);
+      if (ended !== null && ended.id === entry.dialog.id) boxes.onDialog(reply.result.dialog);
       return;
     }
     showRefusal(entry, reply?.refusal ?? { code: "bad-response", message: "No refusal given." });
@@ -202,70 +199,21 @@ export function createBudgetDialogs({ box, answer }) {
     refusal.hidden = true;
     const actions = el("div", "budget-actions");
     node.append(title, figures, actions, refusal);
-    const entry = { dialog: d, node, figures, actions, refusal, provisional: false };
+    const entry = { dialog: d, node, figures, actions, refusal };
     entry.form = makeForm(entry);
     return entry;
   }
 
-  function onDialog(m) {
-    const d = budgetDialogOf(m);
-    if (d === null) return m?.method === "budget";
-    let entry = shown.get(d.id);
-    if (entry === undefined) {
-      entry = make(d);
-      shown.set(d.id, entry);
-      box.append(entry.node);
-    } else {
-      // An ended dialog stays ended (a late copy of the open one changes nothing).
-      if (entry.dialog.state !== "open" && d.state === "open" && !entry.provisional) return true;
-      entry.dialog = d;
-      entry.provisional = false;
-    }
-    drawActions(entry);
-    trim();
-    box.hidden = shown.size === 0;
-    return true;
-  }
-
-  function trim() {
-    const ended = [...shown.values()].filter((e) => e.dialog.state !== "open");
-    for (const e of ended.slice(0, Math.max(0, ended.length - KEPT_ENDED))) {
-      e.node.remove();
-      shown.delete(e.dialog.id);
-    }
-  }
-
+  const boxes = createDialogBoxes({
+    box,
+    of: budgetDialogOf,
+    make,
+    draw: drawActions,
+    kept: KEPT_ENDED,
+  });
   return {
-    /** A pushed dialog: true when it was a budget dialog (shown here, or dropped as malformed). */
-    onDialog,
-    setControlling(yes) {
-      if (yes === controlling) return;
-      controlling = yes;
-      for (const entry of shown.values()) if (entry.dialog.state === "open") drawActions(entry);
-    },
-    /** The controller went: what was open can no longer be answered here. */
-    gone() {
-      for (const entry of shown.values()) {
-        if (entry.dialog.state !== "open") continue;
-        // Provisional: a controller that comes back and pushes it open again reopens it.
-        entry.provisional = true;
-        entry.dialog = {
-          ...entry.dialog,
-          state: "closed",
-          answeredBy: null,
-          reason: "the controller went away",
-        };
-        drawActions(entry);
-      }
-    },
-    /** A new stream: nothing of the last conversation stays. */
-    reset() {
-      shown.clear();
-      box.replaceChildren();
-      box.hidden = true;
-    },
-    /** The budget dialogs open now (their ids), for a test or a count. */
-    open: () =>
-      [...shown.values()].filter((e) => e.dialog.state === "open").map((e) => e.dialog.id),
+    ...boxes,
+    /** A pushed dialog: true when it was a budget dialog (shown, or dropped as malformed). */
+    onDialog: (m) => boxes.onDialog(m) || m?.method === "budget",
   };
 }
