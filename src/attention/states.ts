@@ -63,7 +63,14 @@ export type ProbeInput = {
   parts: readonly { role?: string; timestamp?: string; meta?: { stopReason?: string } }[];
 };
 
-export type OpenApproval = { id: string; title: string; tool: string | null; openedAt: number };
+export type OpenApproval = {
+  id: string;
+  title: string;
+  tool: string | null;
+  openedAt: number;
+  /** The controller's budget dialog (a limit reached: raise or stop), not an engine's approval. */
+  budget?: true;
+};
 
 type Run =
   | { phase: "unknown" }
@@ -122,9 +129,12 @@ export function onEvent(o: Observed, event: EventInput, at: number): Observed {
   }
 }
 
-/** Folds a pushed dialog: an open approval is added, an ended one removed. */
+/**
+ * Folds a pushed dialog: an open approval is added, an ended one removed. The controller's
+ * budget dialog waits on a person the same way (the run stopped until someone raises or stops).
+ */
 export function onDialog(o: Observed, dialog: DialogInput, at: number): Observed {
-  if (dialog.method !== "approval") return touched(o, at);
+  if (dialog.method !== "approval" && dialog.method !== "budget") return touched(o, at);
   const rest = o.approvals.filter((a) => a.id !== dialog.id);
   if (dialog.state !== undefined && dialog.state !== "open") return { ...o, approvals: rest };
   const known = o.approvals.find((a) => a.id === dialog.id);
@@ -133,6 +143,7 @@ export function onDialog(o: Observed, dialog: DialogInput, at: number): Observed
     title: dialog.title,
     tool: dialog.tool?.name ?? null,
     openedAt: known?.openedAt ?? at,
+    ...(dialog.method === "budget" ? { budget: true as const } : {}),
   };
   return { ...touched(o, at), approvals: [...rest, approval] };
 }
@@ -180,6 +191,11 @@ export function attentionOf(o: Observed, now: number, stallMs: number): Attentio
     null,
   );
   if (oldest !== null) {
+    if (oldest.budget) {
+      // The controller's title says what was spent of what ("Budget reached: … Raise it, or …").
+      const reason = oldest.title.slice(0, 300);
+      return { state: "waiting-approval", since: oldest.openedAt, reason, approval: oldest };
+    }
     // Claude Code's titles already start with the tool's name ("Bash: create the file").
     const what =
       oldest.tool === null || oldest.title.startsWith(`${oldest.tool}:`)

@@ -31,6 +31,8 @@ export type InboxItem = RowHead & {
   reason: string;
   /** With waiting-approval: the dialog, for the Console's Allow and Deny. */
   dialog?: string;
+  /** With a budget dialog: answered in the live panel (a raise needs a typed amount). */
+  dialogMethod?: "budget";
 };
 
 export type InboxBody = {
@@ -144,5 +146,6 @@ function itemOf(row: InboxRow): InboxItem {
     ...rowHead(row),
     reason: a.reason,
     ...(a.approval === undefined ? {} : { dialog: a.approval.id }),
+    ...(a.approval?.budget ? { dialogMethod: "budget" as const } : {}),
   };
 }

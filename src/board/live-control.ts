@@ -188,7 +188,10 @@ class Watch {
       }),
       client.onDialog((m) => {
         const data = JSON.stringify(m);
-        if (m.method === "approval" && m.state === "open") this.#openApprovals.set(m.id, data);
+        // The controller's budget dialog waits on a person as an approval does: a page opened
+        // after it opened must see it to raise or stop.
+        const answerable = m.method === "approval" || m.method === "budget";
+        if (answerable && m.state === "open") this.#openApprovals.set(m.id, data);
         else this.#openApprovals.delete(m.id);
         this.#toGreeted("dialog", null, data);
       }),

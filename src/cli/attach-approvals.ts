@@ -6,6 +6,7 @@
 // app (attach.ts) feeds it the dialogs and states the client is pushed and draws its lines.
 // Every text that came from the engine or a client goes through wrap.ts (the visible-text rule).
 import type { Dialog } from "../control/protocol.ts";
+import { budgetEndedWords, budgetFiguresLine, budgetHead, budgetKeys } from "./attach-budget.ts";
 import { renderToolCall } from "./render.ts";
 import { wrapText } from "./wrap.ts";
 
@@ -37,7 +38,8 @@ export class ApprovalBoard {
 
   /** Takes one pushed dialog; what it changed (nothing for Pi's disabled dialogs). */
   take(d: Dialog): { opened: Dialog } | { ended: Dialog } | null {
-    if (d.method !== "approval" || d.disabled) return null;
+    // A budget dialog (the controller's own question) shares the panel and the keys.
+    if ((d.method !== "approval" && d.method !== "budget") || d.disabled) return null;
     if (d.state === "open") {
       if (this.#open.has(d.id)) return null;
       this.#open.set(d.id, d);
@@ -95,6 +97,7 @@ function toolName(d: Dialog): string {
  * what else ended it (an interrupt, a force stop, the engine's exit, the engine withdrawing it).
  */
 export function endedWords(d: Dialog, me: string | null): string {
+  if (d.method === "budget") return budgetEndedWords(d, me);
   const tool = toolName(d);
   const by = d.answeredBy;
   const who =
@@ -119,10 +122,14 @@ function whatToDo(d: Dialog, board: ApprovalBoard, view: ApprovalView): string {
   if (board.lostControlOf(d.id)) {
     return (
       "you lost control after it opened, so this connection can't answer it; " +
-      (view.role === "controller" ? "^G interrupts, which denies it" : "the controller answers it")
+      (view.role === "controller" && d.method !== "budget"
+        ? "^G interrupts, which denies it"
+        : "another connection that controls answers it")
     );
   }
-  if (view.role === "controller") return `${ALLOW_KEY} allows · ${DENY_KEY} denies`;
+  if (view.role === "controller") {
+    return d.method === "budget" ? budgetKeys(d) : `${ALLOW_KEY} allows · ${DENY_KEY} denies`;
+  }
   const holder =
     view.controllerConnection === null
       ? "nobody controls this conversation"
@@ -145,9 +152,18 @@ export function approvalLines(
   const one = (text: string, indent = 0) => wrapText(text, { width, indent, oneLine: true });
   if (d === null) {
     const ended = board.lastEnded;
-    return ended === null ? [] : one(`approval: ${endedWords(ended, view.connection)}`).slice(0, 1);
+    if (ended === null) return [];
+    const kind = ended.method === "budget" ? "budget" : "approval";
+    return one(`${kind}: ${endedWords(ended, view.connection)}`).slice(0, 1);
   }
   const count = board.openCount > 1 ? ` (1 of ${board.openCount})` : "";
+  if (d.method === "budget") {
+    const head = one(`── budget${count}: ${budgetHead(d)}`);
+    const meter = budgetFiguresLine(d);
+    const figures = meter === null ? [] : one(meter, 2);
+    const keys = wrapText(whatToDo(d, board, view), { width, indent: 2 });
+    return [...head, ...figures, ...keys].slice(0, Math.max(1, maxRows));
+  }
   const name = toolName(d);
   // The title is the tool's name and the engine's reason (dialogs.ts); the name is said already.
   const said = d.title.startsWith(`${name}: `) ? d.title.slice(name.length + 2) : d.title;
@@ -178,7 +194,12 @@ export function answerRefusalWords(code: string, message: string): string {
     dialog: "not answered: the approval is no longer open (answered, interrupted or closed)",
     generation: "not answered: control changed hands just before; look again, then answer",
     fenced: "not answered: the engine is stopping, so only a deny goes through",
-    capability: "not answered: this grant may not answer approvals; attach with one that may",
+    capability:
+      "not answered: this grant may not answer this (a raise needs the budget capability); " +
+      "attach with one that may, or ^N stops here",
+    budget:
+      "not raised: the controller refused the new limit (it must be above what was spent); " +
+      "type a larger amount, then ^Y",
     channel: "not sent: the controller can't be reached; ^O reconnects",
   };
   return `${said[code] ?? "not answered"} (${code}: ${message})`;

@@ -7,6 +7,7 @@
 // written, so the only control sequences on the terminal are this file's own; a request is
 // sent once and a lost outcome is reported, never resent.
 import { ConnectError, ConversationClient, RECONNECT_DELAYS_MS } from "../control/client/client.ts";
+import type { ControlOutcome } from "../control/client/outcomes.ts";
 import { Transcript, type TranscriptItem } from "../control/client/transcript.ts";
 import type { ControllerState, Dialog } from "../control/protocol.ts";
 import { placesFor } from "../control/registry/places.ts";
@@ -21,6 +22,7 @@ import {
   endedWords,
 } from "./attach-approvals.ts";
 import type { AttachCommand } from "./attach-args.ts";
+import { budgetHead, budgetKey } from "./attach-budget.ts";
 import { fitLine, renderItems } from "./attach-lines.ts";
 import { processScreen, type Screen } from "./attach-screen.ts";
 import { commandLine } from "./invocation.ts";
@@ -271,14 +273,23 @@ class AttachApp {
     }
     const changed = this.#approvals.take(d);
     if (changed === null) return;
-    if ("opened" in changed) {
+    if ("opened" in changed && d.method === "budget") {
+      this.#say(
+        this.#client.role === "controller"
+          ? `${budgetHead(d)} ^Y raises to the amount in the draft, ^N stops`
+          : `${budgetHead(d)} only the controller answers`,
+      );
+    } else if ("opened" in changed) {
       const asks = `approval asked: run ${d.tool?.name ?? "a tool"}?`;
       this.#say(
         this.#client.role === "controller"
           ? `${asks} ^Y allows, ^N denies`
           : `${asks} only the controller answers`,
       );
-    } else this.#say(`approval: ${endedWords(changed.ended, this.#approvalView().connection)}`);
+    } else {
+      const kind = changed.ended.method === "budget" ? "budget" : "approval";
+      this.#say(`${kind}: ${endedWords(changed.ended, this.#approvalView().connection)}`);
+    }
   }
 
   /** ^Y / ^N: answers the oldest open approval, only while this connection controls. */
@@ -296,15 +307,32 @@ class AttachApp {
       );
       return;
     }
-    this.#say(decision === "allow" ? "allowing…" : "denying…");
-    void this.#client.answer(d.id, decision).then((o) => {
+    let sent: Promise<ControlOutcome>;
+    if (d.method === "budget") {
+      // ^Y raises to the amount typed in the draft; the draft is cleared only once admitted.
+      const key = budgetKey(decision, this.#composer.text, d);
+      this.#say(key.saying);
+      if (key.send === null) return;
+      sent =
+        key.send === "raise"
+          ? this.#client.raiseBudget(d.id, key.limits).then((o) => {
+              if (!("refusal" in o) && o.outcome !== "unknown") this.#composer.clear();
+              return o;
+            })
+          : this.#client.answer(d.id, "deny");
+    } else {
+      this.#say(decision === "allow" ? "allowing…" : "denying…");
+      sent = this.#client.answer(d.id, decision);
+    }
+    const kind = d.method === "budget" ? "budget" : "approval";
+    void sent.then((o) => {
       if ("refusal" in o) this.#say(answerRefusalWords(o.refusal, o.message));
       else if (o.outcome === "unknown")
-        this.#say("answer's outcome unknown: see whether the approval ended");
+        this.#say(`answer's outcome unknown: see whether the ${kind} dialog ended`);
       else {
         const ended = (o.result as { dialog?: Dialog } | undefined)?.dialog;
         this.#say(
-          `approval: ${ended ? endedWords(ended, this.#approvalView().connection) : `${decision} admitted`}`,
+          `${kind}: ${ended ? endedWords(ended, this.#approvalView().connection) : `${decision} admitted`}`,
         );
       }
     });

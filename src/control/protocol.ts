@@ -2,6 +2,7 @@
 // a union per direction discriminated on `type`. parseClientMessage is the only way a line from
 // a client becomes a message: it checks every field and returns a refusal reason otherwise.
 // docs/control-protocol.md describes each message with an example exchange.
+import { MAX_BUDGET_TOKENS, MAX_BUDGET_USD } from "../present/budget-raise.ts";
 import { ID_PATTERN } from "../protocol/chat-01.ts";
 import type { ControlRefusalCode } from "./refusal.ts";
 
@@ -88,8 +89,7 @@ export type Request =
 export type BudgetLimits = { usd?: number; tokens?: number };
 
 /** The largest USD limit (a typo's guard, not a policy) and the largest token limit. */
-export const MAX_BUDGET_USD = 1_000_000;
-export const MAX_BUDGET_TOKENS = 1_000_000_000_000;
+export { MAX_BUDGET_TOKENS, MAX_BUDGET_USD };
 
 /**
  * What a controller's budget counts: spent since it started (every execution it ran), by the

@@ -11,6 +11,15 @@ export {
   budgetShare,
   usdUpText,
 } from "./budget-meter.ts";
+export {
+  MAX_BUDGET_TOKENS,
+  MAX_BUDGET_USD,
+  parseRaise,
+  parseTokensText,
+  parseUsdText,
+  type RaiseWords,
+  raiseHint,
+} from "./budget-raise.ts";
 export { imageRefusal, isShownImageType } from "./image.ts";
 export {
   harnessLabel,

@@ -78,6 +78,21 @@ describe("attention/states", () => {
     assert.equal(attentionOf(o, 200, STALL).reason, "asks to run Bash: make the file");
   });
 
+  it("waits on a person while the controller's budget dialog is open, saying its title", () => {
+    const title = "Budget reached: 17 of 10 tokens spent. Raise it, or stop here.";
+    let o = onDialog(
+      run(observed(0), 0),
+      { id: "dl-b", method: "budget", title, state: "open" },
+      100,
+    );
+    const a = attentionOf(o, 200, STALL);
+    assert.equal(a.state, "waiting-approval");
+    assert.equal(a.reason, title);
+    assert.equal(a.approval?.budget, true);
+    o = onDialog(o, { id: "dl-b", method: "budget", title, state: "allowed" }, 300);
+    assert.notEqual(attentionOf(o, 400, STALL).state, "waiting-approval");
+  });
+
   it("waits for approval while an approval dialog is open, oldest first, until it ends", () => {
     let o = run(observed(0), 0);
     const open = (id: string, at: number) =>

@@ -10,6 +10,7 @@
 // the controller rules, and the refusal is shown in words.
 import { hasLogin, postControl } from "./api.js";
 import { refusalNodes } from "./controls.js";
+import { navigate } from "./routing.js";
 import { el } from "./text.js";
 
 /**
@@ -49,6 +50,14 @@ export function createInboxAnswers({ redraw }) {
   function controlsFor(item) {
     if (item.state !== "waiting-approval" || typeof item.dialog !== "string") return null;
     const box = el("div", "inbox-answer");
+    if (item.budget === true) {
+      // A raise needs a typed amount and the figures: the live panel has both (live-budget.js).
+      const go = el("button", "inbox-budget", "Raise or stop in the live panel");
+      go.type = "button";
+      go.addEventListener("click", () => navigate({ c: item.conversation }));
+      box.append(go);
+      return box;
+    }
     if (!hasLogin()) {
       box.append(el("span", "inbox-answer-note", "Log in with the board's link to answer here."));
       return box;

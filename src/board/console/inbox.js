@@ -189,6 +189,7 @@ export function parseBody(data) {
       since,
       reason,
       ...(dialog ? { dialog: it.dialog } : {}),
+      ...(dialog && it.dialogMethod === "budget" ? { budget: true } : {}),
     });
   }
   return { at: v.at, inbox };

@@ -8,6 +8,7 @@
 // answered and how, or that an interrupt denied it, or why it closed. Nothing here answers on
 // its own: only a click sends a decision.
 import { refusalNodes } from "./controls.js";
+import { createDialogBoxes } from "./dialog-boxes.js";
 import { el, textEl } from "./text.js";
 import { toolCallBody } from "./tools.js";
 
@@ -67,12 +68,8 @@ function inputText(input) {
  * controls the run now (only then are the buttons shown).
  */
 export function createApprovals({ box, answer }) {
-  /** id → { approval, node, actions, refusal, message } */
-  const shown = new Map();
-  let controlling = false;
-
-  function drawActions(entry) {
-    const a = entry.approval;
+  function drawActions(entry, controlling) {
+    const a = entry.dialog;
     const outcome = approvalOutcome(a);
     entry.node.classList.toggle("open", a.state === "open");
     entry.node.dataset.state = a.state;
@@ -103,7 +100,7 @@ export function createApprovals({ box, answer }) {
     const text = entry.message.value.trim();
     for (const b of entry.actions.querySelectorAll("button")) b.disabled = true;
     const reply = await answer(
-      entry.approval.id,
+      entry.dialog.id,
       decision,
       decision === "deny" && text ? text : undefined,
     );
@@ -112,7 +109,7 @@ export function createApprovals({ box, answer }) {
       entry.refusal.replaceChildren();
       // The reply holds the ended dialog, as pushed: shown now, before the stream's copy.
       const ended = approvalOf(reply.result?.dialog);
-      if (ended !== null && ended.id === entry.approval.id) onDialog(reply.result.dialog);
+      if (ended !== null && ended.id === entry.dialog.id) boxes.onDialog(reply.result.dialog);
       return;
     }
     entry.refusal.hidden = false;
@@ -146,68 +143,15 @@ export function createApprovals({ box, answer }) {
     message.maxLength = 4000;
     messageLabel.append(message);
     node.append(refusal, actions);
-    return { approval: a, node, actions, refusal, message, messageLabel, provisional: false };
+    return { node, actions, refusal, message, messageLabel };
   }
 
-  function onDialog(m) {
-    const a = approvalOf(m);
-    if (a === null) return false;
-    let entry = shown.get(a.id);
-    if (entry === undefined) {
-      entry = make(a);
-      shown.set(a.id, entry);
-      box.append(entry.node);
-    } else {
-      // An ended approval stays ended (a late copy of the open one changes nothing).
-      if (entry.approval.state !== "open" && a.state === "open" && !entry.provisional) return true;
-      entry.approval = a;
-      entry.provisional = false;
-    }
-    drawActions(entry);
-    trim();
-    box.hidden = shown.size === 0;
-    return true;
-  }
-
-  function trim() {
-    const ended = [...shown.values()].filter((e) => e.approval.state !== "open");
-    for (const e of ended.slice(0, Math.max(0, ended.length - KEPT_ENDED))) {
-      e.node.remove();
-      shown.delete(e.approval.id);
-    }
-  }
-
-  return {
-    /** A pushed dialog: true when it was an approval (shown here), false for any other. */
-    onDialog,
-    setControlling(yes) {
-      if (yes === controlling) return;
-      controlling = yes;
-      for (const entry of shown.values()) if (entry.approval.state === "open") drawActions(entry);
-    },
-    /** The controller went: what was open can no longer be answered here. */
-    gone() {
-      for (const entry of shown.values()) {
-        if (entry.approval.state !== "open") continue;
-        // Provisional: a controller that comes back and pushes it open again reopens it.
-        entry.provisional = true;
-        entry.approval = {
-          ...entry.approval,
-          state: "closed",
-          answeredBy: null,
-          reason: "the controller went away",
-        };
-        drawActions(entry);
-      }
-    },
-    /** A new stream: nothing of the last conversation stays. */
-    reset() {
-      shown.clear();
-      box.replaceChildren();
-      box.hidden = true;
-    },
-    /** The approvals open now (their ids), for a test or a count. */
-    open: () =>
-      [...shown.values()].filter((e) => e.approval.state === "open").map((e) => e.approval.id),
-  };
+  const boxes = createDialogBoxes({
+    box,
+    of: approvalOf,
+    make,
+    draw: drawActions,
+    kept: KEPT_ENDED,
+  });
+  return boxes;
 }

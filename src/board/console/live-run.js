@@ -11,6 +11,7 @@ import { postControl as steer } from "./api.js";
 import { renderBudgetMeter } from "./budget-meter.js";
 import { refusalNodes } from "./controls.js";
 import { createApprovals } from "./live-approval.js";
+import { createBudgetDialogs } from "./live-budget.js";
 import { actLine } from "./present.js";
 import { appendText, textEl } from "./text.js";
 import { TranscriptState } from "./transcript.js";
@@ -108,6 +109,7 @@ export function createLiveRun({ onSent = () => {} } = {}) {
     confirmYes: $("live-confirm-yes"),
     confirmNo: $("live-confirm-no"),
     approvals: $("live-approvals"),
+    budgetDialogs: $("live-budget-dialogs"),
     budget: $("live-budget"),
   };
   let conversation = null;
@@ -158,6 +160,7 @@ export function createLiveRun({ onSent = () => {} } = {}) {
     }
     const c = controlsFor({ holder, mine, running });
     approvals.setControlling(holder !== null && holder === mine);
+    budgetDialogs.setControlling(holder !== null && holder === mine);
     // A control that does not apply now is not shown; the line under them says why.
     const had = document.activeElement;
     ui.takeover.hidden = !c.takeover;
@@ -201,6 +204,18 @@ export function createLiveRun({ onSent = () => {} } = {}) {
       if (conversation === null) return null;
       const body = { op: "answer", dialog, decision };
       const answer = await steer(conversation, message === undefined ? body : { ...body, message });
+      if (typeof answer.connection === "string") mine = answer.connection;
+      renderWho();
+      return answer;
+    },
+  });
+
+  // The budget dialog: Raise (to a typed amount) and Stop, through the same route.
+  const budgetDialogs = createBudgetDialogs({
+    box: ui.budgetDialogs,
+    answer: async (body) => {
+      if (conversation === null) return null;
+      const answer = await steer(conversation, body);
       if (typeof answer.connection === "string") mine = answer.connection;
       renderWho();
       return answer;
@@ -319,6 +334,7 @@ export function createLiveRun({ onSent = () => {} } = {}) {
       before = [];
       after = [];
       approvals.reset();
+      budgetDialogs.reset();
       render();
       clearRefusal();
       renderWho();
@@ -343,6 +359,7 @@ export function createLiveRun({ onSent = () => {} } = {}) {
       appendText(ui.who, String(info.message ?? ""), true);
       for (const b of [ui.takeover, ui.release, ui.interrupt, ui.forceStop]) b.hidden = true;
       approvals.gone();
+      budgetDialogs.gone();
       ui.why.textContent = "Nothing can be sent until a controller runs this conversation again.";
     },
     onState(message) {
@@ -369,6 +386,8 @@ export function createLiveRun({ onSent = () => {} } = {}) {
     onDialog(message) {
       // An approval has its own box, with Allow and Deny; Pi's disabled dialogs are one line.
       if (approvals.onDialog(message)) return;
+      // A budget dialog has its own box too, with the new limit, Raise and Stop.
+      if (budgetDialogs.onDialog(message)) return;
       after.push(
         textEl(
           "div",

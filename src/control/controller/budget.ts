@@ -9,12 +9,10 @@
 import { usdUpText } from "../../present/budget-meter.ts";
 import { formatCount } from "../../present/usage-report.ts";
 import { keepLargest, type Spend } from "../../usage/lines.ts";
-import {
-  type BudgetLimits,
-  type BudgetState,
-  MAX_BUDGET_TOKENS,
-  MAX_BUDGET_USD,
-} from "../protocol.ts";
+import type { BudgetLimits, BudgetState } from "../protocol.ts";
+
+// How a limit is typed is a rule of its own, shared with attach and the Console's bundle.
+export { parseTokensText, parseUsdText } from "../../present/budget-raise.ts";
 
 const NANO_PER_USD = 1_000_000_000;
 const NANO_PER_CENT = 10_000_000;
@@ -31,38 +29,6 @@ export function centsOf(usd: number): number | null {
   if (!Number.isFinite(usd)) return null;
   const cents = Math.round(usd * 100);
   return cents / 100 === usd ? cents : null;
-}
-
-/**
- * A USD limit as a person types it ("5", "2.50", "$0.30"), as whole cents, else a message that
- * says what a limit looks like.
- */
-export function parseUsdText(
-  text: string,
-): { ok: true; cents: number } | { ok: false; message: string } {
-  const m = /^\$?(\d{1,7})(?:\.(\d{1,2}))?$/.exec(text.trim());
-  const cents = m ? Number(m[1]) * 100 + Number((m[2] ?? "").padEnd(2, "0")) : 0;
-  if (!m || cents <= 0 || cents > MAX_BUDGET_USD * 100) {
-    return {
-      ok: false,
-      message: `${JSON.stringify(text)} is not an amount of dollars above 0 and at most ${MAX_BUDGET_USD}, in whole cents, e.g. 5 or 2.50`,
-    };
-  }
-  return { ok: true, cents };
-}
-
-/** A token limit as a person types it ("200000"; "200_000" and "2e5" are refused), else a message. */
-export function parseTokensText(
-  text: string,
-): { ok: true; tokens: number } | { ok: false; message: string } {
-  const n = /^\d{1,13}$/.test(text.trim()) ? Number(text.trim()) : 0;
-  if (!Number.isSafeInteger(n) || n <= 0 || n > MAX_BUDGET_TOKENS) {
-    return {
-      ok: false,
-      message: `${JSON.stringify(text)} is not a whole number of tokens above 0 and at most ${MAX_BUDGET_TOKENS}`,
-    };
-  }
-  return { ok: true, tokens: n };
 }
 
 /** "$12.34" from whole cents. */
