@@ -13,13 +13,13 @@ import {
   shortField,
   small,
   str,
-  timestampOf,
   toolCallBlocks,
   unknownContent,
   usageOf,
   wholeNumber,
 } from "../../draft.ts";
 import type { DraftPart } from "../../parts.ts";
+import { type At, contentBlocksOf, headOf, unknownTypePart } from "../content-blocks.ts";
 
 /**
  * Claude's stop reasons in CHAT-01's words, which Pi's replies already use: a reply that ended
@@ -55,9 +55,7 @@ export function isHiddenType(type: string): boolean {
 
 /** Renders one record; null when Claude Code does not show it. */
 export function renderRecord(r: Obj, ctx: RecordContext): DraftPart | null {
-  const type = str(r.type) ?? "";
-  const timestamp = timestampOf(r);
-  const at = timestamp === undefined ? {} : { timestamp };
+  const { type, at } = headOf(r);
   if (HIDDEN_TYPES.has(type)) return null;
   switch (type) {
     case "user":
@@ -67,20 +65,9 @@ export function renderRecord(r: Obj, ctx: RecordContext): DraftPart | null {
     case "system":
       return renderSystem(r, at);
     default:
-      return {
-        kind: "notice",
-        ...at,
-        blocks: [
-          notice(
-            "unknown-entry-type",
-            `A record of unknown type ${JSON.stringify(type.slice(0, 100))} is not shown.`,
-          ),
-        ],
-      };
+      return unknownTypePart("A record", type, at);
   }
 }
-
-type At = { timestamp?: string };
 
 function renderUser(r: Obj, at: At, ctx: RecordContext): DraftPart | null {
   if (r.isMeta === true) return null;
@@ -235,19 +222,13 @@ function agentIdOf(result: unknown): string | null {
 
 /** A prompt's or result's content: a string, or text and image blocks. */
 function contentBlocks(content: unknown): Block[] {
-  if (typeof content === "string") return [{ type: "text", text: content }];
-  if (!Array.isArray(content)) return [];
-  const out: Block[] = [];
-  for (const c of content) {
-    if (isObj(c) && c.type === "text" && typeof c.text === "string") {
-      out.push({ type: "text", text: c.text });
-    } else if (isObj(c) && c.type === "image") {
-      out.push(imageOf(c, out));
-    } else {
-      out.push(unknownContent(c));
-    }
-  }
-  return out;
+  return contentBlocksOf(content, imageItem);
+}
+
+function imageItem(c: Obj, out: Block[]): boolean {
+  if (c.type !== "image") return false;
+  out.push(imageOf(c, out));
+  return true;
 }
 
 /** An Anthropic image block (`source: { type: "base64", media_type, data }`). */
@@ -316,39 +297,32 @@ function textOf(content: unknown): string {
 }
 
 function replyBlocks(content: unknown): Block[] {
-  if (typeof content === "string") return [{ type: "text", text: content }];
-  if (!Array.isArray(content)) return [];
-  const out: Block[] = [];
-  for (const c of content) {
-    if (!isObj(c)) {
-      out.push(unknownContent(c));
-    } else if (c.type === "text" && typeof c.text === "string") {
-      out.push({ type: "text", text: c.text });
-    } else if (c.type === "thinking") {
-      out.push({ type: "thinking", text: str(c.thinking) ?? "" });
-    } else if (c.type === "redacted_thinking") {
-      // The API withholds this reasoning; its `data` is opaque and never shown.
-      out.push({ type: "unavailable", of: "thinking", text: "" });
-    } else if (c.type === "tool_use" || c.type === "server_tool_use") {
-      out.push(...toolCallBlocks(c.name, c.id, c.input));
-    } else if (c.type === "image") {
-      out.push(imageOf(c, out));
-    } else if (typeof c.type === "string" && c.type.endsWith("_tool_result")) {
-      // A server tool's result (web search…), carried in the reply itself.
-      out.push(
-        {
-          type: "tool-result",
-          toolCallId: toChatId(str(c.tool_use_id) ?? ""),
-          toolName: small(c.type, "tool result type", out),
-          isError: false,
-        },
-        ...serverResultText(c.content),
-      );
-    } else {
-      out.push(unknownContent(c));
-    }
+  return contentBlocksOf(content, replyItem);
+}
+
+function replyItem(c: Obj, out: Block[]): boolean {
+  if (c.type === "thinking") {
+    out.push({ type: "thinking", text: str(c.thinking) ?? "" });
+  } else if (c.type === "redacted_thinking") {
+    // The API withholds this reasoning; its `data` is opaque and never shown.
+    out.push({ type: "unavailable", of: "thinking", text: "" });
+  } else if (c.type === "tool_use" || c.type === "server_tool_use") {
+    out.push(...toolCallBlocks(c.name, c.id, c.input));
+  } else if (typeof c.type === "string" && c.type.endsWith("_tool_result")) {
+    // A server tool's result (web search…), carried in the reply itself.
+    out.push(
+      {
+        type: "tool-result",
+        toolCallId: toChatId(str(c.tool_use_id) ?? ""),
+        toolName: small(c.type, "tool result type", out),
+        isError: false,
+      },
+      ...serverResultText(c.content),
+    );
+  } else {
+    return imageItem(c, out);
   }
-  return out;
+  return true;
 }
 
 function serverResultText(content: unknown): Block[] {

@@ -10,13 +10,12 @@ import {
   shortField,
   small,
   str,
-  timestampOf,
   toolCallBlocks,
-  unknownContent,
   usageOf,
   wholeNumber,
 } from "../../draft.ts";
 import type { DraftPart } from "../../parts.ts";
+import { type At, contentBlocksOf, headOf, unknownTypePart } from "../content-blocks.ts";
 
 /**
  * Entry types never shown (seed: Parser): settings, labels, names, extension state; and two
@@ -60,9 +59,7 @@ function addUsage(m: Obj, meta: PartMeta, out: Block[]): void {
 
 /** Renders one entry; null when Pi's entry kind is not shown. */
 export function renderEntry(entry: Obj): DraftPart | null {
-  const type = str(entry.type) ?? "";
-  const timestamp = timestampOf(entry);
-  const at = timestamp === undefined ? {} : { timestamp };
+  const { type, at } = headOf(entry);
   if (HIDDEN.has(type)) return null;
   switch (type) {
     case "message":
@@ -96,18 +93,12 @@ export function renderEntry(entry: Obj): DraftPart | null {
       blocks.push(...contentBlocks(entry.content));
       return { kind: "custom-message", ...at, meta: { customType }, blocks };
     }
-    default: {
-      const shown = JSON.stringify(type.slice(0, 100));
-      return {
-        kind: "notice",
-        ...at,
-        blocks: [notice("unknown-entry-type", `An entry of unknown type ${shown} is not shown.`)],
-      };
-    }
+    default:
+      return unknownTypePart("An entry", type, at);
   }
 }
 
-function renderMessage(m: Obj, at: { timestamp?: string }): DraftPart | null {
+function renderMessage(m: Obj, at: At): DraftPart | null {
   const role = str(m.role) ?? "";
   switch (role) {
     case "user":
@@ -190,17 +181,13 @@ function textBlocks(v: unknown): Block[] {
 
 /** User, tool result and custom content: a string, or text and image items. */
 function contentBlocks(content: unknown): Block[] {
-  if (typeof content === "string") return [{ type: "text", text: content }];
-  if (!Array.isArray(content)) return [];
-  const out: Block[] = [];
-  for (const c of content) {
-    if (isObj(c) && c.type === "text" && typeof c.text === "string")
-      out.push({ type: "text", text: c.text });
-    else if (isObj(c) && c.type === "image" && typeof c.data === "string")
-      out.push(imageBlock(c, out));
-    else out.push(unknownContent(c));
-  }
-  return out;
+  return contentBlocksOf(content, imageItem);
+}
+
+function imageItem(c: Obj, out: Block[]): boolean {
+  if (c.type !== "image" || typeof c.data !== "string") return false;
+  out.push(imageBlock(c, out));
+  return true;
 }
 
 function imageBlock(c: Obj, out: Block[]): Block {
@@ -209,25 +196,18 @@ function imageBlock(c: Obj, out: Block[]): Block {
 }
 
 function assistantBlocks(content: unknown): Block[] {
-  if (typeof content === "string") return [{ type: "text", text: content }];
-  if (!Array.isArray(content)) return [];
-  const out: Block[] = [];
-  for (const c of content) {
-    if (!isObj(c)) {
-      out.push(unknownContent(c));
-    } else if (c.type === "text" && typeof c.text === "string") {
-      out.push({ type: "text", text: c.text });
-    } else if (c.type === "thinking") {
-      // Redacted reasoning is unavailable; thinkingSignature is never read.
-      if (c.redacted === true) out.push({ type: "unavailable", of: "thinking", text: "" });
-      else out.push({ type: "thinking", text: str(c.thinking) ?? "" });
-    } else if (c.type === "toolCall") {
-      out.push(...toolCallBlocks(c.name, c.id, c.arguments));
-    } else if (c.type === "image" && typeof c.data === "string") {
-      out.push(imageBlock(c, out));
-    } else {
-      out.push(unknownContent(c));
-    }
+  return contentBlocksOf(content, assistantItem);
+}
+
+function assistantItem(c: Obj, out: Block[]): boolean {
+  if (c.type === "thinking") {
+    // Redacted reasoning is unavailable; thinkingSignature is never read.
+    if (c.redacted === true) out.push({ type: "unavailable", of: "thinking", text: "" });
+    else out.push({ type: "thinking", text: str(c.thinking) ?? "" });
+  } else if (c.type === "toolCall") {
+    out.push(...toolCallBlocks(c.name, c.id, c.arguments));
+  } else {
+    return imageItem(c, out);
   }
-  return out;
+  return true;
 }
