@@ -5,7 +5,6 @@
 // --watch keeps watching and prints each change until Ctrl-C.
 
 import { type RowHead, rowHead } from "../attention/row-head.ts";
-import type { Attention } from "../attention/states.ts";
 import { needsYou, waited } from "../attention/states.ts";
 import { AttentionWatch, type InboxRow } from "../attention/watch.ts";
 import { placesFor } from "../control/registry/places.ts";
