@@ -209,25 +209,38 @@ describe("conversation control --harness claude-code, killed and recovered", { s
     };
     assert.equal(proof.kind, "cohort-proof");
     assert.equal(readFileSync(placed, "utf8"), CREDENTIALS, "placed again for the new engine");
-    const b = await connect(t, two.socket);
-    assert.equal((await b.client.takeover()).outcome, "admitted");
-    const next = await b.client.prompt("go on");
-    assert.ok(next.outcome === "admitted", JSON.stringify(next));
-    await until(
-      () => settled(b.events, next.receipt.id) !== null,
-      "the next turn settled",
-      WAIT_MS,
-    );
-    assert.equal(settled(b.events, next.receipt.id), "completed");
-    const text = b.events
-      .filter((e) => e.event.kind === "text-delta")
-      .map((e) => e.event.delta)
-      .join("");
-    assert.equal(text, "after the crash");
-    const lines = readFileSync(sessionFile, "utf8");
-    assert.ok(lines.includes("stream for a while") && lines.includes("go on"), "one conversation");
-
-    await b.client.close();
+    // A failure below must not leave this controller (and its Claude Code) running: the hooks
+    // registered before it (the stand-in's close, the root's removal) run first, and one of
+    // them then waited on it for ever (seen once, when the load check failed).
+    try {
+      const b = await connect(t, two.socket);
+      assert.equal((await b.client.takeover()).outcome, "admitted");
+      const next = await b.client.prompt("go on");
+      assert.ok(
+        next.outcome === "admitted",
+        `${JSON.stringify(next)}\n${second.stdout()}\n${second.stderr()}`,
+      );
+      await until(
+        () => settled(b.events, next.receipt.id) !== null,
+        "the next turn settled",
+        WAIT_MS,
+      );
+      assert.equal(settled(b.events, next.receipt.id), "completed");
+      const text = b.events
+        .filter((e) => e.event.kind === "text-delta")
+        .map((e) => e.event.delta)
+        .join("");
+      assert.equal(text, "after the crash");
+      const lines = readFileSync(sessionFile, "utf8");
+      assert.ok(
+        lines.includes("stream for a while") && lines.includes("go on"),
+        "one conversation",
+      );
+      await b.client.close();
+    } catch (e) {
+      second.proc.kill("SIGKILL");
+      throw e;
+    }
     second.proc.kill("SIGTERM");
     const exit = await second.exited;
     assert.equal(exit.code, 0, second.stderr());

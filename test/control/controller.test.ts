@@ -215,7 +215,7 @@ describe("controller", () => {
       draft: { id: "d1", revision: 1 },
     });
     assert.equal(r.outcome, "refused:preflight");
-    assert.match(String(r.message), /Pi did not load this session as expected/);
+    assert.match(String(r.message), /The engine did not load this session as expected/);
   });
 
   it("ends the claim stopped-proven on stop when the launcher proves it", async (t) => {

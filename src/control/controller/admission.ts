@@ -135,8 +135,8 @@ export function admit(view: AdmissionView, r: Request): Admission {
     if (view.admission === "never") {
       return no(
         "preflight",
-        "Pi did not load this session as expected when the controller started, so nothing can " +
-          "be sent to it; the controller's output says why. Stop the controller, fix that, and " +
+        "The engine did not load this session as expected when the controller started, so nothing " +
+          "can be sent to it; the controller's output says why. Stop the controller, fix that, and " +
           "start it again (K8 load check; admission never opened)",
       );
     }

@@ -28,6 +28,7 @@ import {
   type ClaudeFileState,
   claudeConfigDir,
   claudeConversationId,
+  appendedSince,
   readClaudeFile,
   readClaudeHead,
   sessionIdOf,
@@ -252,13 +253,15 @@ class ClaudeSession implements EngineSession {
         leafId: now.leafId,
         via: "initialize" as const,
       };
-      if (now.exists !== this.#basis.exists || now.digest !== this.#basis.digest) {
+      const added = appendedSince(expected.sessionFile, this.#basis);
+      if (!added.ok) {
         return {
           ok: false,
           loaded,
           reason:
-            "the session file changed while Claude Code started: another program may be " +
-            "writing it; make sure nothing else has it open, then start the controller again",
+            `the session file changed while Claude Code started (${added.why}): another ` +
+            "program may be writing it; make sure nothing else has it open, then start the " +
+            "controller again",
         };
       }
       if (now.leafId !== expected.leafId) {
@@ -268,7 +271,12 @@ class ClaudeSession implements EngineSession {
           reason: `the session's last record is ${now.leafId ?? "none"}, not ${expected.leafId ?? "none"}`,
         };
       }
-      return { ok: true, loaded, reason: "loaded" };
+      // Its own start-up bookkeeping is said, so a reader of the binding knows the file grew.
+      const reason =
+        added.types.length === 0
+          ? "loaded"
+          : `loaded (Claude Code added ${added.types.join(", ")} at its start)`;
+      return { ok: true, loaded, reason };
     } catch (e) {
       const why = e instanceof Error ? e.message : String(e);
       return { ok: false, loaded: null, reason: `Claude Code did not answer initialize: ${why}` };

@@ -127,6 +127,58 @@ export function readClaudeFile(file: string): ClaudeFileState {
   };
 }
 
+/** What was appended to a file since `basis`: bookkeeping only (record types), or why not. */
+export type StartupAppend = { ok: true; types: string[] } | { ok: false; why: string };
+
+/**
+ * Claude Code appends bookkeeping records as it starts (2.1.328: an `atis-latch` line, written
+ * while or just after it answers `initialize`, so a load check sees it or not by timing). They
+ * have no place in the tree and change nothing it resumed. The load check accepts exactly that:
+ * the basis's bytes unchanged, then complete lines that are records of this session with a type
+ * and no `uuid`/`parentUuid`. Anything else (a conversation record, another session's, a line
+ * that is not a record, a changed prefix) is another writer, and the check fails.
+ */
+export function appendedSince(file: string, basis: ClaudeFileState): StartupAppend {
+  const id = sessionIdOf(file);
+  let buf: Buffer;
+  try {
+    buf = readFileSync(file);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") {
+      return basis.exists ? { ok: false, why: "the file is gone" } : { ok: true, types: [] };
+    }
+    return { ok: false, why: `the file can't be read (${code})` };
+  }
+  if (buf.length < basis.bytes) return { ok: false, why: "the file is shorter" };
+  const prefix = buf.subarray(0, basis.bytes);
+  const digest = basis.exists ? createHash("sha256").update(prefix).digest("hex") : "";
+  if (digest !== basis.digest) return { ok: false, why: "its earlier lines changed" };
+  const rest = buf.subarray(basis.bytes, buf.lastIndexOf(0x0a) + 1);
+  const types: string[] = [];
+  for (const line of rest.toString("utf8").split("\n")) {
+    if (line === "") continue;
+    let v: unknown;
+    try {
+      v = JSON.parse(line);
+    } catch {
+      return { ok: false, why: "a line that is not a record was added" };
+    }
+    if (typeof v !== "object" || v === null || Array.isArray(v)) {
+      return { ok: false, why: "a line that is not a record was added" };
+    }
+    const r = v as Record<string, unknown>;
+    if (typeof r.type !== "string" || "uuid" in r || "parentUuid" in r) {
+      return { ok: false, why: "a conversation record was added" };
+    }
+    if (r.sessionId !== undefined && r.sessionId !== id) {
+      return { ok: false, why: "a record of another session was added" };
+    }
+    types.push(r.type.slice(0, 64));
+  }
+  return { ok: true, types };
+}
+
 /** The session's key (its id) and leaf. */
 export function readClaudeHead(file: string): SessionHead {
   const state = readClaudeFile(file);
