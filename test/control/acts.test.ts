@@ -146,5 +146,14 @@ describe("controller acts", () => {
     assert.deepEqual(words, ["alice took control", "bob allowed an approval"]);
     assert.equal(actLine({ op: "interrupt", actor: "c", decision: null }), "c interrupted the run");
     assert.equal(actLine({ op: "budget", actor: "d", decision: null }), "d did budget");
+    const budget = (decision: string | null) => ({
+      op: "answer",
+      actor: "e",
+      decision,
+      about: "budget",
+    });
+    assert.equal(actLine(budget("allow")), "e raised the budget");
+    assert.equal(actLine(budget("deny")), "e stopped at the budget");
+    assert.equal(actLine({ ...budget("deny"), about: "approval" }), "e denied an approval");
   });
 });

@@ -84,6 +84,10 @@ describe("budgets with the real pinned Claude Code", () => {
       assert.equal(a.client.state?.budget?.spent.usd, 0.04581);
       const line = actions.find((x) => x.op === "answer" && x.outcome === "admitted");
       assert.deepEqual(line?.input, { dialog: d.id, decision: "allow", budget: { usd: 1 } });
+      // Every client is told a budget was raised, not that an approval was allowed.
+      const act = a.events.find((e) => e.event.kind === "act" && e.event.op === "answer");
+      assert.equal(act?.event.about, "budget");
+      assert.equal(act?.event.dialog, d.id);
     },
   );
 });

@@ -32,7 +32,14 @@ export type TranscriptItem =
    * event): `reason` is the wire's text, untrusted like any other. */
   | { kind: "receipt"; key: string; receiptId: string; reason: string; detail: string | null }
   /** Who did what (the controller's `act` event): shown where it happened in the run. */
-  | { kind: "act"; key: string; op: string; actor: string; decision: string | null }
+  | {
+      kind: "act";
+      key: string;
+      op: string;
+      actor: string;
+      decision: string | null;
+      about: string | null;
+    }
   /** An event kind this client does not know, shown generically. */
   | { kind: "event"; key: string; eventKind: string }
   | { kind: "seam"; key: string; reason: SeamReason; detail: string };
@@ -162,6 +169,7 @@ class Live {
           op: str(e.op) ?? "",
           actor: str(e.actor) ?? "",
           decision: str(e.decision),
+          about: str(e.about),
         });
         return false;
       case "engine-notice":

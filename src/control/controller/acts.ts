@@ -36,6 +36,8 @@ export type ActEvent = {
   /** An answer's approval id, and the decision. */
   dialog?: string;
   decision?: "allow" | "deny";
+  /** What the answered dialog asked: a budget dialog's allow raised it, its deny stopped. */
+  about?: "approval" | "budget";
 };
 
 /** The act an admitted `reply` to `request` on `conn` announces, or null (nothing to tell). */

@@ -306,6 +306,9 @@ export class Controller {
               request,
               () => (conn.grant === null ? null : this.#grants.get(conn.grant)?.actor) ?? "unknown",
               (act) => {
+                if (act.dialog !== undefined) {
+                  act.about = this.#budget.owns(act.dialog) ? "budget" : "approval";
+                }
                 const exec = this.#exec;
                 if (exec) this.#server?.broadcastLine(exec.stream.next(act).line);
               },

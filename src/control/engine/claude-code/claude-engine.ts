@@ -24,11 +24,11 @@ import { HARNESS_LABELS } from "../harness.ts";
 import { placeCredentials, removeCredentials } from "./claude-credentials.ts";
 import { ClaudeEventMapper } from "./claude-events.ts";
 import {
+  appendedSince,
   CLAUDE_SESSION_PLACE,
   type ClaudeFileState,
   claudeConfigDir,
   claudeConversationId,
-  appendedSince,
   readClaudeFile,
   readClaudeHead,
   sessionIdOf,
