@@ -158,6 +158,11 @@ export type ControllerState = {
   generation: number;
   /** The connection that controls, or null (an orphan has none, H20). */
   controllerConnection: string | null;
+  /**
+   * The person that connection acts for (its delegated actor, else its grant's), so a client
+   * welcomed after the takeover can say who controls without having seen the act.
+   */
+  controllerActor?: string;
   admission: "open" | "fenced" | "never";
   binding: "bound" | "uncertain";
   /** Present once a budget is set (`--budget-usd`, `--budget-tokens`, the `budget` op). */

@@ -248,8 +248,8 @@ describe("steering from the Console: the view and the controls follow the run", 
 
     // A phone, dark, watching: the same rules, and the panel passes axe there too.
     const phone = await open("phone", false);
-    // It joined after the takeover, so no act named the controller to it: "another client".
-    await phone.locator("#live-who").getByText("Another client controls this run.").waitFor();
+    // It joined after the takeover, so no act named the controller to it: the state does.
+    await phone.locator("#live-who").getByText("local-operator controls this run.").waitFor();
     await actionsAre(phone, ["Take control"]);
     assert.deepEqual(seriousOf(await runAxe(phone)), [], "axe: 390 px, dark");
   });

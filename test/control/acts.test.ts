@@ -71,6 +71,32 @@ describe("controller acts", () => {
     );
   });
 
+  it(
+    "names the person who controls in the state, for a client welcomed after the act",
+    T,
+    async (t) => {
+      const { ctl } = await startController(t, {
+        grants: GRANTS.map((g) => ({ ...g, capabilities: [...g.capabilities] })),
+      });
+      const alice = new ConversationClient({
+        socketPath: ctl.socketPath,
+        grant: "g-op",
+        actor: "alice",
+      });
+      t.after(() => alice.close());
+      assert.equal((await alice.connect()).state.controllerActor, undefined, "nobody controls");
+      assert.equal((await alice.takeover()).outcome, "admitted");
+      const late = new ConversationClient({ socketPath: ctl.socketPath, grant: "g-ro" });
+      t.after(() => late.close());
+      const welcome = await late.connect();
+      assert.equal(welcome.state.controllerConnection, alice.welcome?.connection);
+      assert.equal(welcome.state.controllerActor, "alice", "the delegated person, not the grant's");
+      assert.equal((await alice.release()).outcome, "admitted");
+      await until(() => late.state?.controllerConnection === null, "the release's state");
+      assert.equal(late.state?.controllerActor, undefined);
+    },
+  );
+
   it("announces an identical retry's act once", T, async (t) => {
     const { ctl } = await startController(t, {
       grants: GRANTS.map((g) => ({ ...g, capabilities: [...g.capabilities] })),

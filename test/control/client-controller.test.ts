@@ -138,6 +138,10 @@ describe("ConversationClient against the Controller (fake-pi)", () => {
     const aBefore = a.events.length;
     assert.equal(bWelcome.role, "observer");
     assert.equal(bWelcome.state.controllerConnection, welcome.connection);
+    // b joined after the takeover's act: the state itself says who controls.
+    assert.equal(welcome.state.controllerActor, undefined, "nobody controlled at a's welcome");
+    assert.equal(typeof bWelcome.state.controllerActor, "string");
+    assert.equal(bWelcome.state.controllerActor, a.client.state?.controllerActor);
 
     // prompt: admitted with a receipt, settled `completed` on the stream.
     const r = await a.client.prompt("hello");

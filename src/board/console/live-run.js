@@ -150,7 +150,10 @@ export function createLiveRun({ onSent = () => {} } = {}) {
     if (holder === null) who = "Nobody controls this run.";
     else if (holder === mine) who = "You control this run.";
     else if (actors.has(holder)) who = `${actors.get(holder)} controls this run.`;
-    else who = "Another client controls this run.";
+    // A page opened after the takeover saw no act: the state names the person.
+    else if (typeof state?.controllerActor === "string") {
+      who = `${state.controllerActor} controls this run.`;
+    } else who = "Another client controls this run.";
     // A person's name comes from the wire: made visible by the history's own rule.
     const said = `${who}${running ? " A run is in progress." : ""}`;
     if (ui.who.dataset.said !== said) {

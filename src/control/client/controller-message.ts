@@ -149,6 +149,9 @@ export function readState(value: unknown): ControllerState {
     execution: id(o, "execution", "state"),
     generation: isCount(o.generation) ? o.generation : fail("state.generation is not a count"),
     controllerConnection: connection,
+    ...(o.controllerActor === undefined
+      ? {}
+      : { controllerActor: str(o, "controllerActor", "state") }),
     admission: oneOf(o, "admission", "state", ["open", "fenced", "never"] as const),
     binding: oneOf(o, "binding", "state", ["bound", "uncertain"] as const),
     ...(o.budget === undefined ? {} : { budget: readBudget(o.budget, "state.budget") }),

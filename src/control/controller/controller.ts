@@ -260,11 +260,16 @@ export class Controller {
   state(): ControllerState {
     const e = this.#exec;
     const budget = this.#budget.state();
+    const holder = this.#controllerConnection;
+    const conn = holder === null ? undefined : this.#server?.connections.get(holder);
+    const grant = conn?.grant == null ? undefined : this.#grants.get(conn.grant);
+    const actor = conn?.actor ?? grant?.actor;
     return {
       incarnation: e?.incarnation ?? "none",
       execution: e?.execution ?? "none",
       generation: this.#generation,
-      controllerConnection: this.#controllerConnection,
+      controllerConnection: holder,
+      ...(actor === undefined ? {} : { controllerActor: actor }),
       admission: admissionOf(e),
       binding: e?.binding.state ?? "uncertain",
       ...(budget === undefined ? {} : { budget }),
