@@ -111,6 +111,30 @@ describe("turns", () => {
     assert.deepEqual(settled, [["rc1", "interrupted"]]);
   });
 
+  it("settles interrupted when a stop's abort ends the run between two replies, with no message cut", () => {
+    // Pi aborted while a tool ran (a budget stop after the tool call's reply): the run ends
+    // with no aborted message. It did not complete: the stop ended it.
+    const { t, feed, codes, settled } = tracker();
+    t.dispatch("rc1", "hi");
+    t.ack("rc1", true);
+    for (const e of [start, user("hi")]) feed(e);
+    t.stopBegan("st1");
+    t.abortWritten();
+    feed(settledEv);
+    assert.deepEqual(codes(), []);
+    assert.deepEqual(settled, [["rc1", "interrupted"]]);
+  });
+
+  it("settles completed when a stop began but wrote no abort before the run ended", () => {
+    const { t, feed, settled } = tracker();
+    t.dispatch("rc1", "hi");
+    t.ack("rc1", true);
+    for (const e of [start, user("hi")]) feed(e);
+    t.stopBegan("st1");
+    feed(settledEv);
+    assert.deepEqual(settled, [["rc1", "completed"]]);
+  });
+
   it("settles transport-unknown or ack-without-start when the engine goes", () => {
     const a = tracker();
     a.t.dispatch("rc1", "hi");

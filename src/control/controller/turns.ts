@@ -183,7 +183,10 @@ export class Tracker {
     this.#run = null;
     const slot = this.#slot;
     if (run?.ours && slot?.phase === "running") {
-      this.#settle(run.abortedByStop ? "interrupted" : "completed");
+      // A stop's abort written before the run ended ended it, whether or not a reply was cut:
+      // Pi aborted between two replies (while a tool ran) ends the run with no aborted message.
+      const stopped = run.abortedByStop || this.#stop?.abortWritten === true;
+      this.#settle(stopped ? "interrupted" : "completed");
     }
   }
 
