@@ -9,7 +9,7 @@
 // snapshot's bytes (the oracle), and a follow must serve exactly the oracle's continuation.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { appendFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { emptyTags } from "../../src/reader/block-tags.ts";
@@ -129,26 +129,41 @@ function fuzzer(seed: number, base: string, p: Project, name: string, oracleTag:
   };
 
   // Oracle: a fresh reader over a file holding exactly a snapshot's bytes, per (snapshot, branch).
+  // Each snapshot's file is the only one in a project of its own: a fresh reader's catalogue
+  // then reads that one file, not every earlier snapshot's too (all of them in one directory
+  // made the oracle quadratic: most of this file's minutes).
   const snapshots = new Map<string, string>();
-  // Same path length as the project's root, so the header is rewritten byte for byte in size.
-  const oracleDir = project(join(base, `o${oracleTag}`));
   const oracle = new Map<string, { pages: Ok[]; parts: Part[] } | "no-branch">();
-  let oracleFile = 0;
+  const oracleFiles = new Map<string, { dir: Project; name: string }>();
+  const oracleFileOf = (digest: string) => {
+    const known = oracleFiles.get(digest);
+    if (known) return known;
+    const bytes = snapshots.get(digest);
+    assert.ok(bytes !== undefined, `a snapshot the test saw: ${digest}`);
+    const n = oracleFiles.size;
+    assert.ok(n < 10_000, "at most 9,999 snapshots a fuzzer");
+    // Same path length as the project's root, so the header is rewritten byte for byte in size.
+    const dir = project(join(base, `o${oracleTag}${String(n).padStart(4, "0")}`));
+    assert.equal(
+      dir.projectRoot.length,
+      cwd.length,
+      "the oracle's root is as long as the project's",
+    );
+    const name = `o${n}.jsonl`;
+    // The header must name the oracle's project root (the header check).
+    const nl = bytes.indexOf("\n");
+    const head = bytes.slice(0, nl).replace(JSON.stringify(cwd), JSON.stringify(dir.projectRoot));
+    writeFileSync(join(dir.sessionsDir, name), head + bytes.slice(nl));
+    const file = { dir, name };
+    oracleFiles.set(digest, file);
+    return file;
+  };
   const oracleOf = (digest: string, branch: string) => {
     const key = `${digest}/${branch}`;
     const known = oracle.get(key);
     if (known) return known;
-    const bytes = snapshots.get(digest);
-    assert.ok(bytes !== undefined, `a snapshot the test saw: ${digest}`);
-    const oracleName = `o${oracleFile++}.jsonl`;
-    mkdirSync(oracleDir.sessionsDir, { recursive: true });
-    // The header must name the oracle's project root (the header check).
-    const nl = bytes.indexOf("\n");
-    const head = bytes
-      .slice(0, nl)
-      .replace(JSON.stringify(cwd), JSON.stringify(oracleDir.projectRoot));
-    writeFileSync(join(oracleDir.sessionsDir, oracleName), head + bytes.slice(nl));
-    const fresh = readerFor(oracleDir).raw;
+    const { dir, name: oracleName } = oracleFileOf(digest);
+    const fresh = readerFor(dir).raw;
     const conv = idOf(fresh, oracleName);
     const first = fresh.open({ conversation: conv, branch });
     if (!first.ok) {
@@ -300,7 +315,8 @@ function fuzzer(seed: number, base: string, p: Project, name: string, oracleTag:
 type Options = { prefixCheck?: "auto" | "bytes"; racyWindowMs?: number };
 
 function run(seed: number, rounds: number, base: string, options: Options = {}): void {
-  const p = project(join(base, "s"));
+  // As long as each oracle's root (`o<tag><4 digits>`).
+  const p = project(join(base, "s00000"));
   const a = fuzzer(seed, base, p, "a.jsonl", "a");
   const b = fuzzer(seed * 7919 + 1, base, p, "b.jsonl", "b");
   const reader = readerFor(p, options).raw;
