@@ -117,6 +117,13 @@ describe("approvals in the Console's live panel, with the real Claude Code", {
     await approval(watcher).getByText("Allowed by local-operator").waitFor();
     await until(() => existsSync(marker), "the allowed tool ran", WAIT);
     await operator.locator("#parts").getByText("done").first().waitFor();
+    // The reply shows before Claude Code's `result` ends the run; a message sent in between is
+    // refused `busy` (no queue): the next one waits for the run's end (Interrupt gone).
+    const runOver = () =>
+      operator
+        .getByRole("button", { name: "Interrupt" })
+        .waitFor({ state: "hidden", timeout: WAIT });
+    await runOver();
 
     // At 390 px: Deny with a message; the message reaches the model, the tool never runs.
     await operator.setViewportSize({ width: 390, height: 844 });
@@ -152,6 +159,7 @@ describe("approvals in the Console's live panel, with the real Claude Code", {
     const lost = join(run.projectRoot, "lost.txt");
     run.fake.enqueue(touch(lost, "toolu_lost"), done);
     await operator.locator("#live-activity .streaming").waitFor({ state: "detached" });
+    await runOver();
     await box.fill("once more");
     await box.press("Enter");
     await approval(operator).locator(".approval-allow").waitFor();

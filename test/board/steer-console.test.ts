@@ -111,6 +111,10 @@ describe("steering from the Console in Chromium", { skip }, () => {
     await box.fill("hello from the page");
     await box.press("Enter");
     await operator.locator("#parts").getByText("echo: hello from the page").waitFor();
+    // The reply shows before the run ends; a message sent in between is refused `busy` (no
+    // queue), so the next one waits for Interrupt to go, as a person would see the run end.
+    const interrupt = operator.getByRole("button", { name: "Interrupt" });
+    await interrupt.waitFor({ state: "hidden" });
     assert.equal(await box.inputValue(), "", "a sent message leaves the box");
     assert.equal(await operator.locator("#live-refusal").isHidden(), true);
 
@@ -118,9 +122,10 @@ describe("steering from the Console in Chromium", { skip }, () => {
     await box.fill("be slow please");
     await operator.getByRole("button", { name: "Send" }).click();
     await operator.locator("#live-activity .streaming").waitFor();
-    await operator.getByRole("button", { name: "Interrupt" }).click();
+    await interrupt.click();
     await operator.locator("#live-activity .streaming").waitFor({ state: "detached" });
     assert.equal(await operator.locator("#live-refusal").isHidden(), true);
+    await interrupt.waitFor({ state: "hidden" });
 
     // Force stop asks first, in a dialog; Cancel does nothing, Force stop stops. It shows
     // while a run is in progress.

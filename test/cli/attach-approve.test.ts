@@ -100,8 +100,13 @@ describe("conversation attach answering approvals of the real pinned Claude Code
 
     await op.tmux(["send-keys", "C-y"]);
     await op.waitScreen(
-      "the tool allowed and the reply",
-      (s) => s.includes("Bash allowed by you (local-operator)") && s.includes("made it"),
+      "the tool allowed, the reply, and the run over",
+      // The reply shows before Claude Code's `result` ends the run; a prompt sent in between is
+      // refused `busy` (no queue), so the next one waits for the status line's [running] to go.
+      (s) =>
+        s.includes("Bash allowed by you (local-operator)") &&
+        s.includes("made it") &&
+        !s.includes("[running]"),
       { ...WAIT, step: "04-op-allowed" },
     );
     assert.ok(existsSync(allowed), "the allowed tool ran");

@@ -33,7 +33,11 @@ describe("conversation attach in tmux", { concurrency: 2, skip }, () => {
     await takeControl(p);
     await p.tmux(["send-keys", "-l", "hello there"]);
     await p.tmux(["send-keys", "Enter"]);
-    const replied = await p.waitScreen("the echo", (s) => s.includes("echo: hello there"));
+    // The run over too ([running] gone): the next prompt sent before it ends is refused `busy`.
+    const replied = await p.waitScreen(
+      "the echo, and the run over",
+      (s) => s.includes("echo: hello there") && !s.includes("[running]"),
+    );
     assert.match(replied, EMPTY_COMPOSER, "the composer is empty after the submit");
 
     const long = `${"wrap me ".repeat(12)}END-OF-LONG`;

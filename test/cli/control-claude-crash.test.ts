@@ -178,6 +178,15 @@ describe("conversation control --harness claude-code, killed and recovered", { s
     );
     const engines = processesNaming(sessionId);
     assert.ok(engines.length > 0, "Claude Code runs");
+    // Claude Code writes its session file on its own schedule, not before the reply streams: on
+    // a busy machine the first deltas came while the prompt's line was still in its buffer, and
+    // a SIGKILL then left no file to recover. The case is a kill after the turn was written.
+    await until(
+      () =>
+        existsSync(sessionFile) && readFileSync(sessionFile, "utf8").includes("stream for a while"),
+      "Claude Code writing the first turn to its session file",
+      WAIT_MS,
+    );
 
     first.proc.kill("SIGKILL");
     await first.exited;

@@ -12,7 +12,7 @@ import { conversationId } from "../../src/index.ts";
 import { encodeClaudeCwd } from "../../src/reader/harness/claude-code/store.ts";
 import { encodeCwd } from "../../src/reader/harness/pi/pi-store.ts";
 import { richClaudeSession } from "../helpers/claude-sessions.ts";
-import { DEADLINE_MS } from "../helpers/deadline.ts";
+import { DEADLINE_MS, SLOW_TEST_MS } from "../helpers/deadline.ts";
 import { startFakeModel } from "../helpers/fake-model.ts";
 import { logIn } from "../helpers/login.ts";
 import {
@@ -127,7 +127,7 @@ async function attachAsPrinted(t: TestContext, line: string): Promise<void> {
   assert.equal(attach.proc.exitCode, 0, attach.stderr());
 }
 
-describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }, () => {
+describe("printed commands run as printed", { concurrency: 3, timeout: 4 * SLOW_TEST_MS }, () => {
   let base = "";
   let app = "";
   let mainId = "";
@@ -207,7 +207,7 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
     );
   });
 
-  it("runs the README's commands for your own projects", async (t) => {
+  it("runs the README's commands for your own projects", { timeout: SLOW_TEST_MS }, async (t) => {
     const values = { "~/code/app": app };
     // Not run here: `npm install` would change the tree this suite runs in, `npm test` is this
     // suite, and bare `npm start` has its own test below; control and attach too.
@@ -253,7 +253,9 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
     }
   });
 
-  it("runs the README's control line on a project under ~, and every attach line it prints", async (t) => {
+  it("runs the README's control line on a project under ~, and every attach line it prints", {
+    timeout: SLOW_TEST_MS,
+  }, async (t) => {
     // A person's home of its own: the README's ~/code/app and ~/.pi/agent are read as typed,
     // and the default state and runtime places (no XDG variables) fall under it.
     const home = join(base, "h");
@@ -319,7 +321,9 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
     assert.match(none.stdout, /^No controller is running \(registry: /m);
   });
 
-  it("resolves control's relative paths from where npm run was typed (INIT_CWD)", async (t) => {
+  it("resolves control's relative paths from where npm run was typed (INIT_CWD)", {
+    timeout: SLOW_TEST_MS,
+  }, async (t) => {
     const home = join(base, "rel");
     mkdirSync(join(home, "code", "app"), { recursive: true });
     mkdirSync(join(home, "empty"));
@@ -341,7 +345,9 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
     assert.ok(existsSync(join(home, "st", "controllers")), "the state dir is the typed one");
   });
 
-  it("runs each command every --help names, as it names it", async (t) => {
+  it("runs each command every --help names, as it names it", {
+    timeout: SLOW_TEST_MS,
+  }, async (t) => {
     const helps = [
       ...["", "catalogue", "read", "follow", "search", "export", "serve", "control", "attach"],
       "controllers",
@@ -364,7 +370,9 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
     for (const cmd of named) await ok(t, `npm run conversation -- ${cmd} --help`);
   });
 
-  it("runs search --help's example, and the read line it prints under each hit", async (t) => {
+  it("runs search --help's example, and the read line it prints under each hit", {
+    timeout: SLOW_TEST_MS,
+  }, async (t) => {
     const help = await ok(t, "npm run --silent conversation -- search --help");
     const example = /\n {2}(npm run conversation -- search .*)\n/.exec(help)?.[1] ?? "";
     assert.match(example, / --project ~\/code\/app$/, help);
@@ -385,7 +393,9 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
     }
   });
 
-  it("runs the line a usage error points at, and npm start's", async (t) => {
+  it("runs the line a usage error points at, and npm start's", {
+    timeout: SLOW_TEST_MS,
+  }, async (t) => {
     const bad = await runLine(t, "npm run conversation -- read", { ...shell, ms: 60_000 });
     assert.equal(bad.code, 2);
     const hint = /Run "(.+)" for usage\./.exec(bad.stderr)?.[1] ?? "";
@@ -397,7 +407,9 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
     await ok(t, startHint);
   });
 
-  it("runs the lines unknown-conversation suggests, and they find the other seat's conversation", async (t) => {
+  it("runs the lines unknown-conversation suggests, and they find the other seat's conversation", {
+    timeout: SLOW_TEST_MS,
+  }, async (t) => {
     const r = await runLine(t, `npm run conversation -- read ${reviewId} --project ${app}`, {
       ...shell,
       ms: 60_000,
@@ -410,7 +422,9 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 600_000 }
     assert.match(await ok(t, list), /printed main[\s\S]*|printed review/);
   });
 
-  it("runs npm start's hints and its demo controller's Attach: line", async (t) => {
+  it("runs npm start's hints and its demo controller's Attach: line", {
+    timeout: SLOW_TEST_MS,
+  }, async (t) => {
     const start = await runUntil(
       t,
       "npm start",
