@@ -7,6 +7,7 @@
 // Every text that came from the engine or a client goes through wrap.ts (the visible-text rule).
 import type { Dialog } from "../control/protocol.ts";
 import { budgetEndedWords, budgetFiguresLine, budgetHead, budgetKeys } from "./attach-budget.ts";
+import { answeredByWords } from "./dialog-answerer.ts";
 import { renderToolCall } from "./render.ts";
 import { wrapText } from "./wrap.ts";
 
@@ -99,13 +100,7 @@ function toolName(d: Dialog): string {
 export function endedWords(d: Dialog, me: string | null): string {
   if (d.method === "budget") return budgetEndedWords(d, me);
   const tool = toolName(d);
-  const by = d.answeredBy;
-  const who =
-    by === undefined
-      ? null
-      : by.connection === me
-        ? `you (${by.actor})`
-        : `${by.actor} (${by.connection})`;
+  const who = answeredByWords(d, me);
   const message = d.message === undefined ? "" : `, saying: ${d.message}`;
   if (d.state === "allowed") return `${tool} allowed by ${who ?? "someone"}: it runs`;
   if (d.state === "denied") {

@@ -12,6 +12,7 @@ import {
   parseRaise as sharedParseRaise,
   raiseHint as sharedRaiseHint,
 } from "../present/budget-raise.ts";
+import { answeredByWords } from "./dialog-answerer.ts";
 
 /** The figures a budget dialog carries, or none (a malformed push shows only its title). */
 function figures(d: Dialog): BudgetState | null {
@@ -51,13 +52,7 @@ export function budgetKeys(d: Dialog): string {
 
 /** How a budget dialog ended, in words: the controller's reason says who and to what. */
 export function budgetEndedWords(d: Dialog, me: string | null): string {
-  const by = d.answeredBy;
-  const who =
-    by === undefined
-      ? null
-      : by.connection === me
-        ? `you (${by.actor})`
-        : `${by.actor} (${by.connection})`;
+  const who = answeredByWords(d, me);
   const after = d.budget === undefined ? "" : ` — ${budgetMeterText(d.budget)}`;
   if (d.state === "allowed") {
     return `budget raised${who === null ? "" : ` by ${who}`}: the next prompt runs${after}`;

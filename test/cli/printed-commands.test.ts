@@ -353,8 +353,10 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 4 * SLOW_
       "controllers",
     ];
     const named = new Set<string>();
+    // Each run as a help names it (`npm run conversation -- X --help`, npm's banner and all),
+    // so a command a help names is already proven to run as named when it is one of these.
     for (const cmd of helps) {
-      const out = await ok(t, `npm run --silent conversation -- ${cmd} --help`);
+      const out = await ok(t, `npm run conversation -- ${cmd} --help`);
       for (const m of out.matchAll(
         /npm run conversation -- (catalogue|read|follow|search|export|serve|control|attach|controllers)\b/g,
       )) {
@@ -367,7 +369,9 @@ describe("printed commands run as printed", { concurrency: 3, timeout: 4 * SLOW_
       );
     }
     assert.ok(named.size >= 5, [...named].join(" "));
-    for (const cmd of named) await ok(t, `npm run conversation -- ${cmd} --help`);
+    for (const cmd of named) {
+      if (!helps.includes(cmd)) await ok(t, `npm run conversation -- ${cmd} --help`);
+    }
   });
 
   it("runs search --help's example, and the read line it prints under each hit", {
