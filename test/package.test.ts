@@ -18,7 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { PI_PACKAGE } from "../src/control/engine/pi/pi-pin.ts";
-import { DEADLINE_MS } from "./helpers/deadline.ts";
+import { DEADLINE_MS, SLOW_TEST_MS } from "./helpers/deadline.ts";
 import { startFakeModel } from "./helpers/fake-model.ts";
 import {
   installGlobally,
@@ -63,7 +63,7 @@ describe("package.json", () => {
 /** `conversation` as shell words, with the session's sources. */
 const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
-describe("package: the tarball, installed", { timeout: 600_000 }, () => {
+describe("package: the tarball, installed", { timeout: 6 * SLOW_TEST_MS }, () => {
   let base = "";
   let tarball = "";
   let files: string[] = [];
@@ -101,7 +101,7 @@ describe("package: the tarball, installed", { timeout: 600_000 }, () => {
       // A hook has the run's 180 s test timeout unless it names its own: npm pack (with the
       // build) and two installs took over three minutes beside three other files.
     },
-    { timeout: 600_000 },
+    { timeout: 3 * SLOW_TEST_MS },
   );
   after(() => rmSync(base, { recursive: true, force: true }));
 

@@ -6,6 +6,7 @@ import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_pro
 import { copyFileSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { basename, delimiter, dirname, join, resolve, sep } from "node:path";
 import type { TestContext } from "node:test";
+import { SLOW_TEST_MS } from "./deadline.ts";
 
 export const ROOT = resolve(import.meta.dirname, "..", "..");
 export const PACKAGE = "@mosaic/conversation";
@@ -38,6 +39,13 @@ export function checkoutEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
+/**
+ * The deadline of one npm step (pack with its build, an offline install): 20-60 s alone, and
+ * past 180 s when two full suites ran at once (load 37). Like DEADLINE_MS, it only turns a hang
+ * into a failure.
+ */
+const NPM_MS = 2 * SLOW_TEST_MS;
+
 /** Runs a program to completion, or rejects with its output; `ms` is the deadline. */
 export function run(
   file: string,
@@ -69,7 +77,7 @@ export function run(
 export async function pack(dest: string): Promise<string> {
   const out = await run("npm", ["pack", "--pack-destination", dest, "--silent"], {
     cwd: ROOT,
-    ms: 180_000,
+    ms: NPM_MS,
   });
   const name = out.trim().split("\n").pop() ?? "";
   return join(dest, name);
@@ -122,7 +130,7 @@ export async function installInProject(dir: string, tarball: string): Promise<vo
     JSON.stringify({ name: "app", lockfileVersion: 3, requires: true, packages }),
   );
   // The README's line (Install), as typed.
-  await run("sh", ["-c", `npm install ./${name}`], { cwd: dir, ms: 180_000 });
+  await run("sh", ["-c", `npm install ./${name}`], { cwd: dir, ms: NPM_MS });
 }
 
 /**
@@ -137,7 +145,7 @@ export async function installGlobally(prefix: string, tarball: string): Promise<
   mkdirSync(pkg, { recursive: true });
   await run("tar", ["xzf", tarball, "-C", pkg, "--strip-components=1"], { cwd: prefix });
   copyFileSync(join(ROOT, "package-lock.json"), join(pkg, "package-lock.json"));
-  await run("npm", ["ci", "--omit=dev", "--ignore-scripts"], { cwd: pkg, ms: 180_000 });
+  await run("npm", ["ci", "--omit=dev", "--ignore-scripts"], { cwd: pkg, ms: NPM_MS });
   // Installed, the package has no lock file: the pin takes the installed layout.
   rmSync(join(pkg, "package-lock.json"));
   const manifest = JSON.parse(readFileSync(join(pkg, "package.json"), "utf8")) as {
