@@ -25,7 +25,6 @@ import { fillPage, type Position, type SizedPart } from "./parts.ts";
 import { isRefusal, Refusal } from "./refusal.ts";
 import { createItemRenderer } from "./render.ts";
 import { closeFile, type FileIdentity, openSessionFile } from "./safe-fs.ts";
-import { SharedParts } from "./shared-parts.ts";
 import {
   type ByteProof,
   checkPinned,
@@ -68,11 +67,6 @@ export type ReaderOptions = {
   now?: () => number;
   cursorCap?: number;
   cursorTtlMs?: number;
-  /**
-   * Tests only: the bound on the rendered parts of shared history kept for the next branch
-   * (shared-parts.ts), in sized JSON bytes; 0 keeps none.
-   */
-  sharedPartsBytes?: number;
 };
 
 export type OpenRequest = {
@@ -119,8 +113,7 @@ export function createReader(options: ReaderOptions): Reader {
   const located = new Map<string, { key: string; root: FileRoot; name: string }>();
   const parses = new ParseCache();
   const windows = new WindowCache();
-  const shared = new SharedParts(options.sharedPartsBytes);
-  const renderItem = createItemRenderer(shared);
+  const renderItem = createItemRenderer();
   const currentRoots = (): Root[] =>
     typeof options.roots === "function" ? options.roots() : options.roots;
 
@@ -255,7 +248,6 @@ export function createReader(options: ReaderOptions): Reader {
     incomplete: boolean,
   ): ReadResult {
     const lines = (rec: EntryRec) => bytes.entry(rec);
-    shared.begin(parsed.session, parsed.data.snapshot.bytes);
     const partsOf = (i: number): SizedPart[] => {
       const { buf, item } = bytes.item(items.at(i));
       return renderItem(parsed.session, buf, item, lines);
@@ -359,11 +351,7 @@ export function createReader(options: ReaderOptions): Reader {
       const start = { item: 0, part: 0 };
       const result = respond(parsed, bytes, binding, epoch, items, start, data.incomplete);
       bytes.finish();
-      shared.commit();
       return result;
-    } catch (e) {
-      if (isRefusal(e) && e.code === "source-replaced") shared.drop();
-      throw e;
     } finally {
       closeFile(file);
     }
@@ -435,11 +423,7 @@ export function createReader(options: ReaderOptions): Reader {
         result = respond(parsed, bytes, binding, sourceEpoch, items, start, parsed.data.incomplete);
       }
       bytes.finish();
-      shared.commit();
       return result;
-    } catch (e) {
-      if (isRefusal(e) && e.code === "source-replaced") shared.drop();
-      throw e;
     } finally {
       closeFile(file);
     }

@@ -6,7 +6,6 @@ import { isUtf8 } from "node:buffer";
 import type { EntryLines, EntryRec } from "./entries.ts";
 import type { Item } from "./items.ts";
 import { type DraftPart, type SizedPart, SMALL_LINE_BYTES, sourceBound, toParts } from "./parts.ts";
-import type { SharedParts } from "./shared-parts.ts";
 import type { ParsedSession } from "./tree.ts";
 
 /**
@@ -23,11 +22,7 @@ export type ItemRenderer = (
 /** Entries whose parts are at least this big are kept for the next page. */
 const KEEP_BYTES = 1024 * 1024;
 
-/**
- * `shared` (shared-parts.ts) keeps the parts of rows other branches show too; a row found there
- * is not rendered again, and its harness is told (RowFormat.reused) as if it had been.
- */
-export function createItemRenderer(shared?: SharedParts): ItemRenderer {
+export function createItemRenderer(): ItemRenderer {
   // The snapshot is held weakly: the slot must not keep a snapshot the parse cache let go.
   // Keyed by the snapshot and the entry's byte range: the same bytes render the same parts.
   let kept: { buf: WeakRef<Buffer>; start: number; end: number; parts: SizedPart[] } | null = null;
@@ -37,13 +32,7 @@ export function createItemRenderer(shared?: SharedParts): ItemRenderer {
     if (kept && kept.start === rec.start && kept.end === rec.end && kept.buf.deref() === buf) {
       return kept.parts;
     }
-    const known = shared?.get(s, rec.index);
-    if (known) {
-      s.rows.reused?.(s, rec, known);
-      return known;
-    }
     const parts = s.rows.render(s, buf, rec, lines);
-    shared?.offer(s, rec.index, parts);
     let bytes = 0;
     for (const p of parts) bytes += p.bytes;
     if (parts.length > 1 || bytes >= KEEP_BYTES) {

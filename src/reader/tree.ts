@@ -84,12 +84,6 @@ export interface RowFormat {
    * `lines` reads any other row's line (rows hold offsets in the snapshot), proved as a page's.
    */
   render(s: ParsedSession, buf: Buffer, rec: EntryRec, lines: EntryLines): SizedPart[];
-  /**
-   * Row `rec` was shown with `parts`, which `render` gave it earlier for this parse, without
-   * rendering it again (shared-parts.ts): what a harness remembers from its last render (the
-   * next row's first part number) must be as if it had rendered them.
-   */
-  reused?(s: ParsedSession, rec: EntryRec, parts: SizedPart[]): void;
   /** The text a branch starting at this row is labelled by, or null (no text, or hidden). */
   labelText(s: ParsedSession, buf: Buffer, rec: EntryRec, lines: EntryLines): string | null;
   /** How the harness's entries name other entries (Pi's `label` lines), when they can. */

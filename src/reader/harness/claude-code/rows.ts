@@ -50,14 +50,6 @@ export const CLAUDE_ROWS: RowFormat = {
     memo.count = parts.length;
     return parts;
   },
-  reused(s, rec, parts) {
-    // Kept parts are never empty (shared-parts.ts); a part's id ends with its number.
-    const id = parts[0]!.part.id;
-    const memo = memoOf(s);
-    memo.row = rec.index;
-    memo.first = Number(id.slice(id.lastIndexOf(".") + 1));
-    memo.count = parts.length;
-  },
   labelText(s, buf, rec, lines) {
     if (isHiddenType(rec.type)) return null;
     return labelTextOf(renderRecord(entryObject(buf, rec), contextOf(s, rec, lines)));
