@@ -30,8 +30,8 @@ export type MemoryResult = {
   /**
    * How far V8's young generation (new space and new large-object space, physical bytes) grew
    * above the baseline's, at most, sampled after each call: heap the runtime keeps for
-   * short-lived garbage, not anything the work holds (it grows to its default maximum, 2 × 16
-   * MiB semi-spaces, in any process whose scavenges keep seeing survivors).
+   * short-lived garbage, not anything the work holds (its two semi-spaces grow while scavenges
+   * keep seeing survivors, up to V8's limit: 28 MiB in a 20 MiB traversal here, 60 at 100).
    */
   youngGrowth: number;
   /**

@@ -265,7 +265,7 @@ export function report(r: {
     out.push(
       "(peak = the child's RSS high-water mark (VmHWM) during the work, start-up's reset first; heap*, buffers* = largest heapUsed and arrayBuffers sampled " +
         "after each reader call and after the work; young gen = how far V8's young generation (new space, physical) grew above the baseline's, " +
-        "memory the runtime keeps for short-lived garbage (at most 2 × 16 MiB semi-spaces by default, whatever the file); less young = above baseline " +
+        "memory the runtime keeps for short-lived garbage (two semi-spaces, grown while scavenges see survivors, up to V8's limit); less young = above baseline " +
         "less that; held = the largest live memory (heapUsed + arrayBuffers after a full collection) above the baseline's after any reader call, " +
         "in one more child: what the traversal holds between calls)",
     );
