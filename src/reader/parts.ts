@@ -24,28 +24,6 @@ function jsonBytes(v: unknown): number {
   return Buffer.byteLength(JSON.stringify(v), "utf8");
 }
 
-/** Characters JSON.stringify may write other than as themselves or a backslash before them. */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: JSON escapes these characters apart.
-const NOT_PLAIN = /[\u0000-\u001f\ud800-\udfff]/;
-
-/** How many times `s` holds the character `c`. */
-function countOf(s: string, c: string): number {
-  let n = 0;
-  for (let i = s.indexOf(c); i >= 0; i = s.indexOf(c, i + 1)) n++;
-  return n;
-}
-
-/**
- * The UTF-8 bytes of JSON.stringify(s), without making that string: exactly jsonBytes(s). A
- * string without control characters and surrogates is written as itself in quotes, but for a
- * backslash before each `"` and `\`; its UTF-8 is then its own (no lone surrogate to replace).
- * Any other string is serialized and measured.
- */
-export function stringJsonBytes(s: string): number {
-  if (NOT_PLAIN.test(s)) return jsonBytes(s);
-  return Buffer.byteLength(s, "utf8") + 2 + countOf(s, '"') + countOf(s, "\\");
-}
-
 function isHigh(code: number): boolean {
   return code >= 0xd800 && code <= 0xdbff;
 }
@@ -138,7 +116,7 @@ export function sourceBound(lineBytes: number, draft: DraftPart): number | null 
   for (const b of draft.blocks) {
     if (b.type === "tool-call") {
       if (b.text.length > LIMITS.stringChars) return null;
-      bytes += stringJsonBytes(b.text);
+      bytes += jsonBytes(b.text);
     }
   }
   return bytes <= LIMITS.partBytes ? bytes : null;

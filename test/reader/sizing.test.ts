@@ -1,12 +1,11 @@
-// Sizing a page's parts without serializing them again (parts.ts stringJsonBytes) and knowing a
-// line is valid UTF-8 from its decoding (entries.ts decodedUtf8): both must say exactly what the
-// measurements they replace said, or pages and cursors would move.
+// Knowing a line is valid UTF-8 from the decoding a page parses (entries.ts decodedUtf8): it
+// must say exactly what isUtf8 of the bytes says, or parts would be sized another way and pages
+// and cursors would move.
 import assert from "node:assert/strict";
 import { isUtf8 } from "node:buffer";
 import { describe, it } from "node:test";
 import { decodedUtf8, type EntryRec, entryObjectUtf8 } from "../../src/reader/entries.ts";
 import { renderEntry } from "../../src/reader/harness/pi/blocks.ts";
-import { stringJsonBytes } from "../../src/reader/parts.ts";
 import { partsOfLine } from "../../src/reader/render.ts";
 
 /** A small deterministic generator (mulberry32), so a failure names its case. */
@@ -20,51 +19,6 @@ function random(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
   };
 }
-
-const jsonBytes = (s: string): number => Buffer.byteLength(JSON.stringify(s), "utf8");
-
-/** UTF-16 units JSON treats apart: quotes, backslashes, controls, surrogates, and others. */
-const UNITS = [
-  0x22, 0x5c, 0x2f, 0x00, 0x08, 0x09, 0x0a, 0x0c, 0x0d, 0x1f, 0x7f, 0x80, 0xe9, 0x7ff, 0x800,
-  0x2028, 0xfffd, 0xd800, 0xdbff, 0xdc00, 0xdfff, 0x41, 0x7b, 0x3a,
-];
-
-describe("stringJsonBytes", () => {
-  it("is the UTF-8 length of JSON.stringify for fixed cases", () => {
-    const cases = [
-      "",
-      '{"path":"a\\"b","n":1}',
-      "\\\\",
-      '"',
-      "é€😀",
-      "\ud83d",
-      "\ude00",
-      "\ude00\ud83d",
-      "\u2028\u2029",
-      "\ufffd",
-      Array.from({ length: 32 }, (_, i) => String.fromCharCode(i)).join(""),
-    ];
-    for (const s of cases) assert.equal(stringJsonBytes(s), jsonBytes(s), JSON.stringify(s));
-  });
-
-  it("is the UTF-8 length of JSON.stringify for 20,000 random strings", () => {
-    const next = random(23);
-    for (let n = 0; n < 20_000; n++) {
-      const units: number[] = [];
-      const length = Math.floor(next() * 40);
-      for (let i = 0; i < length; i++) {
-        // Mostly plain ASCII (the common case, which takes the fast path), else a special unit.
-        units.push(
-          next() < 0.6
-            ? 0x20 + Math.floor(next() * 0x5f)
-            : (UNITS[Math.floor(next() * UNITS.length)] ?? 0x41),
-        );
-      }
-      const s = String.fromCharCode(...units);
-      assert.equal(stringJsonBytes(s), jsonBytes(s), `case ${n}: ${JSON.stringify(s)}`);
-    }
-  });
-});
 
 /** Byte sequences: valid characters of each length, and ill-formed ones of each kind. */
 const SEQUENCES = [
