@@ -58,6 +58,7 @@ const { values } = parseArgs({
     worker: { type: "string" },
     file: { type: "string" },
     project: { type: "string" },
+    held: { type: "boolean", default: false },
   },
   strict: true,
 });
@@ -135,7 +136,14 @@ async function main(): Promise<void> {
           const all = Array.from({ length: memoryRuns }, () => measureMemory(mode, s, tmp));
           all.sort((a, b) => a.aboveBaseline - b.aboveBaseline);
           const median = all[all.length >> 1];
-          if (median) memory.push({ ...median, aboveAll: all.map((x) => x.aboveBaseline) });
+          // What a traversal holds between calls, in one more child that collects after each.
+          const held =
+            mode === "live" || mode === "settled"
+              ? measureMemory(mode, s, tmp, true).heldPeak
+              : null;
+          if (median) {
+            memory.push({ ...median, aboveAll: all.map((x) => x.aboveBaseline), heldPeak: held });
+          }
         }
       }
       const { result, last } = measureSize(
@@ -215,7 +223,7 @@ async function main(): Promise<void> {
 if (values.worker !== undefined) {
   if (values.file === undefined || values.project === undefined)
     usage("--worker needs --file and --project");
-  await memoryWorker(values.worker, values.file, values.project);
+  await memoryWorker(values.worker, values.file, values.project, values.held === true);
 } else {
   await main();
 }

@@ -4,6 +4,7 @@ import { execFileSync } from "node:child_process";
 import { copyFileSync, lstatSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { getHeapSpaceStatistics } from "node:v8";
 import type { SessionManager as PiSessionManager } from "@earendil-works/pi-coding-agent";
 import { conversationId, createReader, rootsFromSpecs } from "../../src/index.ts";
 import { gc, timed } from "../stats.ts";
@@ -26,14 +27,36 @@ export type MemoryResult = {
   /** Largest heapUsed and arrayBuffers (Buffers) seen after a reader call, and after the work. */
   sampledPeakHeap: number;
   sampledPeakBuffers: number;
+  /**
+   * How far V8's young generation (new space and new large-object space, physical bytes) grew
+   * above the baseline's, at most, sampled after each call: heap the runtime keeps for
+   * short-lived garbage, not anything the work holds (its two semi-spaces grow while scavenges
+   * keep seeing survivors, up to V8's limit: 28 MiB in a 20 MiB traversal here, 60 at 100).
+   */
+  youngGrowth: number;
+  /**
+   * With --held only: the largest live memory (heapUsed + arrayBuffers after a full collection)
+   * above the baseline's, taken after every reader call — what the traversal holds between
+   * calls (its caches, the reader's buffers, the page just returned). Else null.
+   */
+  heldPeak: number | null;
   ms: number;
   detail: Record<string, number | string>;
   /** Above-baseline peaks of every child measured, smallest first (the row is the median). */
   aboveAll?: number[];
 };
 
-/** Peak RSS of one traversal (or the floor, or Pi's open) in a child process of its own. */
-export function measureMemory(mode: MemoryResult["mode"], s: Session, tmp: string): MemoryResult {
+/**
+ * Peak RSS of one traversal (or the floor, or Pi's open) in a child process of its own. `held`:
+ * instead, a full collection after every reader call, and the live memory measured there (its
+ * RSS figures are then not comparable: collections change how the heap grows).
+ */
+export function measureMemory(
+  mode: MemoryResult["mode"],
+  s: Session,
+  tmp: string,
+  held = false,
+): MemoryResult {
   let file = s.file;
   let piDir: string | undefined;
   if (mode === "pi") {
@@ -45,7 +68,17 @@ export function measureMemory(mode: MemoryResult["mode"], s: Session, tmp: strin
   try {
     const out = execFileSync(
       process.execPath,
-      ["--expose-gc", SCRIPT, "--worker", mode, "--file", file, "--project", s.projectRoot],
+      [
+        "--expose-gc",
+        SCRIPT,
+        "--worker",
+        mode,
+        "--file",
+        file,
+        "--project",
+        s.projectRoot,
+        ...(held ? ["--held"] : []),
+      ],
       { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], timeout: 10 * 60_000 },
     );
     return JSON.parse(out.trim().split("\n").pop() ?? "") as MemoryResult;
@@ -54,7 +87,29 @@ export function measureMemory(mode: MemoryResult["mode"], s: Session, tmp: strin
   }
 }
 
-export async function memoryWorker(mode: string, file: string, projectRoot: string): Promise<void> {
+/** Physical bytes of V8's young generation: new space and new large-object space. */
+function youngBytes(): number {
+  let bytes = 0;
+  for (const space of getHeapSpaceStatistics()) {
+    if (space.space_name === "new_space" || space.space_name === "new_large_object_space") {
+      bytes += space.physical_space_size;
+    }
+  }
+  return bytes;
+}
+
+/** Live bytes: the heap in use and Buffers' memory, meant to be read right after gc(). */
+function liveBytes(): number {
+  const m = process.memoryUsage();
+  return m.heapUsed + m.arrayBuffers;
+}
+
+export async function memoryWorker(
+  mode: string,
+  file: string,
+  projectRoot: string,
+  held = false,
+): Promise<void> {
   let work: (sample: () => void) => Record<string, number | string>;
   if (mode === "live" || mode === "settled") {
     const roots = rootsFromSpecs([{ kind: "repository", projectRoot, seat: SEAT }], []);
@@ -83,6 +138,8 @@ export async function memoryWorker(mode: string, file: string, projectRoot: stri
   await new Promise((resolve) => setImmediate(resolve));
   gc();
   const baselineRss = process.memoryUsage.rss();
+  const baselineYoung = youngBytes();
+  const baselineLive = liveBytes();
   // The high-water mark of start-up (loading the module graph) can exceed the work's: reset it,
   // so the peak measured is the work's (Linux: 5 > clear_refs resets VmHWM and maxRSS).
   const reset = resetPeakRss();
@@ -90,7 +147,14 @@ export async function memoryWorker(mode: string, file: string, projectRoot: stri
   let sampledPeakRss = baselineRss;
   let sampledPeakHeap = 0;
   let sampledPeakBuffers = 0;
+  let youngGrowth = 0;
+  let heldPeak = 0;
   const sample = (): void => {
+    if (held) {
+      gc();
+      heldPeak = Math.max(heldPeak, liveBytes() - baselineLive);
+    }
+    youngGrowth = Math.max(youngGrowth, youngBytes() - baselineYoung);
     const m = process.memoryUsage();
     sampledPeakRss = Math.max(sampledPeakRss, m.rss);
     sampledPeakHeap = Math.max(sampledPeakHeap, m.heapUsed);
@@ -110,6 +174,8 @@ export async function memoryWorker(mode: string, file: string, projectRoot: stri
     sampledPeakRss,
     sampledPeakHeap,
     sampledPeakBuffers,
+    youngGrowth,
+    heldPeak: held ? heldPeak : null,
     ms: t.ms,
     detail: t.value,
   };

@@ -232,6 +232,11 @@ export function report(r: {
           "all children",
           "heap*",
           "buffers*",
+          "young gen",
+          "less young",
+          "less young/file",
+          "held",
+          "held/file",
           "ms",
         ],
         r.memory.map((x) => [
@@ -248,13 +253,21 @@ export function report(r: {
           (x.aboveAll ?? [x.aboveBaseline]).map((v) => mib(v)).join(" "),
           mib(x.sampledPeakHeap),
           mib(x.sampledPeakBuffers),
+          mib(x.youngGrowth),
+          mib(x.aboveBaseline - x.youngGrowth),
+          ratio(x.aboveBaseline - x.youngGrowth, x.fileBytes),
+          x.heldPeak === null ? "-" : mib(x.heldPeak),
+          x.heldPeak === null ? "-" : ratio(x.heldPeak, x.fileBytes),
           ms(x.ms),
         ]),
       ),
     );
     out.push(
       "(peak = the child's RSS high-water mark (VmHWM) during the work, start-up's reset first; heap*, buffers* = largest heapUsed and arrayBuffers sampled " +
-        "after each reader call and after the work)",
+        "after each reader call and after the work; young gen = how far V8's young generation (new space, physical) grew above the baseline's, " +
+        "memory the runtime keeps for short-lived garbage (two semi-spaces, grown while scavenges see survivors, up to V8's limit); less young = above baseline " +
+        "less that; held = the largest live memory (heapUsed + arrayBuffers after a full collection) above the baseline's after any reader call, " +
+        "in one more child: what the traversal holds between calls)",
     );
   }
   out.push("");

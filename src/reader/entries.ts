@@ -2,6 +2,7 @@
 // entry lines as columns (an id, a parent id, an interned type, line and byte range), the line
 // notices, and where the scan stopped. A harness (harness/<name>/) decides which lines are
 // entries and what their ids and parents are; everything above this file is the same for all.
+import { isUtf8 } from "node:buffer";
 import { toChatId } from "../protocol/chat-01.ts";
 import { work } from "./work.ts";
 
@@ -251,4 +252,32 @@ export function entryObject(buf: Buffer, rec: EntryRec): Record<string, unknown>
   const obj = parseLine(buf, rec.start, rec.end);
   if (!isObject(obj)) throw new Error(`entry at line ${rec.line} no longer parses`);
   return obj;
+}
+
+/**
+ * entryObject, and whether the line is valid UTF-8, from one decoding of the line (a page
+ * sizes a valid line's parts from its bytes: parts.ts sourceBound).
+ */
+export function entryObjectUtf8(
+  buf: Buffer,
+  rec: EntryRec,
+): { obj: Record<string, unknown>; utf8: boolean } {
+  const text = buf.toString("utf8", rec.start, rec.end);
+  let obj: unknown;
+  try {
+    obj = JSON.parse(text);
+  } catch {
+    obj = undefined;
+  }
+  if (!isObject(obj)) throw new Error(`entry at line ${rec.line} no longer parses`);
+  return { obj, utf8: decodedUtf8(text, buf, rec.start, rec.end) };
+}
+
+/**
+ * Whether bytes [start, end) of `buf`, which decoded to `text`, are valid UTF-8. The decoder
+ * writes U+FFFD for every ill-formed sequence, so a text without one came from valid bytes; a
+ * text with one (an ill-formed sequence, or a U+FFFD the line holds) has its bytes checked.
+ */
+export function decodedUtf8(text: string, buf: Buffer, start: number, end: number): boolean {
+  return !text.includes("\uFFFD") || isUtf8(buf.subarray(start, end));
 }

@@ -54,6 +54,8 @@ function renderNotice(item: Extract<Item, { kind: "notice" }>): SizedPart[] {
 /**
  * The sized parts of an entry `key` drafted from the line of `rec`, numbered from `first`: a
  * small line of valid UTF-8 is sized from its bytes (parts.ts sourceBound), any other measured.
+ * `utf8`, when the caller already knows it (entries.ts entryObjectUtf8), says whether the line
+ * is valid UTF-8; else its bytes are checked.
  */
 export function partsOfLine(
   key: string,
@@ -61,7 +63,9 @@ export function partsOfLine(
   buf: Buffer,
   rec: EntryRec,
   first = 0,
+  utf8?: boolean,
 ): SizedPart[] {
-  const small = rec.end - rec.start <= SMALL_LINE_BYTES && isUtf8(buf.subarray(rec.start, rec.end));
+  const small =
+    rec.end - rec.start <= SMALL_LINE_BYTES && (utf8 ?? isUtf8(buf.subarray(rec.start, rec.end)));
   return toParts(key, draft, small ? sourceBound(rec.end - rec.start, draft) : null, first);
 }

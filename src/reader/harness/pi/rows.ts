@@ -1,5 +1,5 @@
 // How Pi's entry rows show (RowFormat): an entry is one line, its parts `n.<id>.<k>`.
-import { entryObject, keyOf, keyOfId } from "../../entries.ts";
+import { entryObject, entryObjectUtf8, keyOf, keyOfId } from "../../entries.ts";
 import { partsOfLine } from "../../render.ts";
 import { type ParsedSession, parseSession, type RowFormat } from "../../tree.ts";
 import { renderEntry } from "./blocks.ts";
@@ -9,8 +9,9 @@ import { type Header, PI_SCANNER } from "./pi.ts";
 export const PI_ROWS: RowFormat = {
   entryKey: (s, row) => keyOfId(s.scan.entries.ids[row]!),
   render(_s, buf, rec) {
-    const draft = renderEntry(entryObject(buf, rec));
-    return draft ? partsOfLine(keyOf(rec), draft, buf, rec) : [];
+    const { obj, utf8 } = entryObjectUtf8(buf, rec);
+    const draft = renderEntry(obj);
+    return draft ? partsOfLine(keyOf(rec), draft, buf, rec, 0, utf8) : [];
   },
   labelText(_s, buf, rec) {
     const draft = renderEntry(entryObject(buf, rec));
