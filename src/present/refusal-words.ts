@@ -76,9 +76,14 @@ const WORDS: Readonly<Record<string, Words>> = {
     said: "This login's grant does not allow that.",
     todo: "Ask whoever runs the controller for a grant that does.",
   },
+  // The same words for Pi and Claude Code: a page does not know which engine answers.
   busy: {
-    said: "Pi is still answering the last message, and messages are not queued.",
-    todo: "Wait for the reply, or interrupt it, then send again.",
+    said: "The agent is still answering the last message, and messages are not queued.",
+    todo: "Wait for the run to end (Interrupt goes), or interrupt it, then send again.",
+  },
+  budget: {
+    said: "This run's budget is spent, so nothing was sent.",
+    todo: "Raise the budget in the box below (an admin's role), or stop there.",
   },
   "no-turn": { said: "Nothing is running, so there is nothing to interrupt.", todo: null },
   generation: {

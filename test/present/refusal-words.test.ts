@@ -50,6 +50,17 @@ describe("refusal-words", () => {
     );
   });
 
+  it("names no engine: the same words serve a Pi run and a Claude Code run", () => {
+    const named = WORDED_CODES.map((c) => refusalWords(c, "m"))
+      .filter((w) => /\b(Pi|Claude)\b/.test(`${w.said} ${w.todo ?? ""}`))
+      .map((w) => w.code);
+    assert.deepEqual(named, []);
+    assert.match(
+      refusalLine("budget", "34 of 30 tokens spent"),
+      /^This run's budget is spent, so nothing was sent\. Raise the budget in the box below/,
+    );
+  });
+
   it("never reads a code from the object's prototype when a layer sends a code such as __proto__", () => {
     for (const code of ["__proto__", "constructor", "toString", "hasOwnProperty"]) {
       assert.deepEqual(refusalWords(code, "m"), { said: "m", todo: null, code, detail: null });
