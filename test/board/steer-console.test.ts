@@ -126,6 +126,11 @@ describe("steering from the Console in Chromium", { skip }, () => {
     await operator.locator("#live-activity .streaming").waitFor({ state: "detached" });
     assert.equal(await operator.locator("#live-refusal").isHidden(), true);
     await interrupt.waitFor({ state: "hidden" });
+    // The run can end before its stop has; the line says when messages are taken again.
+    await operator
+      .locator("#live-why")
+      .getByText(/^Send a message to start a run\./)
+      .waitFor();
 
     // Force stop asks first, in a dialog; Cancel does nothing, Force stop stops. It shows
     // while a run is in progress.

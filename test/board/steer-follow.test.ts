@@ -169,6 +169,12 @@ describe("steering from the Console: the view and the controls follow the run", 
       await page.getByRole("button", { name: "Interrupt" }).click();
       await page.locator("#live-activity .streaming").waitFor({ state: "detached" });
       await actionsAre(page, ["Release"]);
+      // The run can end before its stop has: until the controller takes messages again the
+      // line says to wait (a send then was refused `fenced` at load 20).
+      await page
+        .locator("#live-why")
+        .getByText(/^Send a message to start a run\./)
+        .waitFor();
       await page.locator("#history").hover();
       await page.mouse.wheel(0, -600);
       await page.locator("#follow-status", { hasText: "Following paused." }).waitFor();

@@ -61,9 +61,11 @@ const $ = (id) => document.getElementById(id);
 /**
  * Which steering controls apply now, and what the panel says about those that do not: `holder`
  * is the connection that controls (null: nobody), `mine` this login's connection (null until
- * an answer names it), `running` whether a run is in progress. Pure, for a test to table.
+ * an answer names it), `running` whether a run is in progress, `admission` the controller's
+ * ("open", or "fenced" while a stop runs or the engine's state is uncertain). Pure, for a test
+ * to table.
  */
-export function controlsFor({ holder, mine, running }) {
+export function controlsFor({ holder, mine, running, admission = "open" }) {
   const controlling = holder !== null && holder === mine;
   // Force stop: the controller's, or anyone's while nobody controls (an orphaned run).
   const mayStop = controlling || holder === null;
@@ -82,6 +84,12 @@ export function controlsFor({ holder, mine, running }) {
     if (shown.forceStop) why += " Force stop kills the engine of this run, which nobody controls.";
   } else if (running) {
     why = "Interrupt stops the reply; Force stop kills the engine if it does not stop.";
+  } else if (admission !== "open") {
+    // The run's end can arrive before its stop has finished (Pi answers the abort after the
+    // run settles): a message sent now is refused `fenced`, so the line says to wait.
+    why =
+      "The controller is not taking messages now: a stop is finishing, or the engine's state " +
+      "is uncertain. This line changes when it takes them again.";
   } else {
     why = "Send a message to start a run. Interrupt and Force stop show while one runs.";
   }
@@ -161,7 +169,7 @@ export function createLiveRun({ onSent = () => {} } = {}) {
       ui.who.replaceChildren();
       appendText(ui.who, said, true);
     }
-    const c = controlsFor({ holder, mine, running });
+    const c = controlsFor({ holder, mine, running, admission: state?.admission ?? "open" });
     approvals.setControlling(holder !== null && holder === mine);
     budgetDialogs.setControlling(holder !== null && holder === mine);
     // A control that does not apply now is not shown; the line under them says why.
