@@ -142,7 +142,10 @@ async function runFlow(t: TestContext, flow: Flow): Promise<void> {
     (s) =>
       !s.includes("(streaming)") &&
       /assistant · aborted/.test(s) &&
-      s.includes("[prompt settled: interrupted]"),
+      s.includes("[prompt settled: interrupted]") &&
+      // The run can settle before the interrupt's abort is answered; until then admission is
+      // fenced and a prompt is refused: the header says when it is open again.
+      firstLine(s).includes("admission open"),
     { step: "10-interrupted" },
   );
   await sleep(4 * TICK_MS);
