@@ -21,15 +21,8 @@ import { announcingConnection } from "./acts.ts";
 import { type AuditHost, auditedConnection } from "./audit-hook.ts";
 import { BudgetGuard, budgetHost, limitsOf } from "./budget-guard.ts";
 import type { ControllerOptions } from "./controller-options.ts";
-import {
-  Approvals,
-  answerApproval,
-  type DialogOutlet,
-  disabledDialog,
-  endApproval,
-  endApprovals,
-  openApproval,
-} from "./dialogs.ts";
+import { Approvals, answerApproval, type DialogOutlet, endApprovals } from "./dialogs.ts";
+import { engineHooks } from "./engine-hooks.ts";
 import { EventStream, REPLAY_MAX_BYTES } from "./events.ts";
 import { checkExtraEnv, type Execution, engineEnv } from "./execution.ts";
 import { answerHello, checkGrants } from "./hello.ts";
@@ -357,7 +350,6 @@ export class Controller {
     const closers = new Set<Closer>();
     // Filled in once the engine runs; its hooks see only this execution (`this.#exec === exec`).
     let exec: Execution = null as unknown as Execution;
-    const current = () => this.#exec === exec && exec !== null;
     const started = await this.#harness.launch(
       this.#launcher,
       {
@@ -367,42 +359,15 @@ export class Controller {
         cwd: this.projectRoot,
       },
       execution,
-      {
-        prompted: (ack) => {
-          if (!current()) return;
-          this.#ops.promptAcked(
-            ack.success,
-            ack.success ? { disposition: ack.disposition ?? null } : { error: ack.error },
-          );
-        },
-        signal: (signal) => {
-          if (current()) exec.tracker.onSignal(signal);
-        },
-        event: (event) => {
-          if (current()) this.#server?.broadcastLine(exec.stream.next(event).line);
-        },
-        dialog: (d) => {
-          if (!current()) return;
-          if (d.kind === "ui") this.#dialog(exec, d.native, d.method, d.title);
-          else openApproval(exec, this.#dialogOutlet, d.native, d.tool);
-        },
-        spent: (spend) => {
-          if (current()) this.#budget.spent(spend);
-        },
-        withdrawn: (native) => {
-          if (!current()) return;
-          const id = exec.approvals.idOf(native);
-          if (id === null) return;
-          endApproval(exec, this.#dialogOutlet, id, "closed", { reason: "the engine withdrew it" });
-        },
-        unbound: (why) => {
-          if (!current()) return;
-          exec.closers.add("uncertain");
-          exec.binding = { ...exec.binding, state: "uncertain", reason: `unbound: ${why}` };
-          this.record(exec.binding);
-          this.broadcastState();
-        },
-      },
+      engineHooks({
+        current: () => (this.#exec === exec && exec !== null ? exec : null),
+        promptAcked: (success, response) => this.#ops.promptAcked(success, response),
+        broadcastLine: (line) => this.#server?.broadcastLine(line),
+        outlet: this.#dialogOutlet,
+        spent: (spend) => this.#budget.spent(spend),
+        record: (r) => this.record(r),
+        broadcastState: () => this.broadcastState(),
+      }),
       basis,
     );
     const { launched, engine } = started;
@@ -569,13 +534,6 @@ export class Controller {
       this.#controllerConnection = null;
       this.broadcastState();
     }
-  }
-
-  #dialog(exec: Execution, native: string, method: string, title: string | undefined): void {
-    const { record, message } = disabledDialog(exec.execution, native, method, title);
-    exec.dialogs.push(record);
-    this.record(record);
-    this.#server?.broadcast(message);
   }
 
   #seatKey(): SeatKey {
