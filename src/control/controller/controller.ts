@@ -41,6 +41,7 @@ import {
   MAX_QUEUED_BYTES,
   readySocketPath,
 } from "./socket.ts";
+import { stopHostOf } from "./stop-host.ts";
 import { type Closer, StopChain } from "./stops.ts";
 import { Tracker } from "./turns.ts";
 
@@ -397,7 +398,20 @@ export class Controller {
         this.broadcastState();
       },
     });
-    exec.stops = new StopChain(this.#stopHost(exec));
+    exec.stops = new StopChain(
+      stopHostOf(exec, {
+        verifier: this.#verifier,
+        claims: this.#claims,
+        claim: () => this.#claim,
+        setClaim: (c) => {
+          this.#claim = c;
+        },
+        dropLaunchRecord: (ex) => this.#dropLaunchRecord(ex),
+        outlet: this.#dialogOutlet,
+        record: (r) => this.record(r),
+        broadcastState: () => this.broadcastState(),
+      }),
+    );
     void link.exited.then(() => {
       if (this.#exec !== exec) return;
       try {
@@ -582,42 +596,6 @@ export class Controller {
       command: e.command,
       preArgs: e.preArgs,
       agentDir: this.#options.agentDir,
-    };
-  }
-
-  #stopHost(exec: Execution) {
-    return {
-      execution: exec.execution,
-      incarnation: exec.incarnation,
-      link: exec.link,
-      engine: exec.engine,
-      launched: exec.launched,
-      tracker: exec.tracker,
-      verifier: this.#verifier,
-      close: (c: Closer) => {
-        exec.closers.add(c);
-        this.broadcastState();
-      },
-      lift: (c: Closer) => {
-        exec.closers.delete(c);
-        this.broadcastState();
-      },
-      dialogSeen: () => exec.dialogs.length > 0,
-      endApprovals: (state: "denied" | "closed", why: string) =>
-        endApprovals(exec, this.#dialogOutlet, state, why),
-      claimStopping: async () => {
-        if (this.#claim) this.#claim = await this.#claims.markStopping(this.#claim);
-      },
-      claimUncertain: async (why: string) => {
-        if (this.#claim) this.#claim = await this.#claims.markUncertain(this.#claim, why);
-      },
-      claimProven: async (digest: string) => {
-        if (!this.#claim) throw new Error("no claim to end");
-        this.#claim = await this.#claims.recordProvenStop(this.#claim, digest);
-        // The claim ended with a proof: no recovery will need to find this execution's scope.
-        await this.#dropLaunchRecord(exec.execution);
-      },
-      record: (r: ControlRecord) => this.record(r),
     };
   }
 }
