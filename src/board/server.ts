@@ -13,6 +13,15 @@ import { BoardAuth } from "./auth.ts";
 import { type ControlRoute, createControlRoute } from "./control-route.ts";
 import type { DeviceLinks } from "./device-links.ts";
 import { refuseCrossSite } from "./fetch-site.ts";
+import {
+  answerConnect,
+  type Dispatch,
+  refuseAtHttpLevel,
+  rejectMalformed,
+  requestOf,
+  respond,
+  writeReply,
+} from "./http-answer.ts";
 import { identify, LOCAL_WHO, type ProxyConfig, type Who } from "./identity.ts";
 import { INBOX_ROUTE, InboxHub } from "./inbox-route.ts";
 import { LIVE_ROUTE, LiveHub, type LiveStats } from "./live.ts";
@@ -20,11 +29,10 @@ import { isTrustedPeer, peerOwner } from "./peer-owner.ts";
 import { PUSH_ACT_ROUTE, PUSH_KEY_ROUTE, PushHub, type PushOptions } from "./push/hub.ts";
 import type { ReaderSources } from "./read-messages.ts";
 import { MAX_LANES, startReadPool } from "./read-pool.ts";
-import { boardRefusal, type Reply, rawResponse, SECURITY_HEADERS } from "./reply.ts";
+import { boardRefusal, type Reply } from "./reply.ts";
 import { roleWatches } from "./roles.ts";
-import { type BoardRequest, checkRequest, createHandler } from "./routes.ts";
+import { checkRequest, createHandler } from "./routes.ts";
 import type { BoardSearch } from "./search-route.ts";
-import { sendStream } from "./stream-reply.ts";
 import type { BoardUsage } from "./usage-route.ts";
 
 export type { ReaderSources } from "./read-messages.ts";
@@ -132,9 +140,6 @@ export type Board = {
    */
   mintDeviceLink(identity: string): { id: string; url: string; expiresAt: string };
 };
-
-/** Answers one request that passed the HTTP-level checks; never rejects. */
-type Dispatch = (request: BoardRequest) => Promise<Reply>;
 
 /** The address a loopback host name binds, and how that address is written in a URL. */
 export function loopbackAddress(host: string): { address: string; urlHost: string } {
@@ -418,80 +423,6 @@ async function stopServing(
 /** One conversation lane per core, at least 2 (so two conversations rarely wait on each other). */
 function defaultLanes(): number {
   return Math.min(MAX_LANES, Math.max(2, Math.min(4, availableParallelism())));
-}
-
-/**
- * What the board refuses before a request is routed: a version other than HTTP/1.0 or 1.1
- * (llhttp parses `HTTP/2.0` and `HTTP/0.9`), and a repeated `Host`, which node:http would
- * reduce to its first value — a second one could be what a proxy in between acted on.
- */
-function refuseAtHttpLevel(req: IncomingMessage): Reply | null {
-  if (req.httpVersionMajor !== 1 || (req.httpVersionMinor !== 0 && req.httpVersionMinor !== 1)) {
-    return boardRefusal(
-      "http-version-not-supported",
-      `The board speaks HTTP/1.0 and HTTP/1.1 only, not HTTP/${req.httpVersionMajor}.${req.httpVersionMinor}.`,
-    );
-  }
-  if ((req.headersDistinct.host?.length ?? 0) > 1) {
-    return boardRefusal("bad-request", "The request has more than one Host header.");
-  }
-  return null;
-}
-
-function requestOf(req: IncomingMessage): BoardRequest {
-  return { method: req.method ?? "", target: req.url ?? "", host: req.headers.host };
-}
-
-async function answerConnect(req: IncomingMessage, socket: Socket, dispatch: Dispatch) {
-  const out = refuseAtHttpLevel(req) ?? (await dispatch(requestOf(req)));
-  const bytes = rawResponse(out); // a copy: the body's memory can go back at once
-  out.release?.();
-  if (!socket.destroyed) socket.end(bytes);
-}
-
-async function respond(req: IncomingMessage, res: ServerResponse, dispatch: Dispatch) {
-  // The board never reads a request body; one that is sent is drained and discarded.
-  req.resume();
-  await writeReply(req, res, refuseAtHttpLevel(req) ?? (await dispatch(requestOf(req))));
-}
-
-async function writeReply(req: IncomingMessage, res: ServerResponse, out: Reply): Promise<void> {
-  // The client may have gone while a worker read; there is no one left to answer.
-  if (res.destroyed || res.writableEnded) {
-    out.release?.();
-    out.stream?.cancel();
-    return;
-  }
-  if (out.stream) return sendStream(req, res, out.status, out.headers, out.stream);
-  // Shared memory goes back once the response is over: sent whole (the socket's write of it
-  // has completed by then) or cut off. 'close' is emitted in both cases.
-  if (out.release) res.once("close", out.release);
-  res.writeHead(out.status, out.headers);
-  // HEAD: the same headers as GET, Content-Length included, and no body.
-  res.end(req.method === "HEAD" ? undefined : out.body);
-}
-
-/** A request Node could not parse (oversize headers, bad syntax): answered with our headers. */
-function rejectMalformed(error: NodeJS.ErrnoException, socket: Socket): void {
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  if (error.code === "HPE_INVALID_VERSION") {
-    // `HTTP/1.2`, `HTTP/3.0`: llhttp stops at the version, so nothing else is known.
-    socket.end(
-      rawResponse(
-        boardRefusal("http-version-not-supported", "The board speaks HTTP/1.0 and HTTP/1.1 only."),
-      ),
-    );
-    return;
-  }
-  const tooLarge = error.code === "HPE_HEADER_OVERFLOW";
-  const status = tooLarge ? "431 Request Header Fields Too Large" : "400 Bad Request";
-  const headers = Object.entries(SECURITY_HEADERS)
-    .map(([k, v]) => `${k}: ${v}\r\n`)
-    .join("");
-  socket.end(`HTTP/1.1 ${status}\r\n${headers}Content-Length: 0\r\nConnection: close\r\n\r\n`);
 }
 
 /**
