@@ -9,7 +9,6 @@ import { rm } from "node:fs/promises";
 import { createReader, type Reader } from "../../reader/reader.ts";
 import { claudeProjectsDirOf, rootsFromSpecs } from "../../reader/sources.ts";
 import { type Claim, ClaimStore, type SeatKey } from "../claim/claim.ts";
-import { removeLaunchRecord, writeLaunchRecord } from "../claim/launch-record.ts";
 import { type Recovered, recoverDeadHolder } from "../claim/recovery.ts";
 import { type AnyLaunched, type Launcher, PgroupLauncher } from "../cohort/launcher.ts";
 import { LiveSessionGuard, type PathStamp } from "../engine/guard.ts";
@@ -26,6 +25,7 @@ import { engineHooks } from "./engine-hooks.ts";
 import { EventStream, REPLAY_MAX_BYTES } from "./events.ts";
 import { checkExtraEnv, type Execution, engineEnv } from "./execution.ts";
 import { answerHello, checkGrants } from "./hello.ts";
+import { LaunchRecords } from "./launch-records.ts";
 import { Operations } from "./operations.ts";
 import {
   type BindingRecord,
@@ -71,8 +71,8 @@ export class Controller {
   #claim: Claim | null = null;
   /** The dead holder's stop this controller proved and recorded at start, if any. */
   #recovered: Recovered | null = null;
-  /** Executions whose launch record this controller wrote (removed once their claim ends). */
-  readonly #launchRecords = new Set<string>();
+  /** The launch records this controller wrote, removed once their claim ends. */
+  readonly #launchRecords: LaunchRecords;
   #server: ControlServer | null = null;
   #exec: Execution | null = null;
   #stopping: Promise<void> | null = null;
@@ -151,6 +151,13 @@ export class Controller {
     this.#engine = this.#harness.command(this.#commandOptions());
     this.#claims = new ClaimStore({ root: options.claimRoot });
     this.#launcher = options.launcher ?? new PgroupLauncher();
+    this.#launchRecords = new LaunchRecords({
+      claimRoot: options.claimRoot,
+      claims: this.#claims,
+      launcher: this.#launcher,
+      seatKey: () => this.#seatKey(),
+      sessionKey: this.sessionKey,
+    });
     const specs = [{ kind: "repository" as const, projectRoot: this.projectRoot, seat: this.seat }];
     // A Claude Code seat is read by the reader's Claude adapter: a registration on claude-code
     // makes the seat's root its own Claude folder (reader/sources.ts).
@@ -283,11 +290,11 @@ export class Controller {
     // stop from what its launcher left and record it, or refuse saying what to do (recovery.ts).
     this.#recovered = await recoverDeadHolder(this.#claims, keys, holder);
     // Written before the claim, so a crash anywhere after the acquire leaves the scope findable.
-    await this.#writeLaunchRecord(execution, incarnation);
+    await this.#launchRecords.write(execution, incarnation);
     try {
       this.#claim = await this.#claims.acquire({ ...keys, holder });
     } catch (e) {
-      await this.#dropLaunchRecord(execution);
+      await this.#launchRecords.drop(execution);
       throw e;
     }
     try {
@@ -336,7 +343,8 @@ export class Controller {
     leaf: string | null,
   ): Promise<void> {
     // A relaunch (recover, launch) acquired its claim already; its record goes before the engine.
-    if (!this.#launchRecords.has(execution)) await this.#writeLaunchRecord(execution, incarnation);
+    if (!this.#launchRecords.has(execution))
+      await this.#launchRecords.write(execution, incarnation);
     this.#guard.bindCheck(this.sessionFile, this.#stamp);
     if (this.#agentStamp) this.#guard.bindCheck(this.#agentStamp.path, this.#agentStamp);
     const bound = this.#harness.bind(this.#commandOptions(), this.#engine);
@@ -406,7 +414,7 @@ export class Controller {
         setClaim: (c) => {
           this.#claim = c;
         },
-        dropLaunchRecord: (ex) => this.#dropLaunchRecord(ex),
+        dropLaunchRecord: (ex) => this.#launchRecords.drop(ex),
         outlet: this.#dialogOutlet,
         record: (r) => this.record(r),
         broadcastState: () => this.broadcastState(),
@@ -477,7 +485,7 @@ export class Controller {
       if (!exec.stops.escalationRunning) await exec.stops.forceStop("shutdown");
     } else if (!exec && this.#claim?.state === "held") {
       this.#claim = await this.#claims.release(this.#claim, "never-launched");
-      await this.#dropLaunchRecord(this.#claim.holder.execution);
+      await this.#launchRecords.drop(this.#claim.holder.execution);
     }
     for (const c of this.#server?.connections.values() ?? []) c.channelOpen = false;
     await this.#server?.close();
@@ -552,29 +560,6 @@ export class Controller {
 
   #seatKey(): SeatKey {
     return { projectRoot: this.projectRoot, seat: this.seat };
-  }
-
-  async #writeLaunchRecord(execution: string, incarnation: string): Promise<void> {
-    const m = await this.#claims.machine();
-    await writeLaunchRecord(this.#options.claimRoot, {
-      version: 2,
-      kind: "launch-record",
-      execution,
-      incarnation,
-      seatKey: this.#seatKey(),
-      sessionKey: this.sessionKey,
-      host: m.host,
-      bootId: m.bootId,
-      launcher: this.#launcher.kind,
-      scope: this.#launcher.scopeFor?.(execution) ?? null,
-      at: new Date().toISOString(),
-    });
-    this.#launchRecords.add(execution);
-  }
-
-  async #dropLaunchRecord(execution: string): Promise<void> {
-    if (!this.#launchRecords.delete(execution)) return;
-    await removeLaunchRecord(this.#options.claimRoot, execution);
   }
 
   // A full replay is written at once: it must fit well inside the slow-client limit.
