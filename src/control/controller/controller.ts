@@ -14,17 +14,16 @@ import { type AnyLaunched, type Launcher, PgroupLauncher } from "../cohort/launc
 import { LiveSessionGuard, type PathStamp } from "../engine/guard.ts";
 import type { CommandOptions, EngineCommandBase, SessionHead } from "../engine/harness.ts";
 import { type Harness, harnessFor } from "../engine/harnesses.ts";
-import { type ControllerState, type Grant, type Hello, parseBudgetLimits } from "../protocol.ts";
+import { type ControllerState, type Grant, parseBudgetLimits } from "../protocol.ts";
 import { ControlRefusal } from "../refusal.ts";
-import { announcingConnection } from "./acts.ts";
-import { type AuditHost, auditedConnection } from "./audit-hook.ts";
+import type { AuditHost } from "./audit-hook.ts";
 import { BudgetGuard, budgetHost, limitsOf } from "./budget-guard.ts";
 import type { ControllerOptions } from "./controller-options.ts";
 import { Approvals, answerApproval, type DialogOutlet, endApprovals } from "./dialogs.ts";
 import { engineHooks } from "./engine-hooks.ts";
 import { EventStream, REPLAY_MAX_BYTES } from "./events.ts";
 import { checkExtraEnv, type Execution, engineEnv } from "./execution.ts";
-import { answerHello, checkGrants } from "./hello.ts";
+import { checkGrants } from "./hello.ts";
 import { LaunchRecords } from "./launch-records.ts";
 import { Operations } from "./operations.ts";
 import {
@@ -34,13 +33,8 @@ import {
   isVerifier,
   type Verifier,
 } from "./records.ts";
-import {
-  type Connection,
-  ControlServer,
-  type HelloAnswer,
-  MAX_QUEUED_BYTES,
-  readySocketPath,
-} from "./socket.ts";
+import { type Connection, ControlServer, MAX_QUEUED_BYTES, readySocketPath } from "./socket.ts";
+import { socketHooks } from "./socket-hooks.ts";
 import { stopHostOf } from "./stop-host.ts";
 import { type Closer, StopChain } from "./stops.ts";
 import { Tracker } from "./turns.ts";
@@ -301,28 +295,21 @@ export class Controller {
       await this.launchExecution(execution, incarnation, this.#leafAtConstruction);
       this.#server = await ControlServer.listen(
         this.#options.socketDir,
-        {
-          hello: (conn, hello) => this.#hello(conn, hello),
-          request: (conn, request) => {
-            const audited = auditedConnection(conn, request, this.#auditHost);
-            if (audited === null) return;
-            // Every client is told who did what, once it was admitted (acts.ts).
-            const told = announcingConnection(
-              audited,
-              request,
-              () => (conn.grant === null ? null : this.#grants.get(conn.grant)?.actor) ?? "unknown",
-              (act) => {
-                if (act.dialog !== undefined) {
-                  act.about = this.#budget.owns(act.dialog) ? "budget" : "approval";
-                }
-                const exec = this.#exec;
-                if (exec) this.#server?.broadcastLine(exec.stream.next(act).line);
-              },
-            );
-            this.#ops.handle(told, request);
+        socketHooks({
+          grants: this.#grants,
+          conversation: this.conversation,
+          controllerConnection: () => this.#controllerConnection,
+          freeControl: () => {
+            this.#controllerConnection = null;
+            this.broadcastState();
           },
-          closed: (conn) => this.#closed(conn),
-        },
+          state: () => this.state(),
+          exec: () => this.#exec,
+          budget: this.#budget,
+          ops: this.#ops,
+          broadcastLine: (line) => this.#server?.broadcastLine(line),
+          audit: this.#auditHost,
+        }),
         this.#options.maxQueuedBytes === undefined
           ? {}
           : { maxQueuedBytes: this.#options.maxQueuedBytes },
@@ -534,28 +521,6 @@ export class Controller {
         this.#auditOk = false;
       },
     };
-  }
-
-  #hello(conn: Connection, hello: Hello): HelloAnswer {
-    return answerHello(conn, hello, {
-      grants: this.#grants,
-      conversation: this.conversation,
-      controllerConnection: this.#controllerConnection,
-      state: this.state(),
-      stream: this.#exec?.stream,
-      openDialogs: [
-        ...(this.#exec?.approvals.openMessages() ?? []),
-        ...this.#budget.openMessages(),
-      ],
-    });
-  }
-
-  #closed(conn: Connection): void {
-    this.#ops.forget(conn.id);
-    if (this.#controllerConnection === conn.id) {
-      this.#controllerConnection = null;
-      this.broadcastState();
-    }
   }
 
   #seatKey(): SeatKey {
