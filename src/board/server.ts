@@ -8,25 +8,34 @@ import type { Socket } from "node:net";
 import { availableParallelism } from "node:os";
 import type { Reader } from "../reader/reader.ts";
 import { type Root, rootsFromSpecs } from "../reader/sources.ts";
+import { act, acts } from "./acting.ts";
 import { loadAssets } from "./assets.ts";
 import { BoardAuth } from "./auth.ts";
 import { type ControlRoute, createControlRoute } from "./control-route.ts";
 import type { DeviceLinks } from "./device-links.ts";
 import { refuseCrossSite } from "./fetch-site.ts";
+import {
+  answerConnect,
+  type Dispatch,
+  refuseAtHttpLevel,
+  rejectMalformed,
+  requestOf,
+  respond,
+  writeReply,
+} from "./http-answer.ts";
 import { identify, LOCAL_WHO, type ProxyConfig, type Who } from "./identity.ts";
 import { INBOX_ROUTE, InboxHub } from "./inbox-route.ts";
 import { LIVE_ROUTE, LiveHub, type LiveStats } from "./live.ts";
-import { isTrustedPeer, peerOwner } from "./peer-owner.ts";
-import { PUSH_ACT_ROUTE, PUSH_KEY_ROUTE, PushHub, type PushOptions } from "./push/hub.ts";
+import { PUSH_KEY_ROUTE, PushHub, type PushOptions } from "./push/hub.ts";
 import type { ReaderSources } from "./read-messages.ts";
 import { MAX_LANES, startReadPool } from "./read-pool.ts";
-import { boardRefusal, type Reply, rawResponse, SECURITY_HEADERS } from "./reply.ts";
+import { boardRefusal } from "./reply.ts";
 import { roleWatches } from "./roles.ts";
-import { type BoardRequest, checkRequest, createHandler } from "./routes.ts";
+import { checkRequest, createHandler } from "./routes.ts";
 import type { BoardSearch } from "./search-route.ts";
-import { sendStream } from "./stream-reply.ts";
 import type { BoardUsage } from "./usage-route.ts";
 
+export { MAX_POST_BYTES } from "./acting.ts";
 export type { ReaderSources } from "./read-messages.ts";
 
 /**
@@ -102,11 +111,6 @@ export const STARTING_RETRY_AFTER_S = 1;
  */
 export const MAX_HEAD_BYTES = 1024 * 1024;
 
-/** Largest POST body read; a steering call is a prompt and a few fields. */
-export const MAX_POST_BYTES = 64 * 1024;
-
-const CONTROL_ROUTE = /^\/api\/conversations\/([^/?]+)\/control$/;
-
 export type Board = {
   /** `http://127.0.0.1:<port>/` or `http://[::1]:<port>/`. */
   url: string;
@@ -132,9 +136,6 @@ export type Board = {
    */
   mintDeviceLink(identity: string): { id: string; url: string; expiresAt: string };
 };
-
-/** Answers one request that passed the HTTP-level checks; never rejects. */
-type Dispatch = (request: BoardRequest) => Promise<Reply>;
 
 /** The address a loopback host name binds, and how that address is written in a URL. */
 export function loopbackAddress(host: string): { address: string; urlHost: string } {
@@ -418,220 +419,4 @@ async function stopServing(
 /** One conversation lane per core, at least 2 (so two conversations rarely wait on each other). */
 function defaultLanes(): number {
   return Math.min(MAX_LANES, Math.max(2, Math.min(4, availableParallelism())));
-}
-
-/**
- * What the board refuses before a request is routed: a version other than HTTP/1.0 or 1.1
- * (llhttp parses `HTTP/2.0` and `HTTP/0.9`), and a repeated `Host`, which node:http would
- * reduce to its first value — a second one could be what a proxy in between acted on.
- */
-function refuseAtHttpLevel(req: IncomingMessage): Reply | null {
-  if (req.httpVersionMajor !== 1 || (req.httpVersionMinor !== 0 && req.httpVersionMinor !== 1)) {
-    return boardRefusal(
-      "http-version-not-supported",
-      `The board speaks HTTP/1.0 and HTTP/1.1 only, not HTTP/${req.httpVersionMajor}.${req.httpVersionMinor}.`,
-    );
-  }
-  if ((req.headersDistinct.host?.length ?? 0) > 1) {
-    return boardRefusal("bad-request", "The request has more than one Host header.");
-  }
-  return null;
-}
-
-function requestOf(req: IncomingMessage): BoardRequest {
-  return { method: req.method ?? "", target: req.url ?? "", host: req.headers.host };
-}
-
-async function answerConnect(req: IncomingMessage, socket: Socket, dispatch: Dispatch) {
-  const out = refuseAtHttpLevel(req) ?? (await dispatch(requestOf(req)));
-  const bytes = rawResponse(out); // a copy: the body's memory can go back at once
-  out.release?.();
-  if (!socket.destroyed) socket.end(bytes);
-}
-
-async function respond(req: IncomingMessage, res: ServerResponse, dispatch: Dispatch) {
-  // The board never reads a request body; one that is sent is drained and discarded.
-  req.resume();
-  await writeReply(req, res, refuseAtHttpLevel(req) ?? (await dispatch(requestOf(req))));
-}
-
-async function writeReply(req: IncomingMessage, res: ServerResponse, out: Reply): Promise<void> {
-  // The client may have gone while a worker read; there is no one left to answer.
-  if (res.destroyed || res.writableEnded) {
-    out.release?.();
-    out.stream?.cancel();
-    return;
-  }
-  if (out.stream) return sendStream(req, res, out.status, out.headers, out.stream);
-  // Shared memory goes back once the response is over: sent whole (the socket's write of it
-  // has completed by then) or cut off. 'close' is emitted in both cases.
-  if (out.release) res.once("close", out.release);
-  res.writeHead(out.status, out.headers);
-  // HEAD: the same headers as GET, Content-Length included, and no body.
-  res.end(req.method === "HEAD" ? undefined : out.body);
-}
-
-/** A request Node could not parse (oversize headers, bad syntax): answered with our headers. */
-function rejectMalformed(error: NodeJS.ErrnoException, socket: Socket): void {
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  if (error.code === "HPE_INVALID_VERSION") {
-    // `HTTP/1.2`, `HTTP/3.0`: llhttp stops at the version, so nothing else is known.
-    socket.end(
-      rawResponse(
-        boardRefusal("http-version-not-supported", "The board speaks HTTP/1.0 and HTTP/1.1 only."),
-      ),
-    );
-    return;
-  }
-  const tooLarge = error.code === "HPE_HEADER_OVERFLOW";
-  const status = tooLarge ? "431 Request Header Fields Too Large" : "400 Bad Request";
-  const headers = Object.entries(SECURITY_HEADERS)
-    .map(([k, v]) => `${k}: ${v}\r\n`)
-    .join("");
-  socket.end(`HTTP/1.1 ${status}\r\n${headers}Content-Length: 0\r\nConnection: close\r\n\r\n`);
-}
-
-/**
- * The requests answered on the loop by auth.ts: a POST to `/login` (the login page's trade of
- * its token for a key), and any request to the control route (the only one that acts). The
- * login page itself, `GET /login`, is one of the Console's files; other routes have no POST:
- * the handler refuses it 405, as before.
- */
-function acts(req: IncomingMessage): boolean {
-  const path = (req.url ?? "").split("?", 1)[0] ?? "";
-  return (
-    CONTROL_ROUTE.test(path) ||
-    PUSH_ACT_ROUTE.test(path) ||
-    (path === "/login" && req.method === "POST")
-  );
-}
-
-/**
- * A login or a steering call: Host first (as every route), then who opened the connection,
- * then Origin and content type, then (steering) the login key; the body is read only after
- * they pass, and only then is a controller asked.
- */
-type Acting = {
-  auth: BoardAuth;
-  hosts: ReadonlySet<string>;
-  control: ControlRoute | undefined;
-  /** Who asks (identity.ts): the proxy's person, or the local operator. */
-  who: Who;
-  proxy: ProxyConfig | null;
-  push: PushHub | null;
-};
-
-async function act(
-  req: IncomingMessage,
-  res: ServerResponse,
-  { auth, hosts, control, who, proxy, push }: Acting,
-): Promise<void> {
-  const request = requestOf(req);
-  const refused = checkRequest(hosts, { ...request, method: "GET" });
-  const finish = (out: Reply) => {
-    if (req.method === "POST") req.resume();
-    // A refused POST's body is not read; the connection closes rather than drain it.
-    if (out.status >= 400 && req.method === "POST") res.shouldKeepAlive = false;
-    return writeReply(req, res, out);
-  };
-  if (refused !== null) return finish(refused);
-  const path = request.target.split("?", 1)[0] ?? "";
-  if (req.method !== "POST") {
-    return finish(
-      boardRefusal("method-not-allowed", "The control route takes POST only.", { Allow: "POST" }),
-    );
-  }
-  // Another user of this machine never logs in or acts, whatever it holds (a token seen over
-  // a shoulder, a key): the socket's owner is checked before anything else is.
-  const owner = await peerOwner(req.socket);
-  if (!isTrustedPeer(owner)) {
-    return finish(
-      boardRefusal(
-        "peer-refused",
-        owner.found
-          ? `This connection was opened by another user of this machine (uid ${owner.uid}); only the user who runs the board may log in or act.`
-          : "The board cannot tell which user opened this connection, so it may not log in or act.",
-      ),
-    );
-  }
-  // A person the proxy named acts from the board's public (https) origin only.
-  const own = who.proxied && proxy !== null ? proxy.origin : undefined;
-  const sender = auth.checkSender(req.headers, request.host ?? "", own);
-  if (sender !== null) return finish(sender);
-  if (path === "/login") {
-    const body = await readJsonObject(req);
-    if (!body.ok) return finish(body.reply);
-    return finish(auth.exchange(body.value, who));
-  }
-  const check = auth.checkLogin(req.headers, who);
-  if (!check.ok) return finish(check.reply);
-  if (PUSH_ACT_ROUTE.test(path)) {
-    if (push === null) return finish(boardRefusal("not-found", "This board sends no pushes."));
-    const body = await readJsonObject(req);
-    if (!body.ok) return finish(body.reply);
-    const device = auth.deviceOf(check.login);
-    return finish(push.act(path, body.value, { login: check.login, who, device }));
-  }
-  const match = CONTROL_ROUTE.exec(path);
-  if (match?.[1] === undefined || control === undefined) {
-    return finish(boardRefusal("not-found", "No such route on this board."));
-  }
-  let conversation: string;
-  try {
-    conversation = decodeURIComponent(match[1]);
-  } catch {
-    return finish(
-      boardRefusal("bad-request", "The conversation id is not valid percent-encoding."),
-    );
-  }
-  const body = await readJsonObject(req);
-  if (!body.ok) return finish(body.reply);
-  if (res.destroyed) return;
-  return finish(await control({ session: check.login, conversation, body: body.value, who }));
-}
-
-/** A POST's body as a JSON object, or the refusal: too large, not JSON, not an object. */
-async function readJsonObject(
-  req: IncomingMessage,
-): Promise<{ ok: true; value: Record<string, unknown> } | { ok: false; reply: Reply }> {
-  const body = await readBody(req);
-  if (body === "too-large") {
-    const reply = boardRefusal(
-      "payload-too-large",
-      `A POST body is limited to ${MAX_POST_BYTES} bytes.`,
-    );
-    return { ok: false, reply };
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body);
-  } catch {
-    return { ok: false, reply: boardRefusal("bad-request", "The body is not JSON.") };
-  }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    const reply = boardRefusal("bad-request", "The body must be a JSON object.");
-    return { ok: false, reply };
-  }
-  return { ok: true, value: parsed as Record<string, unknown> };
-}
-
-function readBody(req: IncomingMessage): Promise<string | "too-large"> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_POST_BYTES) {
-        req.pause();
-        resolve("too-large");
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
 }

@@ -6,7 +6,7 @@
 //
 // - `GET /api/push/key`: `{ ok, publicKey }`, the key the browser's subscribe needs. Public by
 //   nature, so no login; the first call makes the pair.
-// - `POST /api/push/subscribe`, `POST /api/push/unsubscribe`: acting, so through server.ts's
+// - `POST /api/push/subscribe`, `POST /api/push/unsubscribe`: acting, so through acting.ts's
 //   checks (Host, the connection's user, Origin, JSON, then the login key header: a cookie
 //   alone never authorises), then here.
 import { existsSync } from "node:fs";
@@ -102,7 +102,7 @@ export class PushHub {
   }
 
   /**
-   * A logged-in `POST /api/push/subscribe` or `/unsubscribe` (server.ts checked everything up
+   * A logged-in `POST /api/push/subscribe` or `/unsubscribe` (acting.ts checked everything up
    * to the login): `login` is the login's id, `device` the device link it came from.
    */
   act(

@@ -9,30 +9,22 @@ import { rm } from "node:fs/promises";
 import { createReader, type Reader } from "../../reader/reader.ts";
 import { claudeProjectsDirOf, rootsFromSpecs } from "../../reader/sources.ts";
 import { type Claim, ClaimStore, type SeatKey } from "../claim/claim.ts";
-import { removeLaunchRecord, writeLaunchRecord } from "../claim/launch-record.ts";
 import { type Recovered, recoverDeadHolder } from "../claim/recovery.ts";
 import { type AnyLaunched, type Launcher, PgroupLauncher } from "../cohort/launcher.ts";
 import { LiveSessionGuard, type PathStamp } from "../engine/guard.ts";
 import type { CommandOptions, EngineCommandBase, SessionHead } from "../engine/harness.ts";
 import { type Harness, harnessFor } from "../engine/harnesses.ts";
-import { type ControllerState, type Grant, type Hello, parseBudgetLimits } from "../protocol.ts";
+import { type ControllerState, type Grant, parseBudgetLimits } from "../protocol.ts";
 import { ControlRefusal } from "../refusal.ts";
-import { announcingConnection } from "./acts.ts";
-import { type AuditHost, auditedConnection } from "./audit-hook.ts";
+import type { AuditHost } from "./audit-hook.ts";
 import { BudgetGuard, budgetHost, limitsOf } from "./budget-guard.ts";
 import type { ControllerOptions } from "./controller-options.ts";
-import {
-  Approvals,
-  answerApproval,
-  type DialogOutlet,
-  disabledDialog,
-  endApproval,
-  endApprovals,
-  openApproval,
-} from "./dialogs.ts";
+import { Approvals, answerApproval, type DialogOutlet, endApprovals } from "./dialogs.ts";
+import { engineHooks } from "./engine-hooks.ts";
 import { EventStream, REPLAY_MAX_BYTES } from "./events.ts";
 import { checkExtraEnv, type Execution, engineEnv } from "./execution.ts";
-import { answerHello, checkGrants } from "./hello.ts";
+import { checkGrants } from "./hello.ts";
+import { LaunchRecords } from "./launch-records.ts";
 import { Operations } from "./operations.ts";
 import {
   type BindingRecord,
@@ -41,13 +33,9 @@ import {
   isVerifier,
   type Verifier,
 } from "./records.ts";
-import {
-  type Connection,
-  ControlServer,
-  type HelloAnswer,
-  MAX_QUEUED_BYTES,
-  readySocketPath,
-} from "./socket.ts";
+import { type Connection, ControlServer, MAX_QUEUED_BYTES, readySocketPath } from "./socket.ts";
+import { socketHooks } from "./socket-hooks.ts";
+import { stopHostOf } from "./stop-host.ts";
 import { type Closer, StopChain } from "./stops.ts";
 import { Tracker } from "./turns.ts";
 
@@ -77,8 +65,8 @@ export class Controller {
   #claim: Claim | null = null;
   /** The dead holder's stop this controller proved and recorded at start, if any. */
   #recovered: Recovered | null = null;
-  /** Executions whose launch record this controller wrote (removed once their claim ends). */
-  readonly #launchRecords = new Set<string>();
+  /** The launch records this controller wrote, removed once their claim ends. */
+  readonly #launchRecords: LaunchRecords;
   #server: ControlServer | null = null;
   #exec: Execution | null = null;
   #stopping: Promise<void> | null = null;
@@ -157,6 +145,13 @@ export class Controller {
     this.#engine = this.#harness.command(this.#commandOptions());
     this.#claims = new ClaimStore({ root: options.claimRoot });
     this.#launcher = options.launcher ?? new PgroupLauncher();
+    this.#launchRecords = new LaunchRecords({
+      claimRoot: options.claimRoot,
+      claims: this.#claims,
+      launcher: this.#launcher,
+      seatKey: () => this.#seatKey(),
+      sessionKey: this.sessionKey,
+    });
     const specs = [{ kind: "repository" as const, projectRoot: this.projectRoot, seat: this.seat }];
     // A Claude Code seat is read by the reader's Claude adapter: a registration on claude-code
     // makes the seat's root its own Claude folder (reader/sources.ts).
@@ -289,39 +284,32 @@ export class Controller {
     // stop from what its launcher left and record it, or refuse saying what to do (recovery.ts).
     this.#recovered = await recoverDeadHolder(this.#claims, keys, holder);
     // Written before the claim, so a crash anywhere after the acquire leaves the scope findable.
-    await this.#writeLaunchRecord(execution, incarnation);
+    await this.#launchRecords.write(execution, incarnation);
     try {
       this.#claim = await this.#claims.acquire({ ...keys, holder });
     } catch (e) {
-      await this.#dropLaunchRecord(execution);
+      await this.#launchRecords.drop(execution);
       throw e;
     }
     try {
       await this.launchExecution(execution, incarnation, this.#leafAtConstruction);
       this.#server = await ControlServer.listen(
         this.#options.socketDir,
-        {
-          hello: (conn, hello) => this.#hello(conn, hello),
-          request: (conn, request) => {
-            const audited = auditedConnection(conn, request, this.#auditHost);
-            if (audited === null) return;
-            // Every client is told who did what, once it was admitted (acts.ts).
-            const told = announcingConnection(
-              audited,
-              request,
-              () => (conn.grant === null ? null : this.#grants.get(conn.grant)?.actor) ?? "unknown",
-              (act) => {
-                if (act.dialog !== undefined) {
-                  act.about = this.#budget.owns(act.dialog) ? "budget" : "approval";
-                }
-                const exec = this.#exec;
-                if (exec) this.#server?.broadcastLine(exec.stream.next(act).line);
-              },
-            );
-            this.#ops.handle(told, request);
+        socketHooks({
+          grants: this.#grants,
+          conversation: this.conversation,
+          controllerConnection: () => this.#controllerConnection,
+          freeControl: () => {
+            this.#controllerConnection = null;
+            this.broadcastState();
           },
-          closed: (conn) => this.#closed(conn),
-        },
+          state: () => this.state(),
+          exec: () => this.#exec,
+          budget: this.#budget,
+          ops: this.#ops,
+          broadcastLine: (line) => this.#server?.broadcastLine(line),
+          audit: this.#auditHost,
+        }),
         this.#options.maxQueuedBytes === undefined
           ? {}
           : { maxQueuedBytes: this.#options.maxQueuedBytes },
@@ -342,7 +330,8 @@ export class Controller {
     leaf: string | null,
   ): Promise<void> {
     // A relaunch (recover, launch) acquired its claim already; its record goes before the engine.
-    if (!this.#launchRecords.has(execution)) await this.#writeLaunchRecord(execution, incarnation);
+    if (!this.#launchRecords.has(execution))
+      await this.#launchRecords.write(execution, incarnation);
     this.#guard.bindCheck(this.sessionFile, this.#stamp);
     if (this.#agentStamp) this.#guard.bindCheck(this.#agentStamp.path, this.#agentStamp);
     const bound = this.#harness.bind(this.#commandOptions(), this.#engine);
@@ -357,7 +346,6 @@ export class Controller {
     const closers = new Set<Closer>();
     // Filled in once the engine runs; its hooks see only this execution (`this.#exec === exec`).
     let exec: Execution = null as unknown as Execution;
-    const current = () => this.#exec === exec && exec !== null;
     const started = await this.#harness.launch(
       this.#launcher,
       {
@@ -367,42 +355,15 @@ export class Controller {
         cwd: this.projectRoot,
       },
       execution,
-      {
-        prompted: (ack) => {
-          if (!current()) return;
-          this.#ops.promptAcked(
-            ack.success,
-            ack.success ? { disposition: ack.disposition ?? null } : { error: ack.error },
-          );
-        },
-        signal: (signal) => {
-          if (current()) exec.tracker.onSignal(signal);
-        },
-        event: (event) => {
-          if (current()) this.#server?.broadcastLine(exec.stream.next(event).line);
-        },
-        dialog: (d) => {
-          if (!current()) return;
-          if (d.kind === "ui") this.#dialog(exec, d.native, d.method, d.title);
-          else openApproval(exec, this.#dialogOutlet, d.native, d.tool);
-        },
-        spent: (spend) => {
-          if (current()) this.#budget.spent(spend);
-        },
-        withdrawn: (native) => {
-          if (!current()) return;
-          const id = exec.approvals.idOf(native);
-          if (id === null) return;
-          endApproval(exec, this.#dialogOutlet, id, "closed", { reason: "the engine withdrew it" });
-        },
-        unbound: (why) => {
-          if (!current()) return;
-          exec.closers.add("uncertain");
-          exec.binding = { ...exec.binding, state: "uncertain", reason: `unbound: ${why}` };
-          this.record(exec.binding);
-          this.broadcastState();
-        },
-      },
+      engineHooks({
+        current: () => (this.#exec === exec && exec !== null ? exec : null),
+        promptAcked: (success, response) => this.#ops.promptAcked(success, response),
+        broadcastLine: (line) => this.#server?.broadcastLine(line),
+        outlet: this.#dialogOutlet,
+        spent: (spend) => this.#budget.spent(spend),
+        record: (r) => this.record(r),
+        broadcastState: () => this.broadcastState(),
+      }),
       basis,
     );
     const { launched, engine } = started;
@@ -432,7 +393,20 @@ export class Controller {
         this.broadcastState();
       },
     });
-    exec.stops = new StopChain(this.#stopHost(exec));
+    exec.stops = new StopChain(
+      stopHostOf(exec, {
+        verifier: this.#verifier,
+        claims: this.#claims,
+        claim: () => this.#claim,
+        setClaim: (c) => {
+          this.#claim = c;
+        },
+        dropLaunchRecord: (ex) => this.#launchRecords.drop(ex),
+        outlet: this.#dialogOutlet,
+        record: (r) => this.record(r),
+        broadcastState: () => this.broadcastState(),
+      }),
+    );
     void link.exited.then(() => {
       if (this.#exec !== exec) return;
       try {
@@ -498,7 +472,7 @@ export class Controller {
       if (!exec.stops.escalationRunning) await exec.stops.forceStop("shutdown");
     } else if (!exec && this.#claim?.state === "held") {
       this.#claim = await this.#claims.release(this.#claim, "never-launched");
-      await this.#dropLaunchRecord(this.#claim.holder.execution);
+      await this.#launchRecords.drop(this.#claim.holder.execution);
     }
     for (const c of this.#server?.connections.values() ?? []) c.channelOpen = false;
     await this.#server?.close();
@@ -549,60 +523,8 @@ export class Controller {
     };
   }
 
-  #hello(conn: Connection, hello: Hello): HelloAnswer {
-    return answerHello(conn, hello, {
-      grants: this.#grants,
-      conversation: this.conversation,
-      controllerConnection: this.#controllerConnection,
-      state: this.state(),
-      stream: this.#exec?.stream,
-      openDialogs: [
-        ...(this.#exec?.approvals.openMessages() ?? []),
-        ...this.#budget.openMessages(),
-      ],
-    });
-  }
-
-  #closed(conn: Connection): void {
-    this.#ops.forget(conn.id);
-    if (this.#controllerConnection === conn.id) {
-      this.#controllerConnection = null;
-      this.broadcastState();
-    }
-  }
-
-  #dialog(exec: Execution, native: string, method: string, title: string | undefined): void {
-    const { record, message } = disabledDialog(exec.execution, native, method, title);
-    exec.dialogs.push(record);
-    this.record(record);
-    this.#server?.broadcast(message);
-  }
-
   #seatKey(): SeatKey {
     return { projectRoot: this.projectRoot, seat: this.seat };
-  }
-
-  async #writeLaunchRecord(execution: string, incarnation: string): Promise<void> {
-    const m = await this.#claims.machine();
-    await writeLaunchRecord(this.#options.claimRoot, {
-      version: 2,
-      kind: "launch-record",
-      execution,
-      incarnation,
-      seatKey: this.#seatKey(),
-      sessionKey: this.sessionKey,
-      host: m.host,
-      bootId: m.bootId,
-      launcher: this.#launcher.kind,
-      scope: this.#launcher.scopeFor?.(execution) ?? null,
-      at: new Date().toISOString(),
-    });
-    this.#launchRecords.add(execution);
-  }
-
-  async #dropLaunchRecord(execution: string): Promise<void> {
-    if (!this.#launchRecords.delete(execution)) return;
-    await removeLaunchRecord(this.#options.claimRoot, execution);
   }
 
   // A full replay is written at once: it must fit well inside the slow-client limit.
@@ -624,42 +546,6 @@ export class Controller {
       command: e.command,
       preArgs: e.preArgs,
       agentDir: this.#options.agentDir,
-    };
-  }
-
-  #stopHost(exec: Execution) {
-    return {
-      execution: exec.execution,
-      incarnation: exec.incarnation,
-      link: exec.link,
-      engine: exec.engine,
-      launched: exec.launched,
-      tracker: exec.tracker,
-      verifier: this.#verifier,
-      close: (c: Closer) => {
-        exec.closers.add(c);
-        this.broadcastState();
-      },
-      lift: (c: Closer) => {
-        exec.closers.delete(c);
-        this.broadcastState();
-      },
-      dialogSeen: () => exec.dialogs.length > 0,
-      endApprovals: (state: "denied" | "closed", why: string) =>
-        endApprovals(exec, this.#dialogOutlet, state, why),
-      claimStopping: async () => {
-        if (this.#claim) this.#claim = await this.#claims.markStopping(this.#claim);
-      },
-      claimUncertain: async (why: string) => {
-        if (this.#claim) this.#claim = await this.#claims.markUncertain(this.#claim, why);
-      },
-      claimProven: async (digest: string) => {
-        if (!this.#claim) throw new Error("no claim to end");
-        this.#claim = await this.#claims.recordProvenStop(this.#claim, digest);
-        // The claim ended with a proof: no recovery will need to find this execution's scope.
-        await this.#dropLaunchRecord(exec.execution);
-      },
-      record: (r: ControlRecord) => this.record(r),
     };
   }
 }
