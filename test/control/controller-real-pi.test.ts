@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import type { StopRecord } from "../../src/control/controller/records.ts";
 import type { Receipt, ReceiptReason, StreamEvent } from "../../src/control/protocol.ts";
-import { SLOW_TEST_MS, until } from "../helpers/deadline.ts";
+import { DEADLINE_MS, SLOW_TEST_MS, until } from "../helpers/deadline.ts";
 import {
   assistantEntry,
   headerLine,
@@ -151,7 +151,8 @@ for (const piVersion of REAL_PI_VERSIONS)
           [stop.trigger, stop.result, stop.abortWritten, stop.nativeQueue],
           ["interrupt", "interrupted", true, "cleared"],
         );
-        assert.ok(ms < 5000, `interrupt answered in ${ms.toFixed(0)} ms`);
+        // Bounded only against a hang: the stop's record above is the proof.
+        assert.ok(ms < DEADLINE_MS, `interrupt answered in ${ms.toFixed(0)} ms`);
         await until(() => settled(events, r.receipt.id) !== null, "receipt settled");
         assert.equal(settled(events, r.receipt.id), "interrupted");
         assert.equal(run.ctrl.execution?.tracker.overlaps.length, 0);

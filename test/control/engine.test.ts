@@ -228,9 +228,9 @@ describe("engine link", () => {
   it("closes by stdin EOF when the engine honours it", async (t) => {
     const { link } = startTiny(t);
     await link.ready();
-    const started = performance.now();
+    // Exit 0 and no signal: the EOF did it, not the SIGTERM that follows 3 s later (no clock:
+    // a busy machine stretches a child's exit past any wall-time bound).
     assert.deepEqual(await link.close(), { exitCode: 0, signal: null });
-    assert.ok(performance.now() - started < 1000);
     assert.deepEqual(
       await link.close(),
       { exitCode: 0, signal: null },

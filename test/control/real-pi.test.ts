@@ -109,7 +109,7 @@ for (const piVersion of REAL_PI_VERSIONS)
       assert.equal(first.response.command, "get_state");
       assert.equal(pi.log.records.length, 1);
       assert.equal(pi.link.stderr().totalBytes, 0, pi.link.stderr().text);
-      assert.ok(readyMs < 10_000, `ready in ${readyMs.toFixed(0)} ms`);
+      assert.ok(readyMs < DEADLINE_MS, `ready in ${readyMs.toFixed(0)} ms`);
     });
 
     it("appends nothing at start to a session with messages and a thinking entry", T, () => {
@@ -336,7 +336,10 @@ for (const piVersion of REAL_PI_VERSIONS)
         assert.equal(message.stopReason, "aborted");
         assert.equal(message.errorMessage, "Request was aborted");
         assert.match(JSON.stringify(message.content), /tick 0 tick 1 tick 2 /);
-        assert.ok(abortMs < 2000, `abort answered in ${abortMs.toFixed(0)} ms`);
+        // The cut reply above is the proof; the time is reported, bounded only against a hang
+        // (a busy machine stretches any wall-clock figure).
+        t.diagnostic(`abort answered in ${abortMs.toFixed(0)} ms`);
+        assert.ok(abortMs < DEADLINE_MS, `abort answered in ${abortMs.toFixed(0)} ms`);
       },
     );
 
@@ -559,7 +562,9 @@ for (const piVersion of REAL_PI_VERSIONS)
       pi.link.endInput();
       assert.deepEqual(await pi.link.exited, { exitCode: 0, signal: null });
       const ms = performance.now() - sent;
-      assert.ok(ms < 2000, `exited ${ms.toFixed(0)} ms after EOF`);
+      // Exit 0 and no signal is the proof; the time is reported, bounded only against a hang.
+      t.diagnostic(`exited ${ms.toFixed(0)} ms after EOF`);
+      assert.ok(ms < DEADLINE_MS, `exited ${ms.toFixed(0)} ms after EOF`);
     });
 
     it("exits 143 on SIGTERM", T, async (t) => {
