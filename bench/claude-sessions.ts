@@ -8,18 +8,7 @@
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { ClaudeWriter } from "../test/helpers/claude-sessions.ts";
-
-/** A small deterministic generator (mulberry32): the same seed writes the same bytes. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 as prng } from "../test/helpers/prng.ts";
 
 const WORDS =
   "the reader keeps every branch of a session file and pages it in bounded views while the agent edits code runs tests reads files and explains what changed in the repository 日本語 café → ✓".split(

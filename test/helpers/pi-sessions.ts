@@ -6,6 +6,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import type { SessionManager } from "@earendil-works/pi-coding-agent";
+import { mulberry32 } from "./prng.ts";
 
 type PiModule = typeof import("@earendil-works/pi-coding-agent");
 type PiMessage = Parameters<SessionManager["appendMessage"]>[0];
@@ -266,18 +267,6 @@ export async function writeRichSession(
   return { path, ids };
 }
 
-/** mulberry32: a small seeded PRNG, uniform in [0, 1). */
-function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const WORDS = (
   "the reader session entry branch leaf parent cursor snapshot file line byte offset " +
   "tool result output error warning passed failed test build compile module import export " +
@@ -381,7 +370,7 @@ export async function writeLongSession(
     compactionEveryBytes?: number;
   },
 ): Promise<{ path: string; bytes: number; entries: number; ids: Record<string, string> }> {
-  const rand = seededRandom(opts.seed ?? 1);
+  const rand = mulberry32(opts.seed ?? 1);
   let now = Date.UTC(2026, 0, 1);
   const clock = (): number => {
     now += 1000 + Math.floor(rand() * 30_000);

@@ -2,6 +2,7 @@
 // truncations, duplicated, reordered and deleted lines, huge and deeply nested lines, parent
 // cycles, invalid UTF-8, NULs, odd ids (numbers, `__proto__`, `a|b`, `h-…`), odd meta numbers
 // and header changes. Everything is a pure function of the seed, so a failure replays exactly.
+import { mulberry32 } from "../helpers/prng.ts";
 
 /** A small, fast, seeded generator (mulberry32). */
 export type Rng = {
@@ -13,14 +14,7 @@ export type Rng = {
 };
 
 export function seededRng(seed: number): Rng {
-  let a = seed >>> 0;
-  const next = (): number => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   return {
     next,
     int: (n) => Math.floor(next() * n),

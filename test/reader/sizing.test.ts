@@ -7,18 +7,7 @@ import { describe, it } from "node:test";
 import { decodedUtf8, type EntryRec, entryObjectUtf8 } from "../../src/reader/entries.ts";
 import { renderEntry } from "../../src/reader/harness/pi/blocks.ts";
 import { partsOfLine } from "../../src/reader/render.ts";
-
-/** A small deterministic generator (mulberry32), so a failure names its case. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
+import { mulberry32 as random } from "../helpers/prng.ts";
 
 /** Byte sequences: valid characters of each length, and ill-formed ones of each kind. */
 const SEQUENCES = [

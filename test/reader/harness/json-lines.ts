@@ -3,16 +3,7 @@
 // among bytes JSON cares about, byte mutations of real lines, and random JSON texts.
 
 /** A seeded PRNG (mulberry32), so a failing fuzz case reproduces from its seed. */
-export function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { mulberry32 as prng } from "../../helpers/prng.ts";
 
 export type Rng = () => number;
 export const int = (rng: Rng, n: number) => Math.floor(rng() * n);

@@ -1,0 +1,14 @@
+// One seeded PRNG for the fuzz tests, fixtures and benches, so a failing case reproduces from
+// its seed and the same seed writes the same bytes everywhere.
+
+/** mulberry32: a small seeded generator, uniform in [0, 1). */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
