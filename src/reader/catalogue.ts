@@ -33,6 +33,7 @@ import {
   conversationIdOf,
   engineStartedAtFor,
   type FileRoot,
+  isFileRoot,
   PI_HARNESS,
   type PiRoot,
   type Root,
@@ -53,6 +54,27 @@ export function listRoot(root: FileRoot, everything = false): { names: string[] 
     return { names: everything ? listDirectory(dir) : namesIn(root, dir) };
   } finally {
     closeDirectory(dir);
+  }
+}
+
+/**
+ * The session files a listing of `roots` finds, root by root (a store read as its folders):
+ * a root that is not a folder of files, or whose listing is refused (gone, unsafe), gives none;
+ * the catalogue says why. What the search and usage indexes both walk.
+ */
+export function* listedSessions(
+  roots: Root[],
+): Generator<{ root: FileRoot; name: string; path: string }> {
+  for (const root of expandRoots(roots)) {
+    if (!isFileRoot(root)) continue;
+    let names: string[];
+    try {
+      names = listRoot(root).names;
+    } catch (e) {
+      if (!isRefusal(e)) throw e;
+      continue;
+    }
+    for (const name of names) yield { root, name, path: join(root.sessionsDir, name) };
   }
 }
 

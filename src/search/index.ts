@@ -8,12 +8,11 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { plainText } from "../present/plain-text.ts";
 import type { Catalogue, CatalogueRow } from "../protocol/chat-01.ts";
-import { listRoot } from "../reader/catalogue.ts";
-import { expandRoots } from "../reader/expand.ts";
+import { listedSessions } from "../reader/catalogue.ts";
 import { harnessOf } from "../reader/harness/index.ts";
 import { isRefusal } from "../reader/refusal.ts";
 import { closeFile, type OpenFile, openSessionFile, readRange } from "../reader/safe-fs.ts";
-import { conversationIdOf, type FileRoot, isFileRoot, type Root } from "../reader/sources.ts";
+import { conversationIdOf, type FileRoot, type Root } from "../reader/sources.ts";
 import { defaultCacheDir, prepareCacheDir, whyNot } from "./cache-dir.ts";
 import { type CatchUp, catchUpFile, dropFile, type Identity, textOf } from "./indexer.ts";
 import {
@@ -134,31 +133,20 @@ export function createSearch(
         indexed.set(f.path, { ...f, shard });
       }
     });
-    for (const root of expandRoots(options.roots())) {
-      // A store that could not be listed, or another harness: no hits (the catalogue says why).
-      if (!isFileRoot(root)) continue;
-      let names: string[];
-      try {
-        names = listRoot(root).names;
-      } catch (e) {
-        // A refused root (gone, unsafe) has no hits; the catalogue says why.
-        if (!isRefusal(e)) throw e;
+    // A store that could not be listed, another harness, a refused root: no hits (the
+    // catalogue says why).
+    for (const { root, name, path } of listedSessions(options.roots())) {
+      seen.set(path, { root, name, conversation: conversationIdOf(root, name) });
+      const now = identityOf(path);
+      const known = indexed.get(path);
+      if (now && known && sameIdentity(now, known)) {
+        stats.unchanged++;
         continue;
       }
-      for (const name of names) {
-        const path = join(root.sessionsDir, name);
-        seen.set(path, { root, name, conversation: conversationIdOf(root, name) });
-        const now = identityOf(path);
-        const known = indexed.get(path);
-        if (now && known && sameIdentity(now, known)) {
-          stats.unchanged++;
-          continue;
-        }
-        const bytes = now
-          ? Math.max(0, now.size - (known && now.ino === known.ino ? known.size : 0))
-          : 0;
-        pending[shardOf(path)]?.push({ root, name, path, bytes, mtimeMs: now?.mtimeMs ?? 0 });
-      }
+      const bytes = now
+        ? Math.max(0, now.size - (known && now.ino === known.ino ? known.size : 0))
+        : 0;
+      pending[shardOf(path)]?.push({ root, name, path, bytes, mtimeMs: now?.mtimeMs ?? 0 });
     }
     const counts = catchUpShards(stores, dbFiles, pending, options.shardTuning);
     for (const k of ["unchanged", "appended", "indexed", "refused", "workers"] as const) {

@@ -7,9 +7,7 @@
 // parent's.
 import { join } from "node:path";
 import type { Catalogue, CatalogueRow } from "../protocol/chat-01.ts";
-import { listRoot } from "../reader/catalogue.ts";
-import { expandRoots } from "../reader/expand.ts";
-import { isRefusal } from "../reader/refusal.ts";
+import { listedSessions } from "../reader/catalogue.ts";
 import { conversationIdOf, type Root } from "../reader/sources.ts";
 import { prepareCacheDir } from "../search/cache-dir.ts";
 import { type CatchUp, catchUpFile, harnessOfRoot } from "./catch-up.ts";
@@ -73,29 +71,18 @@ function countOnce(
   const seen: Seen[] = [];
   const paths = new Set<string>();
   store.transaction(() => {
-    for (const root of expandRoots(options.roots())) {
-      if (root.kind !== "pi" && root.kind !== "claude") continue;
-      let names: string[];
-      try {
-        names = listRoot(root).names;
-      } catch (e) {
-        // A refused root: the catalogue names it; nothing of it is counted.
-        if (!isRefusal(e)) throw e;
-        continue;
-      }
-      for (const name of names) {
-        const row = rows.get(conversationIdOf(root, name));
-        // Only what the reader would open: a refused or unlisted file spends nothing here.
-        if (!row || row.unsupportedReason !== null) continue;
-        const path = join(root.sessionsDir, name);
-        // One folder approved two ways (a store and a seat) is one file: counted once.
-        if (paths.has(path)) continue;
-        const { did, id } = catchUpFile(store, root, name);
-        stats[did]++;
-        if (id === null) continue;
-        paths.add(path);
-        seen.push({ id, path, row, harness: harnessOfRoot(root) });
-      }
+    // A refused root: the catalogue names it; nothing of it is counted.
+    for (const { root, name, path } of listedSessions(options.roots())) {
+      const row = rows.get(conversationIdOf(root, name));
+      // Only what the reader would open: a refused or unlisted file spends nothing here.
+      if (!row || row.unsupportedReason !== null) continue;
+      // One folder approved two ways (a store and a seat) is one file: counted once.
+      if (paths.has(path)) continue;
+      const { did, id } = catchUpFile(store, root, name);
+      stats[did]++;
+      if (id === null) continue;
+      paths.add(path);
+      seen.push({ id, path, row, harness: harnessOfRoot(root) });
     }
   });
   const byFile = new Map<number, Spend[]>();
