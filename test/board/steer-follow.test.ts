@@ -9,6 +9,7 @@ import { after, before, describe, it, type TestContext } from "node:test";
 import type { Page } from "playwright-core";
 import { ConversationClient } from "../../src/control/client/client.ts";
 import { stableSession, startController } from "../control/controller-fixture.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { type Browser, browserSkip, launchBrowser, runAxe, seriousOf } from "./browser.ts";
 import { boardOverController } from "./controlled-board.ts";
 
@@ -180,7 +181,14 @@ describe("steering from the Console: the view and the controls follow the run", 
       await page.locator("#follow-status", { hasText: "Following paused." }).waitFor();
       await box.fill("and once more");
       await box.press("Enter");
-      await page.locator("#parts").getByText("echo: and once more").waitFor();
+      // A refusal (not a slow echo) shows in #live-refusal: say it if the echo never comes.
+      await page
+        .locator("#parts")
+        .getByText("echo: and once more")
+        .waitFor({ timeout: DEADLINE_MS })
+        .catch(async (e: unknown) => {
+          throw new Error(`${e}; refusal: ${await page.locator("#live-refusal").textContent()}`);
+        });
       await endsInView(page, "#parts article.part");
       await page.locator("#follow-status", { hasText: "Following:" }).waitFor();
     });
