@@ -3,7 +3,7 @@
 // (test/helpers/claude-sessions.ts). The real binary's own files: claude-oracle.test.ts.
 import assert from "node:assert/strict";
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { describe, it } from "node:test";
 import type { Part } from "../../src/protocol/chat-01.ts";
 import { encodeClaudeCwd } from "../../src/reader/harness/claude-code/store.ts";
@@ -439,6 +439,70 @@ describe("claude-code", () => {
       assert.deepEqual(sub.parts.map(summary), [
         `message user text:Look (${row.fileName?.replace(".jsonl", "")})`,
         "message assistant text:Looked",
+      ]);
+    }
+  });
+
+  it("reads a result's agentId however its line spells it, and shows nothing of toolUseResult", (t) => {
+    // A page parses a result's line without its toolUseResult copy unless those bytes may name
+    // an agentId (harness/claude-code/rows.ts): the links and the parts must not change.
+    const base = tempDir(t);
+    const s = store(base);
+    const cwd = join(base, "p");
+    const cases = [
+      { name: "plain", agent: true, edit: (l: string) => l },
+      {
+        name: "escaped",
+        agent: true,
+        edit: (l: string) => l.replace('"agentId"', '"agent\\u0049d"'),
+      },
+      {
+        name: "overridden",
+        agent: false,
+        edit: (l: string) => l.replace(/}$/, ',"toolUseResult":{"stdout":"later"}}'),
+      },
+      {
+        name: "nested",
+        agent: false,
+        edit: (l: string) =>
+          l.replace('"agentId"', '"x":{"agentId"').replace(/"(,"stdout")/, '"}$1'),
+      },
+    ];
+    for (const c of cases) {
+      const w = new ClaudeWriter({ cwd });
+      w.prompt("Use an agent");
+      w.reply([{ type: "tool_use", id: "toolu_a", name: "Agent", input: { prompt: "Look" } }]);
+      w.toolResults([
+        {
+          toolUseId: "toolu_a",
+          content: "found",
+          toolUseResult: {
+            agentId: "a1b2c3",
+            stdout: "a copy ".repeat(5000),
+            file: { content: "é\n".repeat(300) },
+          },
+        },
+      ]);
+      const lines = w.text().split("\n");
+      const at = lines.findIndex((l) => l.includes('"toolUseResult"'));
+      lines[at] = c.edit(lines[at]!);
+      const file = s.fileOf(cwd, `${c.name}.jsonl`);
+      mkdirSync(dirname(file), { recursive: true });
+      writeFileSync(file, lines.join("\n"));
+    }
+    const reader = s.reader();
+    for (const row of reader.catalogue().conversations) {
+      const c = cases.find((x) => `${x.name}.jsonl` === row.fileName)!;
+      const { parts } = readAll(reader, row.conversation);
+      const blocks = parts.flatMap((p) => p.blocks);
+      const result = blocks.find((b) => b.type === "tool-result");
+      assert.ok(result?.type === "tool-result", c.name);
+      assert.equal(result.transcript !== undefined, c.agent, `${c.name}: a transcript link`);
+      assert.ok(!JSON.stringify(parts).includes("a copy"), `${c.name}: toolUseResult is not shown`);
+      assert.deepEqual(parts.map(summary), [
+        "message user text:Use an agent",
+        'message assistant tool-call:{"prompt":"Look"}',
+        "message toolResult tool-result:Agent text:found",
       ]);
     }
   });

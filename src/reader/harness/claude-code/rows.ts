@@ -5,7 +5,14 @@
 // number is the count of parts the entry's earlier lines rendered, remembered per row.
 
 import { isObj, type Obj, str } from "../../draft.ts";
-import { type EntryLines, type EntryRec, entryAt, entryObject, keyOfId } from "../../entries.ts";
+import {
+  type EntryLines,
+  type EntryRec,
+  entryAt,
+  entryObject,
+  isObject,
+  keyOfId,
+} from "../../entries.ts";
 import type { SizedPart } from "../../parts.ts";
 import { partsOfLine } from "../../render.ts";
 import type { ParsedSession, RowFormat } from "../../tree.ts";
@@ -65,7 +72,7 @@ function partsOf(
   first: number,
 ): SizedPart[] {
   if (isHiddenType(rec.type)) return [];
-  const obj = entryObject(buf, rec);
+  const obj = recordObject(s, buf, rec);
   // A reply's calls, remembered as it renders: the results below it find their names here
   // instead of parsing the reply's line again (toolNameOf).
   if (rec.type === "assistant") {
@@ -75,6 +82,39 @@ function partsOf(
   const draft = renderRecord(obj, contextOf(s, rec, lines));
   const key = keyOfId(s.scan.entries.ids[headRow(s, rec.index)]!);
   return draft ? partsOfLine(key, draft, buf, rec, first) : [];
+}
+
+const AGENT_ID_KEY = Buffer.from("agentId");
+const UNICODE_ESCAPE = Buffer.from("\\u");
+
+/**
+ * The record of `rec`'s line, parsed without its `toolUseResult` value: Claude Code's
+ * structured copy of a tool's output (a Read's whole file, an Edit's original file) is never
+ * shown, and a page reads only its `agentId` (blocks.ts toolResults). The value is left out
+ * (parsed as `null`) when its bytes cannot name that key: "agentId" is not among them, written
+ * plainly or, since a key can spell a letter as an escape, with any `\u` escape. Else, and for a
+ * line with none, the whole line is parsed.
+ */
+function recordObject(s: ParsedSession, buf: Buffer, rec: EntryRec): Record<string, unknown> {
+  const t = tableOf(s);
+  const from = t.useFrom[rec.index]!;
+  if (from < 0) return entryObject(buf, rec);
+  const a = rec.start + from;
+  const b = rec.start + t.useTo[rec.index]!;
+  const value = buf.subarray(a, b);
+  if (value.includes(AGENT_ID_KEY) || value.includes(UNICODE_ESCAPE)) return entryObject(buf, rec);
+  // The cut is at ASCII bytes (the value's first and last), so each side decodes as it would
+  // within the whole line.
+  let obj: unknown;
+  try {
+    obj = JSON.parse(
+      `${buf.toString("utf8", rec.start, a)}null${buf.toString("utf8", b, rec.end)}`,
+    );
+  } catch {
+    obj = undefined;
+  }
+  if (!isObject(obj)) throw new Error(`entry at line ${rec.line} no longer parses`);
+  return obj;
 }
 
 /**

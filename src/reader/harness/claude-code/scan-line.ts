@@ -69,6 +69,14 @@ export type ClaudeLineFacts =
   | { json: true; object: false }
   | ClaudeRecordFacts;
 
+/**
+ * Where a record's top-level `toolUseResult` value lies, in bytes from the line's start (the
+ * last of duplicate keys, as JSON.parse keeps it); -1 and -1 when the record has none. A page
+ * parses a result's line without it (rows.ts): Claude Code's structured copy of a tool's output
+ * (a Read's whole file, an Edit's original file) is never shown.
+ */
+export type ValueRange = { start: number; end: number };
+
 const NOT_JSON: ClaudeLineFacts = Object.freeze({ json: false });
 const NOT_OBJECT: ClaudeLineFacts = Object.freeze({ json: true, object: false });
 
@@ -117,7 +125,8 @@ const S_MESSAGE_ID = 9;
 const S_CONTENT = 10;
 const S_FIRST_BLOCK = 11;
 const S_FIRST_BLOCK_TYPE = 12;
-const SLOTS = 13;
+const S_TOOL_USE_RESULT = 13;
+const SLOTS = 14;
 
 /** A number, object or array value of a field; or a container field of another kind. */
 const OTHER = 1;
@@ -157,6 +166,8 @@ const WORD = 2;
 const IS = 3;
 /** Decoded only when the scan asks for the cwd. */
 const CWD = 4;
+/** Not kept: where its value lies in the line (`range`), whatever its type. */
+const RANGE = 5;
 
 function leaf(key: string, slot: number, keep = TEXT, is: string | null = null): Field {
   const k = Buffer.from(key, "latin1");
@@ -202,6 +213,7 @@ const RECORD: Shape = objectOf([
   leaf("subtype", S_SUBTYPE, IS, "compact_boundary"),
   leaf("isSidechain", S_SIDECHAIN),
   leaf("isCompactSummary", S_COMPACT_SUMMARY),
+  leaf("toolUseResult", S_TOOL_USE_RESULT, RANGE),
   MESSAGE,
 ]);
 
@@ -216,6 +228,13 @@ let shapes: (Shape | null)[] = new Array(64).fill(null);
 let pending: Field | null = null;
 /** Whether this line's cwd is wanted. */
 let wantCwd = true;
+/**
+ * The last `toolUseResult` value's bytes, from the line's start: [rangeStart, rangeEnd), -1
+ * until seen; `rangeDepth` is the depth its container opened at while it is open, else -1.
+ */
+let rangeStart = -1;
+let rangeEnd = -1;
+let rangeDepth = -1;
 /** The bytes and strings of the last two ids decoded (ID), most recent first. */
 const idBytes = [Buffer.alloc(64), Buffer.alloc(64)];
 const idLength = [-1, -1];
@@ -238,6 +257,7 @@ function sameBytes(buf: Buffer, s: number, e: number, b: Buffer, n: number): boo
 function kept(field: Field, buf: Buffer, s: number, e: number, escaped: boolean): unknown {
   const keep = field.keep;
   if (keep === TEXT) return decodeString(buf, s, e, escaped);
+  if (keep === RANGE) return OTHER;
   if (keep === IS) {
     const is = field.is!;
     if (!escaped) return sameBytes(buf, s, e, is, is.length);
@@ -346,16 +366,33 @@ export function scanClaudeLine(
   start: number,
   end: number,
   withCwd = true,
+  range?: ValueRange,
 ): ClaudeLineFacts {
+  const facts = scanFacts(buf, start, end, withCwd);
+  if (range) {
+    const whole = facts.json && facts.object && rangeEnd >= 0;
+    range.start = whole ? rangeStart : -1;
+    range.end = whole ? rangeEnd : -1;
+  }
+  return facts;
+}
+
+function scanFacts(buf: Buffer, start: number, end: number, withCwd: boolean): ClaudeLineFacts {
   // Clamp as toString does (integer offsets assumed).
   if (start < 0) start = 0;
   if (end > buf.length) end = buf.length;
   if (end < start) end = start;
-  if (end - start > constants.MAX_STRING_LENGTH) return factsByParse(buf, start, end, withCwd);
+  if (end - start > constants.MAX_STRING_LENGTH) {
+    rangeStart = rangeEnd = rangeDepth = -1;
+    return factsByParse(buf, start, end, withCwd);
+  }
   const { words, base } = lineWords(buf, start, end);
   slots.fill(undefined);
   pending = null;
   wantCwd = withCwd;
+  rangeStart = -1;
+  rangeEnd = -1;
+  rangeDepth = -1;
 
   if (kinds.length > 4096) {
     // One pathologically deep line grew the stacks: later lines start small again.
@@ -384,6 +421,11 @@ export function scanClaudeLine(
         // reset: a container field's slot then says OTHER, and every slot below it is read only
         // when it says IS_OBJECT or IS_ARRAY (recordFacts); a leaf has nothing below it.
         for (const s of field.below) slots[s] = undefined;
+        if (field.keep === RANGE) {
+          rangeStart = p - start;
+          rangeEnd = -1;
+          rangeDepth = depth;
+        }
         const want: Shape | null = field.shape;
         if (want !== null && want.object === (c === OPEN_OBJ)) {
           slots[field.slot] = c === OPEN_OBJ ? IS_OBJECT : IS_ARRAY;
@@ -405,6 +447,7 @@ export function scanClaudeLine(
       if (p < end && buf[p] === (c === OPEN_OBJ ? CLOSE_OBJ : CLOSE_ARR)) {
         depth--;
         p++;
+        if (depth === rangeDepth) closeRange(p - start);
       } else {
         if (c === OPEN_OBJ) {
           p = readKey(buf, p, end, words, base, shape);
@@ -418,14 +461,17 @@ export function scanClaudeLine(
       const close = scanString(buf, p + 1, end, words, base);
       if (close < 0) return NOT_JSON;
       if (field !== null) {
+        if (field.keep === RANGE) scalarRange(p - start, close + 1 - start);
         slots[field.slot] =
           field.shape === null ? kept(field, buf, p + 1, close, sawEscape) : OTHER;
       }
       p = close + 1;
     } else if (c === MINUS || (c >= DIGIT_0 && c <= DIGIT_9)) {
+      const at = p;
       p = scanNumber(buf, p, end);
       if (p < 0) return NOT_JSON;
       if (field !== null) {
+        if (field.keep === RANGE) scalarRange(at - start, p - start);
         slots[field.slot] = OTHER;
       }
     } else {
@@ -433,6 +479,7 @@ export function scanClaudeLine(
       p = scanLiteral(buf, p, end);
       if (p < 0) return NOT_JSON;
       if (field !== null) {
+        if (field.keep === RANGE) scalarRange(at - start, p - start);
         slots[field.slot] =
           field.shape !== null || field.keep === IS
             ? OTHER
@@ -464,8 +511,22 @@ export function scanClaudeLine(
       if (d !== (inObject ? CLOSE_OBJ : CLOSE_ARR)) return NOT_JSON;
       depth--;
       p++;
+      if (depth === rangeDepth) closeRange(p - start);
     }
   }
+}
+
+/** A RANGE field's scalar value: [from, to) of the line. */
+function scalarRange(from: number, to: number): void {
+  rangeStart = from;
+  rangeEnd = to;
+  rangeDepth = -1;
+}
+
+/** A RANGE field's container closed at `to`. */
+function closeRange(to: number): void {
+  rangeEnd = to;
+  rangeDepth = -1;
 }
 
 function factsByParse(buf: Buffer, start: number, end: number, withCwd: boolean): ClaudeLineFacts {

@@ -22,7 +22,7 @@ import {
   type ScanState,
   type SessionHead,
 } from "../../entries.ts";
-import { type ClaudeRecordFacts, scanClaudeLine } from "./scan-line.ts";
+import { type ClaudeRecordFacts, scanClaudeLine, type ValueRange } from "./scan-line.ts";
 
 /** What the scan needs of the file's head: the check of the first record's cwd. */
 export type ClaudeHead = SessionHead & {
@@ -37,11 +37,15 @@ export type ClaudeHead = SessionHead & {
  * of its entry (the first chunk of a reply, a compaction's boundary), or -1 when the row is its
  * own entry's first; and the row before it in that entry, or -1. `toolResult` is 1 for a user
  * record carrying tool results (a page looking up a call's name need not parse it to know).
+ * `useFrom`/`useTo` are where its `toolUseResult` value lies in its line, in bytes from the
+ * line's start, or -1 (scan-line.ts ValueRange): a page parses the line without it.
  */
 export type ClaudeTable = EntryTable & {
   group: Int32Array;
   prevInGroup: Int32Array;
   toolResult: Uint8Array;
+  useFrom: Int32Array;
+  useTo: Int32Array;
 };
 
 /**
@@ -85,6 +89,8 @@ function emptyClaudeTable(): ClaudeTable {
     group: new Int32Array(t.lines.length),
     prevInGroup: new Int32Array(t.lines.length),
     toolResult: new Uint8Array(t.lines.length),
+    useFrom: new Int32Array(t.lines.length),
+    useTo: new Int32Array(t.lines.length),
   };
 }
 
@@ -115,6 +121,8 @@ function continued(prev: ClaudeScan): ClaudeScan {
       group: prev.entries.group.slice(0, t.lines.length),
       prevInGroup: prev.entries.prevInGroup.slice(0, t.lines.length),
       toolResult: prev.entries.toolResult.slice(0, t.lines.length),
+      useFrom: prev.entries.useFrom.slice(0, t.lines.length),
+      useTo: prev.entries.useTo.slice(0, t.lines.length),
     },
     other: new Set(prev.other),
     open: [copyOpen(prev.open[0]), copyOpen(prev.open[1])],
@@ -143,10 +151,19 @@ function fitColumns(t: ClaudeTable): void {
   prev.set(t.prevInGroup);
   const toolResult = new Uint8Array(n);
   toolResult.set(t.toolResult);
+  const useFrom = new Int32Array(n);
+  useFrom.set(t.useFrom);
+  const useTo = new Int32Array(n);
+  useTo.set(t.useTo);
   t.group = group;
   t.prevInGroup = prev;
   t.toolResult = toolResult;
+  t.useFrom = useFrom;
+  t.useTo = useTo;
 }
+
+/** Where the line just scanned holds its `toolUseResult` (one scan runs at a time). */
+const USE: ValueRange = { start: -1, end: -1 };
 
 /**
  * Scans the whole lines of `buf` from `scan.scanned` on, adding to `scan`. `buf` holds the
@@ -165,7 +182,7 @@ function scanLines(buf: Buffer, head: ClaudeHead, scan: ClaudeScan, base = 0): C
     if (!isBlank(buf, start, end)) {
       // What JSON.parse would say of the fields the tree needs, without building the object
       // (scan-line.ts); the whole line is parsed only when a page renders it.
-      const f = scanClaudeLine(buf, start, end, !scan.started);
+      const f = scanClaudeLine(buf, start, end, !scan.started, USE);
       if (!f.json || !f.object || (f.type === null && f.uuid === null)) {
         scan.lineNotices.push({
           line,
@@ -257,6 +274,8 @@ function addRecord(
   t.group[row] = group;
   t.prevInGroup[row] = prevInGroup;
   t.toolResult[row] = type === "user" && f.toolResult ? 1 : 0;
+  t.useFrom[row] = USE.start;
+  t.useTo[row] = USE.end;
   if (side === 0) scan.leaf = row;
 }
 

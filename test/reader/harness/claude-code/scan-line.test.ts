@@ -6,6 +6,7 @@ import {
   type ClaudeRecordFacts,
   claudeFactsOf,
   scanClaudeLine,
+  type ValueRange,
 } from "../../../../src/reader/harness/claude-code/scan-line.ts";
 import { type ClaudeVersion, richClaudeSession } from "../../../helpers/claude-sessions.ts";
 import {
@@ -39,8 +40,9 @@ function check(line: Buffer, rng: Rng, what: string): ClaudeLineFacts {
   for (const withCwd of [true, false]) {
     want = truth(buf, start, end, withCwd);
     let got: ClaudeLineFacts | string;
+    const range: ValueRange = { start: -2, end: -2 };
     try {
-      got = scanClaudeLine(buf, start, end, withCwd);
+      got = scanClaudeLine(buf, start, end, withCwd, range);
     } catch (e) {
       got = `threw ${String(e)}`;
     }
@@ -49,8 +51,49 @@ function check(line: Buffer, rng: Rng, what: string): ClaudeLineFacts {
         `${what} (cwd ${withCwd ? "wanted" : "not wanted"})\nline bytes: ${show(line)}\nscanClaudeLine: ${JSON.stringify(got)}\nJSON.parse: ${JSON.stringify(want)}`,
       );
     }
+    const wrong = rangeError(line, range);
+    if (wrong !== null)
+      assert.fail(`${what}: toolUseResult range ${wrong}\nline bytes: ${show(line)}`);
   }
   return want;
+}
+
+/**
+ * Null when `range` is where JSON.parse's `toolUseResult` came from: its bytes parse to that
+ * value, and the line with them replaced by `null` parses to the record without it. A line
+ * that is not a record, or a record without the key, has no range.
+ */
+function rangeError(line: Buffer, range: ValueRange): string | null {
+  let v: unknown;
+  try {
+    v = JSON.parse(line.toString("utf8"));
+  } catch {
+    v = undefined;
+  }
+  const has =
+    typeof v === "object" && v !== null && !Array.isArray(v) && Object.hasOwn(v, "toolUseResult");
+  if (!has)
+    return range.start === -1 && range.end === -1
+      ? null
+      : `${range.start}-${range.end} where there is none`;
+  if (range.start < 0 || range.end <= range.start) return `${range.start}-${range.end}, not found`;
+  const record = v as Record<string, unknown>;
+  let value: unknown;
+  let without: unknown;
+  try {
+    value = JSON.parse(line.toString("utf8", range.start, range.end));
+    without = JSON.parse(
+      line.toString("utf8", 0, range.start) + "null" + line.toString("utf8", range.end),
+    );
+  } catch (e) {
+    return `${range.start}-${range.end} does not cut a value: ${String(e)}`;
+  }
+  if (!isDeepStrictEqual(value, record.toolUseResult))
+    return `${range.start}-${range.end} is another value`;
+  if (!isDeepStrictEqual(without, { ...record, toolUseResult: null })) {
+    return `${range.start}-${range.end}: the line without it is another record`;
+  }
+  return null;
 }
 
 const NONE: Omit<ClaudeRecordFacts, "json" | "object"> = {
@@ -91,6 +134,9 @@ const CLAUDE_KEYS = [
   "\\u0070arentUuid",
   "mess\\u0061ge",
   "uuids",
+  "toolUseResult",
+  "toolUse\\u0052esult",
+  "agentId",
   "",
 ];
 const DUP_KEYS = [
@@ -104,6 +150,7 @@ const DUP_KEYS = [
   '"u\\u0075id"',
   '"logicalParentUuid"',
   '"isCompactSummary"',
+  '"toolUseResult"',
 ];
 const DUP_VALUES = [
   '"v"',
