@@ -84,16 +84,11 @@ function partsOf(
   return draft ? partsOfLine(key, draft, buf, rec, first) : [];
 }
 
-const AGENT_ID_KEY = Buffer.from("agentId");
-const UNICODE_ESCAPE = Buffer.from("\\u");
-
 /**
- * The record of `rec`'s line, parsed without its `toolUseResult` value: Claude Code's
- * structured copy of a tool's output (a Read's whole file, an Edit's original file) is never
- * shown, and a page reads only its `agentId` (blocks.ts toolResults). The value is left out
- * (parsed as `null`) when its bytes cannot name that key: "agentId" is not among them, written
- * plainly or, since a key can spell a letter as an escape, with any `\u` escape. Else, and for a
- * line with none, the whole line is parsed.
+ * The record of `rec`'s line, parsed without its `toolUseResult` value when the scan found one
+ * that names no `agentId` (scan.ts useFrom): Claude Code's structured copy of a tool's output
+ * (a Read's whole file, an Edit's original file) is never shown, and a page reads only its
+ * `agentId` (blocks.ts toolResults). Else the whole line is parsed.
  */
 function recordObject(s: ParsedSession, buf: Buffer, rec: EntryRec): Record<string, unknown> {
   const t = tableOf(s);
@@ -101,8 +96,6 @@ function recordObject(s: ParsedSession, buf: Buffer, rec: EntryRec): Record<stri
   if (from < 0) return entryObject(buf, rec);
   const a = rec.start + from;
   const b = rec.start + t.useTo[rec.index]!;
-  const value = buf.subarray(a, b);
-  if (value.includes(AGENT_ID_KEY) || value.includes(UNICODE_ESCAPE)) return entryObject(buf, rec);
   // The cut is at ASCII bytes (the value's first and last), so each side decodes as it would
   // within the whole line.
   let obj: unknown;

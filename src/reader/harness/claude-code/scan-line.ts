@@ -75,7 +75,12 @@ export type ClaudeLineFacts =
  * parses a result's line without it (rows.ts): Claude Code's structured copy of a tool's output
  * (a Read's whole file, an Edit's original file) is never shown.
  */
-export type ValueRange = { start: number; end: number };
+export type ValueRange = {
+  start: number;
+  end: number;
+  /** The value is an object whose `agentId` is a string (the one field of it a page reads). */
+  agentId: boolean;
+};
 
 const NOT_JSON: ClaudeLineFacts = Object.freeze({ json: false });
 const NOT_OBJECT: ClaudeLineFacts = Object.freeze({ json: true, object: false });
@@ -126,7 +131,8 @@ const S_CONTENT = 10;
 const S_FIRST_BLOCK = 11;
 const S_FIRST_BLOCK_TYPE = 12;
 const S_TOOL_USE_RESULT = 13;
-const SLOTS = 14;
+const S_AGENT_ID = 14;
+const SLOTS = 15;
 
 /** A number, object or array value of a field; or a container field of another kind. */
 const OTHER = 1;
@@ -204,6 +210,13 @@ const MESSAGE = container("message", S_MESSAGE, objectOf([leaf("id", S_MESSAGE_I
   S_FIRST_BLOCK,
   S_FIRST_BLOCK_TYPE,
 ]);
+/** Where its value lies (RANGE), and whether it is an object with a string `agentId`. */
+const TOOL_USE_RESULT: Field = {
+  ...container("toolUseResult", S_TOOL_USE_RESULT, objectOf([leaf("agentId", S_AGENT_ID)]), [
+    S_AGENT_ID,
+  ]),
+  keep: RANGE,
+};
 const RECORD: Shape = objectOf([
   leaf("type", S_TYPE, WORD),
   leaf("uuid", S_UUID, ID),
@@ -213,7 +226,7 @@ const RECORD: Shape = objectOf([
   leaf("subtype", S_SUBTYPE, IS, "compact_boundary"),
   leaf("isSidechain", S_SIDECHAIN),
   leaf("isCompactSummary", S_COMPACT_SUMMARY),
-  leaf("toolUseResult", S_TOOL_USE_RESULT, RANGE),
+  TOOL_USE_RESULT,
   MESSAGE,
 ]);
 
@@ -373,6 +386,8 @@ export function scanClaudeLine(
     const whole = facts.json && facts.object && rangeEnd >= 0;
     range.start = whole ? rangeStart : -1;
     range.end = whole ? rangeEnd : -1;
+    range.agentId =
+      whole && slots[S_TOOL_USE_RESULT] === IS_OBJECT && typeof slots[S_AGENT_ID] === "string";
   }
   return facts;
 }

@@ -38,7 +38,8 @@ export type ClaudeHead = SessionHead & {
  * own entry's first; and the row before it in that entry, or -1. `toolResult` is 1 for a user
  * record carrying tool results (a page looking up a call's name need not parse it to know).
  * `useFrom`/`useTo` are where its `toolUseResult` value lies in its line, in bytes from the
- * line's start, or -1 (scan-line.ts ValueRange): a page parses the line without it.
+ * line's start (scan-line.ts ValueRange), or -1 when it has none or it names an `agentId`: a
+ * page parses the line without those bytes.
  */
 export type ClaudeTable = EntryTable & {
   group: Int32Array;
@@ -163,7 +164,7 @@ function fitColumns(t: ClaudeTable): void {
 }
 
 /** Where the line just scanned holds its `toolUseResult` (one scan runs at a time). */
-const USE: ValueRange = { start: -1, end: -1 };
+const USE: ValueRange = { start: -1, end: -1, agentId: false };
 
 /**
  * Scans the whole lines of `buf` from `scan.scanned` on, adding to `scan`. `buf` holds the
@@ -274,8 +275,9 @@ function addRecord(
   t.group[row] = group;
   t.prevInGroup[row] = prevInGroup;
   t.toolResult[row] = type === "user" && f.toolResult ? 1 : 0;
-  t.useFrom[row] = USE.start;
-  t.useTo[row] = USE.end;
+  // A copy that names a subagent is parsed with its line (rows.ts recordObject).
+  t.useFrom[row] = USE.agentId ? -1 : USE.start;
+  t.useTo[row] = USE.agentId ? -1 : USE.end;
   if (side === 0) scan.leaf = row;
 }
 

@@ -40,7 +40,7 @@ function check(line: Buffer, rng: Rng, what: string): ClaudeLineFacts {
   for (const withCwd of [true, false]) {
     want = truth(buf, start, end, withCwd);
     let got: ClaudeLineFacts | string;
-    const range: ValueRange = { start: -2, end: -2 };
+    const range: ValueRange = { start: -2, end: -2, agentId: false };
     try {
       got = scanClaudeLine(buf, start, end, withCwd, range);
     } catch (e) {
@@ -78,6 +78,13 @@ function rangeError(line: Buffer, range: ValueRange): string | null {
       : `${range.start}-${range.end} where there is none`;
   if (range.start < 0 || range.end <= range.start) return `${range.start}-${range.end}, not found`;
   const record = v as Record<string, unknown>;
+  const tur = record.toolUseResult;
+  const agentId =
+    typeof tur === "object" &&
+    tur !== null &&
+    !Array.isArray(tur) &&
+    typeof (tur as { agentId?: unknown }).agentId === "string";
+  if (range.agentId !== agentId) return `says agentId ${range.agentId}, JSON.parse ${agentId}`;
   let value: unknown;
   let without: unknown;
   try {
@@ -167,6 +174,8 @@ const DUP_VALUES = [
   '[{"type":"tool_result"}]',
   '"compact_boundary"',
   '"tool_result"',
+  '{"agentId":"a1"}',
+  '{"agent\\u0049d":"x","stdout":""}',
 ];
 
 /** A duplicate of one of Claude's keys, at the top level or inside `message` / its first block. */
@@ -249,6 +258,29 @@ describe("claude-code/scan-line", () => {
       [B('{"uuid":"u",}'), NOT],
       [bytes([0xef, 0xbb, 0xbf], '{"uuid":"u"}'), NOT],
       [B("{}"), rec({})],
+      // toolUseResult: its range and whether it names an agentId (checked in \`check\`).
+      [B('{"uuid":"u","toolUseResult":{"agentId":"a1"}}'), rec({ uuid: "u" })],
+      [
+        B('{"uuid":"u","toolUseResult":{"agent\\u0049d":"a1","x":[1,{"agentId":2}]}}'),
+        rec({ uuid: "u" }),
+      ],
+      [
+        B('{"toolUseResult":{"agentId":"a1"},"uuid":"u","toolUseResult":{"stdout":"é"}}'),
+        rec({ uuid: "u" }),
+      ],
+      [
+        B('{"toolUseResult":{"stdout":"x"},"uuid":"u","toolUseResult":{"agentId":"a"}}'),
+        rec({ uuid: "u" }),
+      ],
+      [B('{"uuid":"u","toolUseResult":{"agentId":7}}'), rec({ uuid: "u" })],
+      [B('{"uuid":"u","toolUseResult":{"r":{"agentId":"a"}}}'), rec({ uuid: "u" })],
+      [B('{"uuid":"u","toolUseResult":"agentId","t":1}'), rec({ uuid: "u" })],
+      [B('{"uuid":"u","toolUseResult":[{"agentId":"a"}]}'), rec({ uuid: "u" })],
+      [B('{"uuid":"u","toolUseResult":{}}'), rec({ uuid: "u" })],
+      [
+        B('{"uuid":"u","toolUseResult":null,"x":{"toolUseResult":{"agentId":"a"}}}'),
+        rec({ uuid: "u" }),
+      ],
       // Escaped quotes and backslashes in values.
       [B('{"uuid":"a\\"b","parentUuid":"c\\\\"}'), rec({ uuid: 'a"b', parentUuid: "c\\" })],
       [B('{"uuid":"a\\"","type":"user"}'), rec({ uuid: 'a"', type: "user" })],
