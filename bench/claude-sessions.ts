@@ -89,13 +89,15 @@ export function writeClaudeSession(
       );
       const out =
         kind === "Read" || kind === "Bash" ? lines(20 + Math.floor(rand() * 60), 10) : "ok";
+      // What Claude Code keeps beside a result (docs/claude-code-files.md): an Edit keeps the
+      // whole file it edited.
+      const original = kind === "Edit" ? lines(40 + Math.floor(rand() * 40), 8) : "";
       w.toolResults([
         {
           toolUseId: id,
           content: out,
           isError: rand() < 0.05,
-          toolUseResult:
-            kind === "Bash" ? { stdout: out, stderr: "", interrupted: false } : { type: "text" },
+          toolUseResult: useResultOf(kind, path, input, out, original),
         },
       ]);
     }
@@ -139,4 +141,48 @@ export function writeClaudeStore(
     }
   }
   return { dirs: out, files };
+}
+
+/**
+ * The `toolUseResult` Claude Code 2.1.328 writes beside a result of `kind`, in its shape
+ * (docs/claude-code-files.md): Bash's output again, Read's file, Write's content, Edit's
+ * original file and its patch. The reader never shows it; the floor parses it.
+ */
+function useResultOf(
+  kind: "Bash" | "Read" | "Edit" | "Write",
+  filePath: string,
+  input: Record<string, unknown>,
+  out: string,
+  original: string,
+): Record<string, unknown> {
+  if (kind === "Bash") return { stdout: out, stderr: "", interrupted: false, isImage: false };
+  if (kind === "Read") {
+    const numLines = out.split("\n").length;
+    return {
+      type: "text",
+      file: { filePath, content: out, numLines, startLine: 1, totalLines: numLines },
+    };
+  }
+  if (kind === "Write") {
+    return { type: "create", filePath, content: input.content, structuredPatch: [] };
+  }
+  const oldLines = String(input.old_string).split("\n");
+  const newLines = String(input.new_string).split("\n");
+  return {
+    filePath,
+    oldString: input.old_string,
+    newString: input.new_string,
+    originalFile: original,
+    structuredPatch: [
+      {
+        oldStart: 1,
+        oldLines: oldLines.length,
+        newStart: 1,
+        newLines: newLines.length,
+        lines: [...oldLines.map((l) => `-${l}`), ...newLines.map((l) => `+${l}`)],
+      },
+    ],
+    userModified: false,
+    replaceAll: false,
+  };
 }
