@@ -7,18 +7,7 @@
 // snapshot only when a view asks, once per parse lineage (rows never change once written).
 import type { EntryLines } from "./entries.ts";
 import { entryAt } from "./entries.ts";
-import type { ParsedSession } from "./tree.ts";
-
-/** What one label line does: set `target`'s label to `text` (whitespace collapsed), or clear it (null). */
-export type LabelChange = { target: string; text: string | null };
-
-/** A harness whose entries carry labels says how (RowFormat.labels). */
-export type LabelFormat = {
-  /** The entry type of a label line. */
-  type: string;
-  /** What a label line does; null for a line that does neither (not a label Pi would apply). */
-  change(buf: Buffer, start: number, end: number): LabelChange | null;
-};
+import type { LabelChange, ParsedSession } from "./tree.ts";
 
 /**
  * More label lines than this and no label names a branch (the first words do): reading a

@@ -3,7 +3,6 @@
 // entry lines), and branches are columns too: a file of millions of tiny entries or roots costs
 // a few words per entry, and no step walks more than linear work (no per-branch depth walk).
 import { toChatId } from "../protocol/chat-01.ts";
-import type { LabelFormat } from "./branch-labels.ts";
 import {
   type EntryLines,
   type EntryRec,
@@ -71,6 +70,17 @@ type Columns = {
 
 /** More missing parent ids than this and a follow parses the tree again instead. */
 const MISSING_MAX = 65_536;
+
+/** What one label line does: set `target`'s label to `text` (whitespace collapsed), or clear it (null). */
+export type LabelChange = { target: string; text: string | null };
+
+/** A harness whose entries carry labels says how (RowFormat.labels; branch-labels.ts reads them). */
+export type LabelFormat = {
+  /** The entry type of a label line. */
+  type: string;
+  /** What a label line does; null for a line that does neither (not a label Pi would apply). */
+  change(buf: Buffer, start: number, end: number): LabelChange | null;
+};
 
 /**
  * How a harness shows its entry rows (the shared code renders notices, views and pages; the

@@ -3,8 +3,9 @@
 // (undefined, "") clearing it. Only text can be shown, so a label that is not a string (no Pi
 // writes one) changes nothing here. A label of blanks is set, as Pi sets it, but names nothing a
 // person could read: its text is "" and the branch falls back to its first words.
-import type { LabelChange, LabelFormat } from "../../branch-labels.ts";
+
 import { isObject, parseLine } from "../../entries.ts";
+import type { LabelChange, LabelFormat } from "../../tree.ts";
 
 export const PI_LABELS: LabelFormat = {
   type: "label",
