@@ -8,9 +8,9 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { type RowHead, rowHead } from "../attention/row-head.ts";
 import { DEFAULT_STALL_MS } from "../attention/states.ts";
 import { AttentionWatch, type InboxRow } from "../attention/watch.ts";
-import { send, writeEvent } from "./live.ts";
+import { openEventStream, send, writeEvent } from "./live.ts";
 import { DEFAULT_OBSERVE_GRANT } from "./live-control.ts";
-import { boardRefusal, jsonReply, SECURITY_HEADERS } from "./reply.ts";
+import { boardRefusal, jsonReply } from "./reply.ts";
 import { type BoardRequest, checkRequest } from "./routes.ts";
 
 export const INBOX_ROUTE = /^\/api\/inbox(\/live)?(\?.*)?$/;
@@ -114,14 +114,7 @@ export class InboxHub {
         ),
       );
     }
-    res.writeHead(200, {
-      ...SECURITY_HEADERS,
-      "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'; sandbox",
-      "Content-Type": "text/event-stream; charset=utf-8",
-      "X-Accel-Buffering": "no",
-    });
-    res.flushHeaders();
-    res.write("retry: 2000\n\n");
+    openEventStream(res, 2000);
     this.#streams.add(res);
     res.on("close", () => this.#streams.delete(res));
     writeEvent(res, "inbox", null, JSON.stringify(this.body()));

@@ -255,15 +255,7 @@ export class LiveHub {
         ),
       );
     }
-    res.writeHead(200, {
-      ...SECURITY_HEADERS,
-      "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'; sandbox",
-      "Content-Type": "text/event-stream; charset=utf-8",
-      // Each event is written as it happens: no proxy or buffer may hold it.
-      "X-Accel-Buffering": "no",
-    });
-    res.flushHeaders();
-    res.write("retry: 1000\n\n");
+    openEventStream(res, 1000);
     const follower: Follower = {
       conversation,
       branch,
@@ -520,6 +512,22 @@ function isCursor(value: unknown): value is { id: string } {
 }
 
 const LINE_BREAK = /[\r\n]/;
+
+/**
+ * Starts an SSE response (the live stream's, the inbox's): the board's security headers, a
+ * sandboxed CSP, then the delay a client waits before it reconnects.
+ */
+export function openEventStream(res: ServerResponse, retryMs: number): void {
+  res.writeHead(200, {
+    ...SECURITY_HEADERS,
+    "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'; sandbox",
+    "Content-Type": "text/event-stream; charset=utf-8",
+    // Each event is written as it happens: no proxy or buffer may hold it.
+    "X-Accel-Buffering": "no",
+  });
+  res.flushHeaders();
+  res.write(`retry: ${retryMs}\n\n`);
+}
 
 /**
  * One SSE event. A field never holds a raw CR or LF (each would end the field early): JSON

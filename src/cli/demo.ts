@@ -8,7 +8,7 @@ import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { conversationId } from "../index.ts";
 import { makeVisible } from "../present/visible.ts";
-import { DEFAULT_HOST, DEFAULT_PORT, parsePort, sourcesOf } from "./args.ts";
+import { DEFAULT_HOST, DEFAULT_PORT, parsePort, SOURCE_OPTIONS, sourcesOf } from "./args.ts";
 import { type Sources, sourcesFromFlags } from "./config.ts";
 import {
   DEMO_OPERATOR_GRANT,
@@ -159,17 +159,10 @@ function parse(argv: string[]) {
   return parseArgs({
     args: argv,
     options: {
-      config: { type: "string" },
-      project: { type: "string" },
-      seat: { type: "string", multiple: true },
-      pi: { type: "boolean" },
-      "pi-sessions": { type: "string" },
-      claude: { type: "boolean" },
-      "claude-projects": { type: "string" },
+      ...SOURCE_OPTIONS,
       port: { type: "string" },
       host: { type: "string" },
       "no-control": { type: "boolean" },
-      help: { type: "boolean", short: "h" },
     },
     allowPositionals: false,
     strict: true,

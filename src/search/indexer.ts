@@ -26,10 +26,10 @@ import { isRefusal } from "../reader/refusal.ts";
 import { closeFile, openSessionFile, readRange } from "../reader/safe-fs.ts";
 import type { FileRoot, PiRoot } from "../reader/sources.ts";
 import { branchName, MISSING_PARENT, type ParsedSession } from "../reader/tree.ts";
+import { edgeHashes, hasSameEdges, isUnchanged } from "./file-change.ts";
 import type { FileRow, Store } from "./store.ts";
 
 /** Bytes hashed at the start and before the end of what was indexed, to notice a rewrite. */
-const EDGE_BYTES = 4096;
 /** Bytes read at a time while indexing. */
 const CHUNK_BYTES = 8 * 1024 * 1024;
 
@@ -65,15 +65,7 @@ export function catchUpFile(store: Store, root: FileRoot, name: string): CatchUp
     // Gone since the listing: its rows go with the next refresh's sweep.
     return "refused";
   }
-  if (
-    row &&
-    row.dev === String(st.dev) &&
-    row.ino === String(st.ino) &&
-    row.size === Number(st.size) &&
-    row.ctime === String(st.ctimeNs)
-  ) {
-    return "unchanged";
-  }
+  if (row && isUnchanged(row, st)) return "unchanged";
   let file: ReturnType<typeof openSessionFile>;
   try {
     file = openSessionFile(root.projectRoot, root.sessionsDir, name);
@@ -176,15 +168,7 @@ function canAppend(row: FileRow, identity: FileIdentity, size: number, fd: numbe
   // Same size with a new change time: rewritten in place, not appended. Size 0: the header was
   // not complete, and it is checked only on a read from the start.
   if (size <= row.size || row.size === 0) return false;
-  const { head, tail } = edgeHashes(fd, row.size);
-  return head === row.head && tail === row.tail;
-}
-
-function edgeHashes(fd: number, end: number): { head: string; tail: string } {
-  const head = hash(readRange(fd, 0, Math.min(EDGE_BYTES, end)));
-  const from = Math.max(0, end - EDGE_BYTES);
-  const tail = hash(readRange(fd, from, end - from));
-  return { head, tail };
+  return hasSameEdges(fd, row.size, row);
 }
 
 function hash(buf: Buffer): string {

@@ -7,24 +7,14 @@
 // deleted are purged from them (purgeDeleted).
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { type CacheLayout, isBusy, openCacheDatabase } from "../fs/sqlite-cache.ts";
+import type { IndexedFile } from "./file-change.ts";
 
 export { isBusy, UnsafeIndexFile } from "../fs/sqlite-cache.ts";
 
 /** Bumped when the layout or what is indexed changes: an old index is dropped and rebuilt. */
 export const INDEX_VERSION = 4;
 
-export type FileRow = {
-  id: number;
-  path: string;
-  dev: string;
-  ino: string;
-  size: number;
-  ctime: string;
-  head: string;
-  tail: string;
-  roots: number;
-  lastId: string | null;
-};
+export type FileRow = IndexedFile & { roots: number; lastId: string | null };
 
 export type Store = {
   db: DatabaseSync;

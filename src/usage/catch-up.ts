@@ -3,17 +3,15 @@
 // file whose first and last read 4 KiB still hash the same is read from where the index
 // stopped; anything else (another inode, shorter, rewritten) is read again from the start. The
 // file is opened as the reader opens it (safe-fs: no links, no swaps); nothing is written to it.
-import { createHash } from "node:crypto";
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import { isRefusal } from "../reader/refusal.ts";
-import { closeFile, openSessionFile, readRange } from "../reader/safe-fs.ts";
+import { closeFile, openSessionFile } from "../reader/safe-fs.ts";
 import type { FileRoot } from "../reader/sources.ts";
+import { edgeHashes, hasSameEdges, isUnchanged } from "../search/file-change.ts";
 import type { Harness } from "./lines.ts";
 import { scanSpends } from "./scan.ts";
 import type { UsageStore } from "./store.ts";
-
-const EDGE_BYTES = 4096;
 
 export type CatchUp = "unchanged" | "appended" | "indexed" | "refused";
 
@@ -36,15 +34,7 @@ export function catchUpFile(
     if (row) store.dropFile(row.id);
     return { did: "refused", id: null };
   }
-  if (
-    row &&
-    row.dev === String(st.dev) &&
-    row.ino === String(st.ino) &&
-    row.size === Number(st.size) &&
-    row.ctime === String(st.ctimeNs)
-  ) {
-    return { did: "unchanged", id: row.id };
-  }
+  if (row && isUnchanged(row, st)) return { did: "unchanged", id: row.id };
   let file: ReturnType<typeof openSessionFile>;
   try {
     file = openSessionFile(root.projectRoot, root.sessionsDir, name);
@@ -66,7 +56,7 @@ export function catchUpFile(
       row.ino === ino &&
       size > row.size &&
       row.end > 0 &&
-      sameEdges(file.fd, row.end, row.head, row.tail);
+      hasSameEdges(file.fd, row.end, row);
     const from = grown ? row.end : 0;
     const scanned = scanSpends(file.fd, harness, from, size, grown ? row.lastModel : undefined);
     const edges = edgeHashes(file.fd, scanned.end);
@@ -87,19 +77,4 @@ export function catchUpFile(
   } finally {
     closeFile(file);
   }
-}
-
-function sameEdges(fd: number, end: number, head: string, tail: string): boolean {
-  const now = edgeHashes(fd, end);
-  return now.head === head && now.tail === tail;
-}
-
-function edgeHashes(fd: number, end: number): { head: string; tail: string } {
-  const head = hash(readRange(fd, 0, Math.min(EDGE_BYTES, end)));
-  const from = Math.max(0, end - EDGE_BYTES);
-  return { head, tail: hash(readRange(fd, from, end - from)) };
-}
-
-function hash(buf: Buffer): string {
-  return createHash("sha256").update(buf).digest("hex").slice(0, 32);
 }

@@ -4,22 +4,15 @@
 // or older one is dropped and built again, which costs one first run.
 import type { DatabaseSync } from "node:sqlite";
 import { type CacheLayout, openCacheDatabase } from "../fs/sqlite-cache.ts";
+import type { IndexedFile } from "../search/file-change.ts";
 import type { Spend } from "./lines.ts";
 
 /** Bumped when the layout or what a spend holds changes (a price, a key): rebuilt. */
 export const USAGE_INDEX_VERSION = 1;
 
-export type FileRow = {
-  id: number;
-  path: string;
-  dev: string;
-  ino: string;
-  size: number;
-  ctime: string;
+export type FileRow = IndexedFile & {
   /** Bytes read: the end of the last whole line. */
   end: number;
-  head: string;
-  tail: string;
   lastModel: string;
 };
 
@@ -59,18 +52,8 @@ const LAYOUT: CacheLayout = {
   probe: "SELECT count(*) FROM files",
 };
 
-type RawFile = {
-  id: number;
-  path: string;
-  dev: string;
-  ino: string;
-  size: number;
-  ctime: string;
-  end_at: number;
-  head: string;
-  tail: string;
-  last_model: string;
-};
+/** A `files` row as SQLite names its columns. */
+type RawFile = IndexedFile & { end_at: number; last_model: string };
 
 function fileOf(r: RawFile): FileRow {
   return {

@@ -145,9 +145,7 @@ export class PgroupLauncher implements Launcher {
     spec: EngineSpec,
     options: LaunchOptions<E, C> = {},
   ): Promise<Launched<E, C, O>> {
-    const executionId = executionIdOf(options);
-    const link = EngineLink.start<E, C, O>(spec, options.link ?? {});
-    return new LaunchedEngine("pgroup", executionId, link, async () => {
+    return launchInGroup<E, C, O>("pgroup", spec, options, async (link) => {
       const { observations, members } = await stopProcessGroup(link, this.#options);
       return { result: "uncertain", proof: null, observations, members };
     });
@@ -205,9 +203,7 @@ export class FakeLauncher implements Launcher {
     spec: EngineSpec,
     options: LaunchOptions<E, C> = {},
   ): Promise<Launched<E, C, O>> {
-    const executionId = executionIdOf(options);
-    const link = EngineLink.start<E, C, O>(spec, options.link ?? {});
-    return new LaunchedEngine("fake", executionId, link, async () => {
+    return launchInGroup<E, C, O>("fake", spec, options, async (link) => {
       this.#stopCalls++;
       const script = this.#stops.shift() ?? this.#defaultStop;
       const stopped =
@@ -244,6 +240,22 @@ export class FakeLauncher implements Launcher {
       };
     });
   }
+}
+
+/**
+ * Starts the engine as its process group's leader (EngineLink) under the options' execution id
+ * (TypeError for a bad one), as a Launched whose force stop is `stop`: PgroupLauncher's and
+ * FakeLauncher's launches differ only in their stop.
+ */
+function launchInGroup<E, C, O extends object>(
+  kind: LauncherKind,
+  spec: EngineSpec,
+  options: LaunchOptions<E, C>,
+  stop: (link: EngineLink<E, C, O>) => Promise<StopOutcome>,
+): Launched<E, C, O> {
+  const executionId = executionIdOf(options);
+  const link = EngineLink.start<E, C, O>(spec, options.link ?? {});
+  return new LaunchedEngine(kind, executionId, link, () => stop(link));
 }
 
 class LaunchedEngine<E, C, O extends object> implements Launched<E, C, O> {

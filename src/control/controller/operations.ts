@@ -322,18 +322,7 @@ export class Operations {
     }
     const quiet =
       quietBefore && exec.tracker.isQuiet() && exec.stream.nextSequence === fromSequence;
-    // Whether a client that applies this page can rejoin the stream right after it with
-    // `resume: { streamEpoch, afterSequence: fromSequence - 1 }` and miss nothing.
-    const replay = exec.stream.covers(exec.stream.epoch, fromSequence - 1)
-      ? "available"
-      : "unavailable";
-    const seam = {
-      replay,
-      streamEpoch: exec.stream.epoch,
-      fromSequence,
-      reconcile: true,
-      quiet,
-    };
+    const seam = seamAt(exec, fromSequence, quiet);
     return {
       type: "reply",
       id,
@@ -464,17 +453,20 @@ function emptyPage(id: string, conversation: string, exec: Execution): Reply {
     snapshot: { bytes: 0, digest: EMPTY_SHA256 },
     sourceEpoch: "unwritten",
   };
+  const seam = seamAt(exec, fromSequence, exec.tracker.isQuiet());
+  return { type: "reply", id, outcome: "admitted", result: { page, seam } };
+}
+
+/**
+ * The seam of a page read before the stream's `fromSequence`: `replay` says whether a client
+ * that applies the page can rejoin the stream right after it with `resume: { streamEpoch,
+ * afterSequence: fromSequence - 1 }` and miss nothing. One rule for a read page and an empty one.
+ */
+function seamAt(exec: Execution, fromSequence: number, quiet: boolean) {
   const replay = exec.stream.covers(exec.stream.epoch, fromSequence - 1)
     ? "available"
     : "unavailable";
-  const seam = {
-    replay,
-    streamEpoch: exec.stream.epoch,
-    fromSequence,
-    reconcile: true,
-    quiet: exec.tracker.isQuiet(),
-  };
-  return { type: "reply", id, outcome: "admitted", result: { page, seam } };
+  return { replay, streamEpoch: exec.stream.epoch, fromSequence, reconcile: true, quiet };
 }
 
 /** SHA-256 of no bytes. */

@@ -10,6 +10,7 @@ import { piLiveSpend } from "../../../usage/lines.ts";
 import type { EngineLink } from "../engine.ts";
 import { PI_SESSION_PLACE } from "../guard.ts";
 import type {
+  CommandOptions,
   EngineHarness,
   EngineHooks,
   EngineSession,
@@ -20,7 +21,7 @@ import type {
 import { HARNESS_LABELS } from "../harness.ts";
 import { mapEvent } from "./pi-events.ts";
 import { checkLoad, readStartupBasis, type StartupBasis } from "./pi-load.ts";
-import { bindEngine, engineCommand, sealedArgv } from "./pi-pin.ts";
+import { bindEngine, type EngineOptions, engineCommand, sealedArgv } from "./pi-pin.ts";
 import {
   parseQueue,
   promptDisposition,
@@ -46,33 +47,8 @@ export const PI_ENGINE: EngineHarness<RpcEvent, RpcCommand, RpcUiResponse> = {
   readKey: (file) => readSessionHead(file).headerId,
   conversationOf: (projectRoot, seat, file) => conversationId(projectRoot, seat, basename(file)),
   checkText: checkPromptText,
-  command: (o) =>
-    engineCommand({
-      argv: sealedArgv({
-        sessionFile: o.sessionFile,
-        extraArgs: o.extraArgs,
-        piVersion: o.version,
-      }),
-      pinRoot: o.pinRoot,
-      piVersion: o.version,
-      command: o.command,
-      preArgs: o.preArgs,
-    }),
-  bind: (o, atConstruction) =>
-    bindEngine(
-      {
-        argv: sealedArgv({
-          sessionFile: o.sessionFile,
-          extraArgs: o.extraArgs,
-          piVersion: o.version,
-        }),
-        pinRoot: o.pinRoot,
-        piVersion: o.version,
-        command: o.command,
-        preArgs: o.preArgs,
-      },
-      atConstruction,
-    ),
+  command: (o) => engineCommand(engineOptionsOf(o)),
+  bind: (o, atConstruction) => bindEngine(engineOptionsOf(o), atConstruction),
   reservesEnv: (name) => RESERVED_ENV.has(name) || name.startsWith("PI_"),
   env({ home, agentDir, extra }) {
     const env: Record<string, string> = {
@@ -89,6 +65,17 @@ export const PI_ENGINE: EngineHarness<RpcEvent, RpcCommand, RpcUiResponse> = {
   beforeSpawn: (sessionFile) => readStartupBasis(sessionFile),
   start: (link, hooks, basis) => new PiSession(link, hooks, basis as StartupBasis | null),
 };
+
+/** The sealed command line a construction names and a bind checks again: one rule for both. */
+function engineOptionsOf(o: CommandOptions): EngineOptions {
+  return {
+    argv: sealedArgv({ sessionFile: o.sessionFile, extraArgs: o.extraArgs, piVersion: o.version }),
+    pinRoot: o.pinRoot,
+    piVersion: o.version,
+    command: o.command,
+    preArgs: o.preArgs,
+  };
+}
 
 /** Pi's RPC over one launched engine. */
 class PiSession implements EngineSession {
