@@ -8,6 +8,7 @@ import type { Spend } from "../../usage/lines.ts";
 import type { StreamEvent } from "../protocol.ts";
 import type { ControlRefusalCode } from "../refusal.ts";
 import type { EngineLink, EngineLinkOptions } from "./engine.ts";
+import type { PromptAck } from "./prompt-ack.ts";
 
 export const HARNESS_NAMES = ["pi", "claude-code"] as const;
 export type HarnessName = (typeof HARNESS_NAMES)[number];
@@ -65,13 +66,7 @@ export type TurnSignal =
   | { type: "queue"; steering: number; followUp: number }
   | { type: "run-settled" };
 
-/** What 1.6.0 says it did with a prompt; null when the engine says nothing (pi/rpc.ts). */
-export type PromptDisposition = "started" | "queued" | "handled";
-
-/** The engine's answer to a prompt, at its place in the stream. */
-export type PromptAck =
-  | { success: true; disposition?: PromptDisposition | null }
-  | { success: false; error: string };
+export type { PromptAck, PromptDisposition } from "./prompt-ack.ts";
 
 /** A tool the engine asks permission to run (Claude Code's `can_use_tool`). */
 export type ToolRequest = {

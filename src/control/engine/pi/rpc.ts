@@ -2,7 +2,7 @@
 // core/agent-session.d.ts:40-101, research §3.2 and §5). Wire types only: hand-written guards
 // turn `unknown` into these unions; nothing here casts parsed JSON. An event type we don't
 // know is kept whole as `other`, so nothing Pi sends is dropped.
-import type { PromptDisposition } from "../harness.ts";
+import type { PromptDisposition } from "../prompt-ack.ts";
 
 export type JsonObject = { readonly [key: string]: unknown };
 
@@ -256,7 +256,7 @@ export function parseQueue(data: unknown): Parsed<RpcQueue> {
  * running one, or `handled` it without a run (a command). 0.85.1 sends no data: null. An
  * unknown value is null too, so a newer Pi never makes the tracker guess.
  */
-export type { PromptDisposition } from "../harness.ts";
+export type { PromptDisposition } from "../prompt-ack.ts";
 
 export function promptDisposition(data: unknown): PromptDisposition | null {
   if (typeof data !== "object" || data === null || Array.isArray(data)) return null;
