@@ -2,11 +2,11 @@
 // as the JSON report `conversation usage --json` prints, read-only. The Console sends its own
 // time zone, so the days are the viewer's. Refusals: bad-query 400 (a group, day or zone that
 // is not one), usage-unavailable 503 (no cache directory the index may live in).
-import { parseDay } from "../cli/usage-args.ts";
 import {
   GROUP_BYS,
   isGroupBy,
   isTimeZone,
+  parseDay,
   type UsageQuery,
   type UsageReport,
 } from "../usage/index.ts";

@@ -1,6 +1,6 @@
 // `conversation usage`'s options and help. args.ts parses the command line with these options
 // beside the source flags and hands the values here.
-import { GROUP_BYS, type GroupBy, isGroupBy, isTimeZone } from "../usage/index.ts";
+import { GROUP_BYS, type GroupBy, isGroupBy, isTimeZone, parseDay } from "../usage/index.ts";
 import type { SourceFlags } from "./config.ts";
 
 export type UsageCommand = {
@@ -57,16 +57,6 @@ The index is kept in $XDG_CACHE_HOME/mosaic-conversation (else
 
   -h, --help         this help
 `;
-}
-
-/** A day as YYYY-MM-DD, from YYYY-MM-DD or YYYYMMDD (as ccusage takes it); null if not a day. */
-export function parseDay(s: string): string | null {
-  const m = /^(\d{4})-?(\d{2})-?(\d{2})$/.exec(s);
-  if (!m) return null;
-  const [, y, mo, d] = m;
-  const day = `${y}-${mo}-${d}`;
-  const t = new Date(`${day}T00:00:00Z`);
-  return Number.isFinite(t.getTime()) && t.toISOString().slice(0, 10) === day ? day : null;
 }
 
 type Values = {

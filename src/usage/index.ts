@@ -16,7 +16,7 @@ import { type Counted, report, type UsageQuery, type UsageReport } from "./repor
 import { openUsageStore, type UsageStore } from "./store.ts";
 
 export type { Counted, Counts, Part, UsageQuery, UsageReport, UsageRow } from "./report.ts";
-export { GROUP_BYS, type GroupBy, isGroupBy, isTimeZone, localZone } from "./report.ts";
+export { GROUP_BYS, type GroupBy, isGroupBy, isTimeZone, localZone, parseDay } from "./report.ts";
 
 export const USAGE_FILE = "usage.sqlite";
 

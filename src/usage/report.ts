@@ -83,6 +83,16 @@ export function add(to: Counts, s: Spend): void {
 }
 
 /** The local zone's name, as Intl resolves it (TZ, else the system's). */
+/** A day as YYYY-MM-DD, from YYYY-MM-DD or YYYYMMDD (as ccusage takes it): the CLI's --since/--until and the board's usage route read days by this one rule; null if not a day. */
+export function parseDay(s: string): string | null {
+  const m = /^(\d{4})-?(\d{2})-?(\d{2})$/.exec(s);
+  if (!m) return null;
+  const [, y, mo, d] = m;
+  const day = `${y}-${mo}-${d}`;
+  const t = new Date(`${day}T00:00:00Z`);
+  return Number.isFinite(t.getTime()) && t.toISOString().slice(0, 10) === day ? day : null;
+}
+
 export function localZone(): string {
   return Intl.DateTimeFormat().resolvedOptions().timeZone;
 }
