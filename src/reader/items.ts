@@ -67,7 +67,7 @@ export class BranchItems {
     this.#base = base && { length: base.length, digest: base.digest };
     if (base) {
       const h = base.hash.copy();
-      for (let i = base.length; i < length; i++) h.update(`${itemKey(this.at(i))}\n`);
+      this.#hashKeys(h, base.length, length);
       work.keysHashed += added;
       this.#hash = h;
     }
@@ -97,15 +97,37 @@ export class BranchItems {
     if (count === this.#length) return this.#full().digest;
     if (this.#base && count === this.#base.length) return this.#base.digest;
     const h = createHash("sha256");
-    for (let i = 0; i < count; i++) h.update(`${itemKey(this.at(i))}\n`);
+    this.#hashKeys(h, 0, count);
     work.keysHashed += count;
     return h.digest("hex");
+  }
+
+  /**
+   * Feeds the keys of items [from, to) to `h`, one per line, read from the columns and handed
+   * over in pieces of about 16 K characters: the same bytes as one update per key, at a small
+   * part of the cost (an update call per item was 5% of a page traversal).
+   */
+  #hashKeys(h: Hash, from: number, to: number): void {
+    const t = this.#entries;
+    let piece = "";
+    for (let i = from; i < to; i++) {
+      const code = this.#codes[i]!;
+      piece +=
+        code >= 0
+          ? `${entryItemKey(t.ids[code]!, t.starts[code]!)}\n`
+          : `${noticeItemKey(this.#store.notices[-1 - code]!)}\n`;
+      if (piece.length >= 16_384) {
+        h.update(piece);
+        piece = "";
+      }
+    }
+    if (piece.length > 0) h.update(piece);
   }
 
   #full(): { digest: string; hash: Hash } {
     if (!this.#hash) {
       const h = createHash("sha256");
-      for (let i = 0; i < this.#length; i++) h.update(`${itemKey(this.at(i))}\n`);
+      this.#hashKeys(h, 0, this.#length);
       work.keysHashed += this.#length;
       this.#hash = h;
     }
@@ -299,9 +321,18 @@ function missingParentItem(parsed: ParsedSession, rec: EntryRec): NoticeItem {
   };
 }
 
-/** The stable key of an item, for comparing a branch's earlier items across snapshots. */
+/**
+ * The stable key of an item, for comparing a branch's earlier items across snapshots: an entry
+ * by its id and where its line starts, a notice by its id.
+ */
 export function itemKey(item: Item): string {
-  return item.kind === "entry"
-    ? `n.${JSON.stringify(item.rec.id)}@${item.rec.start}`
-    : `x.${item.id}`;
+  return item.kind === "entry" ? entryItemKey(item.rec.id, item.rec.start) : noticeItemKey(item);
+}
+
+function entryItemKey(id: string, start: number): string {
+  return `n.${JSON.stringify(id)}@${start}`;
+}
+
+function noticeItemKey(notice: NoticeItem): string {
+  return `x.${notice.id}`;
 }

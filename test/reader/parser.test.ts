@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { describe, it } from "node:test";
 import { toChatId } from "../../src/protocol/chat-01.ts";
 import { entryAt, keyOf } from "../../src/reader/entries.ts";
@@ -621,6 +622,25 @@ describe("incremental parse", () => {
   });
 });
 
+describe("a branch's digest", () => {
+  it("is SHA-256 over its items' keys, one per line, for a branch of thousands of items", () => {
+    const cwd = "/p";
+    const lines: object[] = [header(cwd)];
+    for (let k = 0; k < 3000; k++) lines.push(user(`e${k}`, k === 0 ? null : `e${k - 1}`, "q"));
+    const whole = Buffer.from(`${lines.map((l) => JSON.stringify(l)).join("\n")}\n`);
+    const s = parsePiSession(whole, parseHeader(whole, false, { projectRoot: cwd }));
+    const items = branchItems(s, 0);
+    const keys = Array.from({ length: items.length }, (_, i) => `${itemKey(items.at(i))}\n`);
+    assert.ok(
+      keys.join("").length > 40_000,
+      "the keys span several of the pieces they are hashed in",
+    );
+    const sha = (n: number) => createHash("sha256").update(keys.slice(0, n).join("")).digest("hex");
+    assert.equal(items.digestOf(items.length), sha(items.length));
+    assert.equal(items.digestOf(2_345), sha(2_345));
+  });
+});
+
 describe("incremental parse, chained", () => {
   it("keeps every earlier parse reading as it did while later ones extend it in place", () => {
     const cwd = "/p";
@@ -682,6 +702,13 @@ describe("incremental parse, chained", () => {
       for (const [b, it] of c.items.entries()) {
         const list = branchItems(whole, b);
         assert.equal(it.digestOf(it.length), list.digestOf(list.length), `digest ${c.n}/${b}`);
+        // The digest is SHA-256 over the keys, one per line, whatever pieces they are fed in.
+        const keys = want[b]!.map((k) => `${k}\n`);
+        const sha = (n: number) =>
+          createHash("sha256").update(keys.slice(0, n).join("")).digest("hex");
+        assert.equal(list.digestOf(list.length), sha(list.length), `keys' digest ${c.n}/${b}`);
+        const half = Math.floor(list.length / 2);
+        assert.equal(list.digestOf(half), sha(half), `a prefix's digest ${c.n}/${b}`);
       }
     }
   });
