@@ -127,46 +127,56 @@ function tokenize(source: string, oneLine: boolean): Token[] {
 /** One unit per cluster, and one per marker inside a cluster that needs any. */
 function unitsOf(word: string, oneLine: boolean): Unit[] {
   const units: Unit[] = [];
-  for (const { segment } of graphemes.segment(word)) {
-    if (makeVisible(segment, { showNewlines: oneLine }) === segment) {
-      units.push({ text: segment, width: clusterWidth(segment) });
-      continue;
-    }
-    let plain = "";
-    const flush = () => {
-      if (plain !== "") units.push({ text: plain, width: clusterWidth(plain) });
-      plain = "";
-    };
-    for (const ch of segment) {
-      const marker = markerFor(ch.codePointAt(0) ?? 0, { showNewlines: oneLine });
-      if (marker === null) {
-        plain += ch;
-        continue;
-      }
-      flush();
-      units.push({ text: marker, width: marker.length });
-    }
-    flush();
-  }
+  for (const { segment } of graphemes.segment(word)) clusterUnits(segment, oneLine, units);
   return units;
 }
 
-/** TABs as spaces up to the next stop, counted in columns of the unwrapped source line. */
-function expandTabs(source: string): string {
-  if (!source.includes("\t")) return source;
-  let out = "";
-  let col = 0;
-  for (const { segment } of graphemes.segment(source)) {
-    if (segment === "\t") {
-      const n = TAB_STOP - (col % TAB_STOP);
-      out += " ".repeat(n);
-      col += n;
+/** The units of one grapheme cluster: itself, or its markers and the text between them. */
+function clusterUnits(segment: string, oneLine: boolean, units: Unit[]): void {
+  if (makeVisible(segment, { showNewlines: oneLine }) === segment) {
+    units.push({ text: segment, width: clusterWidth(segment) });
+    return;
+  }
+  let plain = "";
+  const flush = () => {
+    if (plain !== "") units.push({ text: plain, width: clusterWidth(plain) });
+    plain = "";
+  };
+  for (const ch of segment) {
+    const marker = markerFor(ch.codePointAt(0) ?? 0, { showNewlines: oneLine });
+    if (marker === null) {
+      plain += ch;
       continue;
     }
-    out += segment;
-    col += textWidth(segment);
+    flush();
+    units.push({ text: marker, width: marker.length });
+  }
+  flush();
+}
+
+/**
+ * TABs as spaces up to the next stop, counted in columns of the unwrapped source line. A TAB is
+ * a grapheme cluster of its own (a control: clusters break before and after it), so the text
+ * between two TABs is measured alone, once (measuring each cluster through textWidth made a
+ * long tabbed line cost seconds).
+ */
+function expandTabs(source: string): string {
+  if (!source.includes("\t")) return source;
+  const pieces = source.split("\t");
+  let out = pieces[0]!;
+  let col = columnsOf(out);
+  for (let i = 1; i < pieces.length; i++) {
+    const piece = pieces[i]!;
+    const n = TAB_STOP - (col % TAB_STOP);
+    out += " ".repeat(n) + piece;
+    col += n + columnsOf(piece);
   }
   return out;
+}
+
+/** textWidth, with plain text (one column per code unit) counted by its length. */
+function columnsOf(text: string): number {
+  return PLAIN_LINE.test(text) ? text.length : textWidth(text);
 }
 
 /** Columns a grapheme cluster takes: 2 for wide and emoji, else 1. */

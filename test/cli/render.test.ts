@@ -8,6 +8,7 @@ import {
 } from "../../src/cli/render.ts";
 import { textWidth, wrapText } from "../../src/cli/wrap.ts";
 import type { Block, Part } from "../../src/index.ts";
+import { mulberry32 } from "../helpers/prng.ts";
 import { firstForbidden } from "./hostile.ts";
 
 function widest(lines: string[]): number {
@@ -75,6 +76,54 @@ describe("wrapText", () => {
 
   it("expands TAB to the next stop and keeps leading indentation when code is shown", () => {
     assert.deepEqual(wrapText("a\tb\n    indented", { width: 40 }), ["a       b", "    indented"]);
+  });
+
+  it("expands TAB by each cluster's columns, wide, emoji, marked and combined alike", () => {
+    // The rule: a TAB goes to the next 8-column stop of the source line, every cluster before
+    // it counted as textWidth counts it alone (a reference built on exactly that).
+    const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+    const expand = (line: string) => {
+      let out = "";
+      let col = 0;
+      for (const { segment } of segmenter.segment(line)) {
+        if (segment === "\t") {
+          out += " ".repeat(8 - (col % 8));
+          col += 8 - (col % 8);
+        } else {
+          out += segment;
+          col += textWidth(segment);
+        }
+      }
+      return out;
+    };
+    const random = mulberry32(0x7ab);
+    const alphabet = [
+      "\t",
+      "a",
+      " ",
+      "é",
+      "日",
+      "😀",
+      "\u0301",
+      "\u001b",
+      "\u202e",
+      "\u200d",
+      "👩",
+      "x",
+    ];
+    for (let n = 0; n < 2_000; n++) {
+      let line = "";
+      for (let i = Math.floor(random() * 30); i > 0; i--) {
+        line += alphabet[Math.floor(random() * alphabet.length)];
+      }
+      assert.deepEqual(
+        wrapText(line, { width: 400 }),
+        wrapText(expand(line), { width: 400 }),
+        JSON.stringify(line),
+      );
+    }
+    assert.deepEqual(wrapText("日本\tx", { width: 40 }), ["日本    x"]);
+    assert.deepEqual(wrapText("é\tx\ty", { width: 40 }), ["é       x       y"]);
   });
 
   it("keeps one logical line and shows LF as ^J when oneLine is set", () => {
