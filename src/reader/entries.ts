@@ -172,6 +172,34 @@ export type ScanState = {
 };
 
 /**
+ * The whole lines of `buf` from `scan.scanned` on, each numbered (`scan.line`) and, unless
+ * blank (spaces, tabs, CRs: skipped silently, as Pi does), handed to `each` with its range in
+ * `buf`; then `scan.scanned` moves past them. `buf` holds the snapshot's bytes from offset
+ * `base` (the snapshot is read in steps and not kept whole): how every harness's scan walks a
+ * snapshot's lines.
+ */
+export function forEachLine(
+  buf: Buffer,
+  scan: ScanState,
+  base: number,
+  each: (line: number, start: number, end: number) => void,
+): void {
+  // Byte offsets are kept in 32 bits: snapshots are at most 256 MiB (LIMITS.fileBytes).
+  if (base + buf.length > 0xffffffff) throw new Error("a snapshot over 4 GiB cannot be indexed");
+  let start = scan.scanned - base;
+  while (start < buf.length) {
+    const line = ++scan.line;
+    let end = buf.indexOf(NL, start);
+    if (end < 0) end = buf.length;
+    if (!isBlank(buf, start, end)) each(line, start, end);
+    start = end + 1;
+  }
+  scan.scanned = Math.max(scan.scanned, base + buf.length);
+}
+
+const NL = 0x0a;
+
+/**
  * A harness's line scan, as tree.ts drives it: a first scan, the lines of a snapshot from where
  * a scan stopped, and the two ways a longer snapshot continues an earlier scan (a copy, or the
  * same columns when no other scan appended to them). Methods, so a scanner of a narrower head

@@ -14,8 +14,8 @@ import {
   continuedScan,
   type EntryTable,
   emptyTable,
+  forEachLine,
   internType,
-  isBlank,
   pushEntry,
   roomFor,
   type Scanner,
@@ -80,8 +80,6 @@ export type ClaudeScan = ScanState & {
   /** The last compaction boundary: its summary joins its entry. */
   boundary: { uuid: string; row: number } | null;
 };
-
-const NL = 0x0a;
 
 function emptyClaudeTable(): ClaudeTable {
   const t = emptyTable();
@@ -171,35 +169,25 @@ const USE: ValueRange = { start: -1, end: -1, agentId: false };
  * snapshot's bytes from offset `base` (the snapshot is read in steps and not kept whole).
  */
 function scanLines(buf: Buffer, head: ClaudeHead, scan: ClaudeScan, base = 0): ClaudeScan {
-  // Byte offsets are kept in 32 bits: snapshots are at most 256 MiB (LIMITS.fileBytes).
-  if (base + buf.length > 0xffffffff) throw new Error("a snapshot over 4 GiB cannot be indexed");
   const t = scan.entries;
   const other = scan.other;
-  let start = scan.scanned - base;
-  while (start < buf.length) {
-    const line = ++scan.line;
-    let end = buf.indexOf(NL, start);
-    if (end < 0) end = buf.length;
-    if (!isBlank(buf, start, end)) {
-      // What JSON.parse would say of the fields the tree needs, without building the object
-      // (scan-line.ts); the whole line is parsed only when a page renders it.
-      const f = scanClaudeLine(buf, start, end, !scan.started, USE);
-      if (!f.json || !f.object || (f.type === null && f.uuid === null)) {
-        scan.lineNotices.push({
-          line,
-          start: base + start,
-          end: base + end,
-          kind: "malformed-line",
-        });
-        scan.notices++;
-        scan.malformed++;
-      } else if (f.uuid !== null) {
-        addRecord(scan, t, other, head, f, f.uuid, line, base + start, base + end);
-      }
+  forEachLine(buf, scan, base, (line, start, end) => {
+    // What JSON.parse would say of the fields the tree needs, without building the object
+    // (scan-line.ts); the whole line is parsed only when a page renders it.
+    const f = scanClaudeLine(buf, start, end, !scan.started, USE);
+    if (!f.json || !f.object || (f.type === null && f.uuid === null)) {
+      scan.lineNotices.push({
+        line,
+        start: base + start,
+        end: base + end,
+        kind: "malformed-line",
+      });
+      scan.notices++;
+      scan.malformed++;
+    } else if (f.uuid !== null) {
+      addRecord(scan, t, other, head, f, f.uuid, line, base + start, base + end);
     }
-    start = end + 1;
-  }
-  scan.scanned = Math.max(scan.scanned, base + buf.length);
+  });
   return scan;
 }
 

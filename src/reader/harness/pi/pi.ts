@@ -6,8 +6,8 @@
 import {
   continuedScan,
   emptyTable,
+  forEachLine,
   internType,
-  isBlank,
   isObject,
   parseLine,
   pushEntry,
@@ -109,40 +109,30 @@ export function firstScan(buf: Buffer): PiScan {
  * snapshot's bytes from offset `base` (the snapshot is read in steps and not kept whole).
  */
 export function scanLines(buf: Buffer, header: Header, scan: PiScan, base = 0): PiScan {
-  // Byte offsets are kept in 32 bits: snapshots are at most 256 MiB (LIMITS.fileBytes).
-  if (base + buf.length > 0xffffffff) throw new Error("a snapshot over 4 GiB cannot be indexed");
   const v1 = header.version < 2;
-  let start = scan.scanned - base;
-  while (start < buf.length) {
-    const line = ++scan.line;
-    let end = buf.indexOf(NL, start);
-    if (end < 0) end = buf.length;
-    if (!isBlank(buf, start, end)) {
-      // Exactly what JSON.parse would say about validity and the three keys, without building
-      // the object (line-scan.ts); the content is parsed only when a page renders the entry.
-      const f = scanLine(buf, start, end);
-      const at = { start: base + start, end: base + end };
-      if (f.json && f.object && f.type === "session") {
-        // Pi ignores header lines after the first (research §1.2, fixture 16).
-        scan.lineNotices.push({ line, ...at, kind: "ignored-header" });
-        scan.notices++;
-      } else if (f.json && f.object && (v1 || (typeof f.id === "string" && f.id.length > 0))) {
-        // v1 files have no ids: Pi's migration chains them linearly in file order (SM:31-54).
-        const id = v1 || typeof f.id !== "string" ? `line-${line}` : f.id;
-        const parentId = v1 ? scan.lastV1 : typeof f.parentId === "string" ? f.parentId : null;
-        if (v1) scan.lastV1 = id;
-        const type = typeof f.type === "string" ? internType(f.type) : "";
-        const parent = parentId === "" ? null : parentId;
-        pushEntry(scan.entries, id, parent, type, line, at.start, at.end);
-      } else {
-        scan.lineNotices.push({ line, ...at, kind: "malformed-line" });
-        scan.notices++;
-        scan.malformed++;
-      }
+  forEachLine(buf, scan, base, (line, start, end) => {
+    // Exactly what JSON.parse would say about validity and the three keys, without building
+    // the object (line-scan.ts); the content is parsed only when a page renders the entry.
+    const f = scanLine(buf, start, end);
+    const at = { start: base + start, end: base + end };
+    if (f.json && f.object && f.type === "session") {
+      // Pi ignores header lines after the first (research §1.2, fixture 16).
+      scan.lineNotices.push({ line, ...at, kind: "ignored-header" });
+      scan.notices++;
+    } else if (f.json && f.object && (v1 || (typeof f.id === "string" && f.id.length > 0))) {
+      // v1 files have no ids: Pi's migration chains them linearly in file order (SM:31-54).
+      const id = v1 || typeof f.id !== "string" ? `line-${line}` : f.id;
+      const parentId = v1 ? scan.lastV1 : typeof f.parentId === "string" ? f.parentId : null;
+      if (v1) scan.lastV1 = id;
+      const type = typeof f.type === "string" ? internType(f.type) : "";
+      const parent = parentId === "" ? null : parentId;
+      pushEntry(scan.entries, id, parent, type, line, at.start, at.end);
+    } else {
+      scan.lineNotices.push({ line, ...at, kind: "malformed-line" });
+      scan.notices++;
+      scan.malformed++;
     }
-    start = end + 1;
-  }
-  scan.scanned = Math.max(scan.scanned, base + buf.length);
+  });
   return scan;
 }
 
