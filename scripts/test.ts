@@ -8,13 +8,21 @@
 // TEST_CONCURRENCY sets how many files run at once (default 4, measured in docs/testing.md);
 // arguments name files or globs to run instead of the whole suite. With TEST_DURATIONS=write
 // the run writes each file's time back to test/durations.json (do that after adding slow files).
-import { globSync, readFileSync, writeFileSync } from "node:fs";
+//
+// Every Node the suite starts (test files, the CLI children, controllers, shims, workers) keeps
+// its compiled modules in one compile cache (NODE_COMPILE_CACHE, node_modules/.cache of this
+// checkout unless already set): most of a short child's CPU is type-stripping and compiling the
+// sources, which the cache does once (docs/testing.md). An engine gets no inherited env, so no
+// cache: the engines run as they would anywhere.
+import { globSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { relative, resolve } from "node:path";
 import { run } from "node:test";
 import { spec } from "node:test/reporters";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const DURATIONS = resolve(ROOT, "test/durations.json");
+/** Node checks each entry against its source, so a stale or torn entry is recompiled, not run. */
+const COMPILE_CACHE = resolve(ROOT, "node_modules/.cache/node-compile-cache");
 const DEFAULT_CONCURRENCY = 4;
 /** Every test's deadline: a test that hangs fails after 3 minutes instead of holding the run. */
 const TEST_TIMEOUT_MS = 180_000;
@@ -59,6 +67,11 @@ if (files.length === 0) {
 const known = recorded();
 const weight = (f: string) => known[f] ?? NEW_FILE_GUESS_S;
 files.sort((a, b) => weight(b) - weight(a) || a.localeCompare(b));
+
+if (!process.env.NODE_COMPILE_CACHE) {
+  mkdirSync(COMPILE_CACHE, { recursive: true });
+  process.env.NODE_COMPILE_CACHE = COMPILE_CACHE;
+}
 
 const n = concurrency();
 const started = performance.now();
