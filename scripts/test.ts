@@ -7,7 +7,8 @@
 //
 // TEST_CONCURRENCY sets how many files run at once (default 4, measured in docs/testing.md);
 // arguments name files or globs to run instead of the whole suite. With TEST_DURATIONS=write
-// the run writes each file's time back to test/durations.json (do that after adding slow files).
+// the run writes each file's time (its process's life) back to test/durations.json (do that
+// after adding slow files).
 //
 // Every Node the suite starts (test files, the CLI children, controllers, shims, workers) keeps
 // its compiled modules in one compile cache (NODE_COMPILE_CACHE, node_modules/.cache of this
@@ -52,6 +53,24 @@ function recorded(): Record<string, number> {
   }
 }
 
+/**
+ * CPU time (user + system) of every process the run started and reaped, through each file's
+ * process: the suite's real cost on a shared machine, which the wall time hides.
+ */
+function cpuOfChildren(): string {
+  try {
+    const stat = readFileSync("/proc/self/stat", "utf8");
+    // Fields after the command's ")": cutime and cstime are the 16th and 17th of the line, in
+    // USER_HZ ticks (100 a second on Linux).
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const ticks = Number(fields[13]) + Number(fields[14]);
+    return Number.isFinite(ticks) ? `${(ticks / 100).toFixed(0)} s CPU` : "CPU unknown";
+  } catch {
+    // Not Linux: the figure is only a report.
+    return "CPU unknown";
+  }
+}
+
 const patterns = process.argv.slice(2);
 const files = [
   ...new Set(
@@ -75,7 +94,10 @@ if (!process.env.NODE_COMPILE_CACHE) {
 
 const n = concurrency();
 const started = performance.now();
-/** Per file: the sum of its top-level tests' durations (seconds). */
+/**
+ * Per file: its process's whole life (seconds), start-up and exit included: a timer or handle
+ * left behind keeps a file's process, and so one of the n slots, after its last test.
+ */
 const fileTime = new Map<string, number>();
 const failed = new Set<string>();
 
@@ -85,17 +107,15 @@ const stream = run({
   timeout: TEST_TIMEOUT_MS,
   cwd: ROOT,
 });
-stream.on("test:pass", (data) => record(data));
 stream.on("test:fail", (data) => {
   process.exitCode = 1;
   if (data.file) failed.add(relative(ROOT, data.file));
-  record(data);
 });
-function record(data: { nesting: number; file?: string; details: { duration_ms: number } }) {
-  if (data.nesting !== 0 || !data.file) return;
-  const f = relative(ROOT, data.file);
-  fileTime.set(f, (fileTime.get(f) ?? 0) + data.details.duration_ms / 1000);
-}
+// The runner reports each file's process as a test named by its (absolute) path.
+stream.on("test:complete", (data) => {
+  if (data.nesting !== 0 || !data.file || data.name !== data.file) return;
+  fileTime.set(relative(ROOT, data.file), data.details.duration_ms / 1000);
+});
 stream.compose(spec).pipe(process.stdout);
 stream.on("end", () => {
   const wall = (performance.now() - started) / 1000;
@@ -103,7 +123,7 @@ stream.on("end", () => {
   const lines = slowest.map(([f, s]) => `#   ${s.toFixed(1).padStart(7)} s  ${f}`);
   const load = readFileSync("/proc/loadavg", "utf8").trim();
   process.stdout.write(
-    `# ${files.length} files, ${n} at once: ${wall.toFixed(0)} s wall (load now ${load})\n` +
+    `# ${files.length} files, ${n} at once: ${wall.toFixed(0)} s wall, ${cpuOfChildren()} (load now ${load})\n` +
       `# slowest files:\n${lines.join("\n")}\n` +
       (failed.size > 0 ? `# files with failures: ${[...failed].join(", ")}\n` : ""),
   );
