@@ -15,8 +15,8 @@
 // checkout unless already set): most of a short child's CPU is type-stripping and compiling the
 // sources, which the cache does once (docs/testing.md). An engine gets no inherited env, so no
 // cache: the engines run as they would anywhere.
-import { globSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { relative, resolve } from "node:path";
+import { globSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
 import { run } from "node:test";
 import { spec } from "node:test/reporters";
 
@@ -24,6 +24,11 @@ const ROOT = resolve(import.meta.dirname, "..");
 const DURATIONS = resolve(ROOT, "test/durations.json");
 /** Node checks each entry against its source, so a stale or torn entry is recompiled, not run. */
 const COMPILE_CACHE = resolve(ROOT, "node_modules/.cache/node-compile-cache");
+/**
+ * Node never prunes the cache, and each run adds some 500 entries (2 MB) for files compiled
+ * anew (edited sources, the package test's fresh installs): past this many it starts over.
+ */
+const COMPILE_CACHE_MAX_ENTRIES = 20_000;
 const DEFAULT_CONCURRENCY = 4;
 /** Every test's deadline: a test that hangs fails after 3 minutes instead of holding the run. */
 const TEST_TIMEOUT_MS = 180_000;
@@ -88,7 +93,15 @@ const weight = (f: string) => known[f] ?? NEW_FILE_GUESS_S;
 files.sort((a, b) => weight(b) - weight(a) || a.localeCompare(b));
 
 if (!process.env.NODE_COMPILE_CACHE) {
+  // One folder per Node version below the cache, each flat.
   mkdirSync(COMPILE_CACHE, { recursive: true });
+  const entries = readdirSync(COMPILE_CACHE, { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .reduce((sum, d) => sum + readdirSync(join(COMPILE_CACHE, d.name)).length, 0);
+  if (entries > COMPILE_CACHE_MAX_ENTRIES) {
+    rmSync(COMPILE_CACHE, { recursive: true, force: true });
+    mkdirSync(COMPILE_CACHE, { recursive: true });
+  }
   process.env.NODE_COMPILE_CACHE = COMPILE_CACHE;
 }
 
