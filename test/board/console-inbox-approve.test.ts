@@ -52,7 +52,7 @@ describe("Allow and Deny in the Console's inbox, with the real Claude Code", {
     const open = async (b: Browser, login: boolean, width: number): Promise<Page> => {
       const page = await b.context.newPage();
       t.after(() => page.close());
-      page.setDefaultTimeout(30_000);
+      page.setDefaultTimeout(WAIT);
       page.on("pageerror", (e) => errors.push(e.message));
       if (login) {
         await page.goto(board.loginUrl);
@@ -68,7 +68,7 @@ describe("Allow and Deny in the Console's inbox, with the real Claude Code", {
     // A page on the conversation before the approval: the board's watch of it is open.
     const early = await wide.context.newPage();
     t.after(() => early.close());
-    early.setDefaultTimeout(30_000);
+    early.setDefaultTimeout(WAIT);
     await early.goto(`${board.url}#c=${run.ctrl.conversation}`);
     await early
       .locator("#live-who")
@@ -96,7 +96,7 @@ describe("Allow and Deny in the Console's inbox, with the real Claude Code", {
     // A page that opens the conversation now joins that watch and is sent the open approval.
     const late = await wide.context.newPage();
     t.after(() => late.close());
-    late.setDefaultTimeout(30_000);
+    late.setDefaultTimeout(WAIT);
     await late.goto(`${board.url}#c=${run.ctrl.conversation}`);
     await late
       .locator("#live-approvals .approval.open")

@@ -8,6 +8,7 @@ import { loadAssets } from "../../src/board/assets.ts";
 import { FALLBACK_POLL_MS, LiveHub } from "../../src/board/live.ts";
 import { createHandler } from "../../src/board/routes.ts";
 import { rootsFromSpecs } from "../../src/reader/sources.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { idOf, user } from "../helpers/reader.ts";
 import { writeBoardFixture } from "./fixture.ts";
 import { send } from "./http-client.ts";
@@ -57,7 +58,7 @@ describe("board live route, polling fallback", () => {
     await new Promise((resolve) => setTimeout(resolve, FALLBACK_POLL_MS + 500));
     assert.equal(hub.stats().reads, reads, "a poll that finds no change reads nothing");
     appendFileSync(fx.files.grow, `${JSON.stringify(user("g3", "g2", "found by polling", 3))}\n`);
-    const pushed = await stream.next(FALLBACK_POLL_MS * 3);
+    const pushed = await stream.next(DEADLINE_MS);
     assert.equal(pushed.event, "page");
     assert.match(pushed.data, /found by polling/);
   });

@@ -125,7 +125,7 @@ describe("board live route (SSE)", () => {
       const r = await openPage(board, id);
       streams.push(await openStream(board.port, livePath(id, r)));
     }
-    await Promise.all(streams.map((s) => s.next(20_000)));
+    await Promise.all(streams.map((s) => s.next(DEADLINE_MS)));
     assert.deepEqual(
       { followers: board.live().followers, watching: board.live().watching },
       { followers: 100, watching: 1 },
@@ -137,7 +137,7 @@ describe("board live route (SSE)", () => {
     assert.equal(board.live().reads, before, "no read while nothing is appended");
 
     appendFileSync(fx.files.grow, line(user("g3", "g2", "one append for all", 3)));
-    const events = await Promise.all(streams.map((s) => s.next(20_000)));
+    const events = await Promise.all(streams.map((s) => s.next(DEADLINE_MS)));
     for (const e of events) assert.match(e.data, /one append for all/);
     assert.equal(board.live().reads, before + 100, "one read per follower per append");
 

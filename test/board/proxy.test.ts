@@ -142,6 +142,9 @@ describe("board behind caddy", { skip }, () => {
       const { caddy, board } = await proxiedBoard(t);
       // Caddy asks for credentials; the board is never reached without them.
       assert.equal((await viaCaddy(caddy, "/api/conversations", {})).status, 401);
+      // Nor with a wrong password: Caddy checks each against its user's hash.
+      const wrong = await viaCaddy(caddy, "/api/conversations", { user: ["vera", "pw-of-ada"] });
+      assert.equal(wrong.status, 401);
       const read = await viaCaddy(caddy, "/api/conversations", {
         user: ["vera", password("vera")],
       });

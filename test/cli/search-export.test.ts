@@ -152,7 +152,9 @@ describe("conversation search and export", () => {
       costly.stderr,
       /^refused: bad-query: A query matches at most 8 words as beginnings of words; this one has 9\. Put the others in "quotes" to match them whole, or leave some out\.\n$/,
     );
-    const unknown = await runCli(t, ["export", "pi-0", "--project", project, "--format", "md"]);
+    // A whole id nothing has: "pi-0" was a unique prefix of the fixture's id one run in 16.
+    const nobody = `pi-${"0".repeat(40)}`;
+    const unknown = await runCli(t, ["export", nobody, "--project", project, "--format", "md"]);
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /^refused: unknown-conversation: /);
     const inside = join(fx.sessionsDir, "export.md");

@@ -217,10 +217,18 @@ for (const piVersion of REAL_PI_VERSIONS)
         for (const pid of family) strays.add(pid);
         for (const pid of family) assert.equal(isAlive(pid), true, `family member ${pid} runs`);
         const escaped = family[0] as number;
-        // It really left Pi's session and process group.
-        const stat = readFileSync(`/proc/${escaped}/stat`, "utf8");
-        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-        assert.equal(Number(fields[3]), escaped, "the setsid child leads its own session");
+        // It really leaves Pi's session and process group. The shell writes the pid file as it
+        // forks, before the child has run setsid(): on a busy machine the child was seen still
+        // in Pi's session (the shell's) at this point, so wait for it.
+        const sessionOf = (pid: number) => {
+          const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+          return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[3]);
+        };
+        await until(
+          () => sessionOf(escaped) === escaped,
+          "the setsid child to lead its own session",
+        );
+        assert.equal(sessionOf(escaped), escaped, "the setsid child leads its own session");
         for (const pid of family) {
           const cg = readFileSync(`/proc/${pid}/cgroup`, "utf8");
           assert.match(

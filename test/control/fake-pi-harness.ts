@@ -107,28 +107,35 @@ export function fakeHeader(cwd: string): object {
 
 /**
  * The n-th time the fake reaches `point`: `reached` resolves when it waits there (deadline
- * `timeoutMs`), `release()` lets it go on.
+ * `timeoutMs`), `release()` lets it go on, `cancel()` stops waiting (`reached` rejects): a hold
+ * that may never come is cancelled when its test ends, or its watcher and timer keep the
+ * file's process up until the deadline.
  */
 export function holdPoint(
   p: FakeProject,
   point: HoldPoint,
   n = 1,
   timeoutMs = DEADLINE_MS,
-): { reached: Promise<void>; release: () => void } {
+): { reached: Promise<void>; release: () => void; cancel: () => void } {
   const base = join(p.holdDir, `${point}.${n}`);
+  let cancel = () => {};
   const reached = new Promise<void>((resolve, reject) => {
     const watcher = watch(p.holdDir, () => check());
-    const timer = setTimeout(() => {
-      watcher.close();
-      reject(new Error(`fake-pi did not reach ${point} #${n} within ${timeoutMs} ms`));
-    }, timeoutMs);
-    function check(): void {
-      if (!existsSync(`${base}.reached`)) return;
+    const stop = (error?: Error) => {
       watcher.close();
       clearTimeout(timer);
-      resolve();
+      if (error) reject(error);
+      else resolve();
+    };
+    const timer = setTimeout(
+      () => stop(new Error(`fake-pi did not reach ${point} #${n} within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    cancel = () => stop(new Error(`the wait for ${point} #${n} was cancelled`));
+    function check(): void {
+      if (existsSync(`${base}.reached`)) stop();
     }
     check();
   });
-  return { reached, release: () => writeFileSync(`${base}.release`, "") };
+  return { reached, release: () => writeFileSync(`${base}.release`, ""), cancel };
 }

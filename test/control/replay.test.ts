@@ -304,6 +304,8 @@ async function dropScene(t: TestContext, { point, n }: DropPoint) {
   for (let k = n + 1; k <= n + 8; k++) {
     const h = holdPoint(f, point, k, 20_000);
     void h.reached.then(h.release, () => undefined);
+    // Most of these never come: their waits end with the test, not 20 s later.
+    t.after(h.cancel);
   }
   return { ctl, f, tap, a, b, held, prompted };
 }

@@ -32,6 +32,8 @@ export type FakeModel = {
   readonly requests: readonly RecordedRequest[];
   /** Replies for the next chat-completions requests, in order. */
   enqueue(...replies: ModelReply[]): void;
+  /** Drops the replies no request has taken yet, and returns them. */
+  dropQueued(): ModelReply[];
   /** Resolves once `count` chat-completions requests have arrived. */
   waitForRequests(count: number, timeoutMs?: number): Promise<void>;
   /** Ends every open stream and stops listening. Safe to call twice. */
@@ -76,6 +78,7 @@ export async function startFakeModel(
     enqueue: (...replies) => {
       queue.push(...replies);
     },
+    dropQueued: () => queue.splice(0),
     waitForRequests: (count, timeoutMs) => completions.waitFor(count, timeoutMs),
     close() {
       closed ??= new Promise<void>((resolve) => {

@@ -15,7 +15,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import ece from "http_ece";
-import { within } from "./deadline.ts";
+import { DEADLINE_MS, within } from "./deadline.ts";
 
 export type Jwt = { header: Record<string, unknown>; claims: Record<string, unknown> };
 
@@ -132,7 +132,7 @@ export async function startPushEndpoint(options: { tls?: boolean } = {}): Promis
         },
       };
     },
-    async next(ms = 20_000) {
+    async next(ms = DEADLINE_MS) {
       await within(
         new Promise<void>((resolve) => {
           const look = () => {
