@@ -504,6 +504,25 @@ describe("cohort", { skip }, () => {
     assert.equal(isAlive(pid), false, "the shim is killed");
   });
 
+  it("a released shim has removed the scope before it answers, so a launcher killed then leaves nothing", async (t) => {
+    // The launcher releases the shim only after a proven stop: the engine cgroup is empty. Here
+    // it is emptied by hand and `release` sent straight to the shim, with no launcher removal.
+    const dir = tempDir(t);
+    const launched = await launch(t, familySpec(dir, []));
+    await launched.link.ready();
+    const kill = await launched.shim.request({ type: "kill" }, 5_000);
+    assert.equal(kill.type, "written");
+    const empty = await launched.shim.request(
+      { type: "events", until: { populated: false }, timeoutMs: 10_000 },
+      15_000,
+    );
+    assert.ok(empty.type === "events" && empty.met, JSON.stringify(empty));
+    const reply = await launched.shim.request({ type: "release" }, 5_000);
+    assert.equal(reply.type, "released");
+    assert.equal(existsSync(launched.scope.dir), false, "the scope is gone when the answer comes");
+    await waitGone(launched.scope.shimPid);
+  });
+
   it("when the controller dies, the orphaned shim kills the cohort and removes the scope", async (t) => {
     const dir = tempDir(t);
     const spec = familySpec(dir, [STAYED, ESCAPED]);

@@ -479,6 +479,11 @@ async function runShim(argv: readonly string[]): Promise<void> {
     }
     if (req.type === "release") {
       released = true;
+      // The stop is proven (the engine cgroup is empty): leave the scope and remove it before
+      // answering. Left to the launcher after this answer, a launcher killed in between left
+      // the empty scope behind for good, since nothing removes the scope of a stop already
+      // proven; the launcher's own removal then finds nothing left to do.
+      await leaveAndRemove(scope);
       channel.end(encodeLine({ type: "released", id: req.id } satisfies ShimMessage), () =>
         process.exit(0),
       );
@@ -511,10 +516,18 @@ async function runShim(argv: readonly string[]): Promise<void> {
 async function orphaned(scope: string, engine: string): Promise<void> {
   await writeControl(engine, "cgroup.kill", "1");
   await waitForEvents(engine, { populated: false }, ORPHAN_KILL_WAIT_MS);
+  process.exit((await leaveAndRemove(scope)) ? 0 : 75);
+}
+
+/**
+ * Moves this process to the scope's parent (which holds the launcher's own processes already)
+ * and removes the scope; whether all of it went (what stayed is said on stderr).
+ */
+async function leaveAndRemove(scope: string): Promise<boolean> {
   await writeControl(dirname(scope), "cgroup.procs", String(process.pid));
   const { failed } = await removeTree(scope);
   for (const f of failed) process.stderr.write(`shim: rmdir ${f.dir}: ${f.errno}\n`);
-  process.exit(failed.length === 0 ? 0 : 75);
+  return failed.length === 0;
 }
 
 if (import.meta.main) await runShim(process.argv.slice(2));
