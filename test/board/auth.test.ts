@@ -11,6 +11,7 @@ import type { BrowserContext, Page } from "playwright-core";
 import { MAX_LOGINS } from "../../src/board/auth.ts";
 import { type Board, type ControlCall, startBoard } from "../../src/board/index.ts";
 import { jsonReply } from "../../src/board/reply.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { logIn, postLogin } from "../helpers/login.ts";
 import { OTHER_UID, requestAsOtherUser, whyNoOtherUser } from "../helpers/other-user.ts";
 import { browserSkip, suiteBrowser } from "./browser.ts";
@@ -301,7 +302,7 @@ async function waitUntil(page: Page, expression: string, what: string): Promise<
 async function logInPage(context: BrowserContext, t: TestContext, board: Board): Promise<Page> {
   const page = await context.newPage();
   t.after(() => page.close());
-  page.setDefaultTimeout(15_000);
+  page.setDefaultTimeout(DEADLINE_MS);
   await page.goto(board.loginUrl);
   await page.waitForURL(board.url);
   return page;

@@ -104,7 +104,7 @@ export async function openConsole(
   t.after(() => board.close());
   const page = await context.newPage();
   t.after(() => page.close());
-  page.setDefaultTimeout(10_000);
+  page.setDefaultTimeout(DEADLINE_MS);
   const errors: string[] = [];
   const requests: string[] = [];
   page.on("pageerror", (e) => errors.push(e.message));

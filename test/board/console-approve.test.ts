@@ -9,7 +9,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Page } from "playwright-core";
-import { SLOW_TEST_MS, until } from "../helpers/deadline.ts";
+import { DEADLINE_MS, SLOW_TEST_MS, until } from "../helpers/deadline.ts";
 import {
   ARTIFACTS,
   type Browser,
@@ -61,7 +61,7 @@ describe("approvals in the Console's live panel, with the real Claude Code", {
     const open = async (context: Browser["context"], login: boolean): Promise<Page> => {
       const page = await context.newPage();
       t.after(() => page.close());
-      page.setDefaultTimeout(30_000);
+      page.setDefaultTimeout(DEADLINE_MS);
       page.on("pageerror", (e) => errors.push(e.message));
       page.on("dialog", (d) => {
         errors.push(`dialog: ${d.message()}`);

@@ -13,7 +13,7 @@ import type { LedgerAction } from "../../src/audit/ledger-line.ts";
 import { PgroupLauncher } from "../../src/control/cohort/launcher.ts";
 import { Controller } from "../../src/control/controller/controller.ts";
 import { controllerOptions, makeFixture } from "../control/controller-fixture.ts";
-import { SLOW_TEST_MS } from "../helpers/deadline.ts";
+import { DEADLINE_MS, SLOW_TEST_MS } from "../helpers/deadline.ts";
 import { type FakeModel, startFakeModel } from "../helpers/fake-model.ts";
 import { MODEL, settledSession, writeAgentFiles } from "../helpers/real-pi.ts";
 import { ARTIFACTS, browserSkip, launchBrowser, runAxe, seriousOf } from "./browser.ts";
@@ -71,7 +71,7 @@ describe("the budget dialog in the Console's live panel, with the real Pi", {
     closeBrowser = () => browser.close();
     const errors: string[] = [];
     const page: Page = await browser.context.newPage();
-    page.setDefaultTimeout(30_000);
+    page.setDefaultTimeout(DEADLINE_MS);
     page.on("pageerror", (e) => errors.push(e.message));
     page.on("dialog", (d) => {
       errors.push(`dialog: ${d.message()}`);

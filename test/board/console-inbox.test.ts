@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { startReal } from "../control/real-controller.ts";
-import { SLOW_TEST_MS } from "../helpers/deadline.ts";
+import { DEADLINE_MS, SLOW_TEST_MS } from "../helpers/deadline.ts";
 import { ARTIFACTS, type Browser, browserSkip, launchBrowser } from "./browser.ts";
 import { boardOverController } from "./controlled-board.ts";
 
@@ -55,7 +55,7 @@ for (const width of [1400, 390]) {
         const context = browser.context;
         const page = await context.newPage();
         t.after(() => page.close());
-        page.setDefaultTimeout(20_000);
+        page.setDefaultTimeout(DEADLINE_MS);
         const errors: string[] = [];
         page.on("pageerror", (e) => errors.push(e.message));
         await page.addInitScript(RECORD_NOTIFICATIONS);

@@ -9,6 +9,7 @@ import { after, before, describe, it, type TestContext } from "node:test";
 import type { Page } from "playwright-core";
 import { startBoard } from "../../src/board/index.ts";
 import { createReader, rootsFromSpecs } from "../../src/index.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { header, idOf, project, tempDir, user, writeSession } from "../helpers/reader.ts";
 import {
   type Browser,
@@ -198,7 +199,7 @@ describe("board Console: what a newcomer hit", { skip: browserSkip }, () => {
     t.after(() => board.close());
     const page = await light.context.newPage();
     t.after(() => page.close());
-    page.setDefaultTimeout(10_000);
+    page.setDefaultTimeout(DEADLINE_MS);
     const pushed: string[] = [];
     page.on("request", (r) => {
       if (r.url().includes("/live?")) pushed.push(r.url());

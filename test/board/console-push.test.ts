@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { after, before, describe, it, type TestContext } from "node:test";
 import type { Board } from "../../src/board/index.ts";
 import { startController } from "../control/controller-fixture.ts";
-import { SLOW_TEST_MS } from "../helpers/deadline.ts";
+import { DEADLINE_MS, SLOW_TEST_MS } from "../helpers/deadline.ts";
 import { type PushEndpoint, startPushEndpoint } from "../helpers/push-endpoint.ts";
 import { ARTIFACTS, type Browser, browserSkip, launchBrowser } from "./browser.ts";
 import { boardOverController } from "./controlled-board.ts";
@@ -99,7 +99,7 @@ for (const width of [1400, 390]) {
         await context.grantPermissions(["notifications"], { origin });
         const page = await context.newPage();
         t.after(() => page.close());
-        page.setDefaultTimeout(20_000);
+        page.setDefaultTimeout(DEADLINE_MS);
         const errors: string[] = [];
         page.on("pageerror", (err) => errors.push(err.message));
         page.on("console", (m) => {
@@ -211,7 +211,7 @@ for (const width of [1400, 390]) {
         const sub = e.subscribe();
         const page = await context.newPage();
         t.after(() => page.close());
-        page.setDefaultTimeout(20_000);
+        page.setDefaultTimeout(DEADLINE_MS);
         const errors: string[] = [];
         page.on("pageerror", (err) => errors.push(err.message));
         await page.addInitScript(COUNT_PROMPTS);

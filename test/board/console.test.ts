@@ -71,7 +71,7 @@ describe("board Console", { skip }, () => {
     t.after(() => board.close());
     const page = await context.newPage();
     t.after(() => page.close());
-    page.setDefaultTimeout(10_000);
+    page.setDefaultTimeout(DEADLINE_MS);
     const errors: string[] = [];
     page.on("pageerror", (e) => errors.push(e.message));
     page.on("dialog", (d) => {

@@ -186,7 +186,7 @@ describe("board live route in Chromium", { skip: browserSkip }, () => {
     const { fx, board } = await startLiveBoard(t);
     const page = await context.newPage();
     t.after(() => page.close());
-    page.setDefaultTimeout(10_000);
+    page.setDefaultTimeout(DEADLINE_MS);
     const errors: string[] = [];
     page.on("pageerror", (e) => errors.push(e.message));
     await page.goto(board.url);

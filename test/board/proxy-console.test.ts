@@ -74,7 +74,7 @@ describe("the Console through caddy", { skip }, () => {
       });
       t.after(() => context.close());
       const page = await context.newPage();
-      page.setDefaultTimeout(30_000);
+      page.setDefaultTimeout(DEADLINE_MS);
       page.on("pageerror", (e) => errors.push(e.message));
       await page.goto(`${caddy.origin}/login`);
       await page.waitForURL(`${caddy.origin}/`);

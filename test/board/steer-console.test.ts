@@ -41,7 +41,7 @@ describe("steering from the Console in Chromium", { skip }, () => {
       const context = await browser.newContext();
       t.after(() => context.close());
       const page = await context.newPage();
-      page.setDefaultTimeout(15_000);
+      page.setDefaultTimeout(DEADLINE_MS);
       page.on("pageerror", (e) => errors.push(e.message));
       if (loggedIn) {
         await page.goto(board.loginUrl);
