@@ -16,8 +16,8 @@ import { boardOverController } from "./controlled-board.ts";
 /** More messages than one page (100 parts): the Console must read on to reach the end. */
 const MESSAGES = 130;
 
-/** Waits for the Console to show what a test expects; every wait has a deadline. */
-const WAIT_MS = 15_000;
+/** Waits for the Console to show what a test expects (testing.md: DEADLINE_MS). */
+const WAIT_MS = DEADLINE_MS;
 
 /** The fake-pi session, then MESSAGES alternating user and assistant messages. */
 function longSession(cwd: string): Record<string, unknown>[] {
@@ -187,7 +187,19 @@ describe("steering from the Console: the view and the controls follow the run", 
         .getByText("echo: and once more")
         .waitFor({ timeout: DEADLINE_MS })
         .catch(async (e: unknown) => {
-          throw new Error(`${e}; refusal: ${await page.locator("#live-refusal").textContent()}`);
+          // Red a few times with two full suites at once (load ~19) and no refusal shown: say
+          // what the page held, so the next red tells a send never answered (the text still in
+          // the box) from a reply that never reached the history.
+          const text = (sel: string) => page.locator(sel).textContent();
+          const state = {
+            refusal: await text("#live-refusal"),
+            box: await box.inputValue(),
+            why: await text("#live-why"),
+            activity: await text("#live-activity"),
+            follow: await text("#follow-status"),
+            last: await page.locator("#parts article.part").last().textContent(),
+          };
+          throw new Error(`${e}; the page: ${JSON.stringify(state)}`);
         });
       await endsInView(page, "#parts article.part");
       await page.locator("#follow-status", { hasText: "Following:" }).waitFor();
