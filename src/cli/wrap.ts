@@ -127,31 +127,28 @@ function tokenize(source: string, oneLine: boolean): Token[] {
 /** One unit per cluster, and one per marker inside a cluster that needs any. */
 function unitsOf(word: string, oneLine: boolean): Unit[] {
   const units: Unit[] = [];
-  for (const { segment } of graphemes.segment(word)) clusterUnits(segment, oneLine, units);
-  return units;
-}
-
-/** The units of one grapheme cluster: itself, or its markers and the text between them. */
-function clusterUnits(segment: string, oneLine: boolean, units: Unit[]): void {
-  if (makeVisible(segment, { showNewlines: oneLine }) === segment) {
-    units.push({ text: segment, width: clusterWidth(segment) });
-    return;
-  }
-  let plain = "";
-  const flush = () => {
-    if (plain !== "") units.push({ text: plain, width: clusterWidth(plain) });
-    plain = "";
-  };
-  for (const ch of segment) {
-    const marker = markerFor(ch.codePointAt(0) ?? 0, { showNewlines: oneLine });
-    if (marker === null) {
-      plain += ch;
+  for (const { segment } of graphemes.segment(word)) {
+    if (makeVisible(segment, { showNewlines: oneLine }) === segment) {
+      units.push({ text: segment, width: clusterWidth(segment) });
       continue;
     }
+    let plain = "";
+    const flush = () => {
+      if (plain !== "") units.push({ text: plain, width: clusterWidth(plain) });
+      plain = "";
+    };
+    for (const ch of segment) {
+      const marker = markerFor(ch.codePointAt(0) ?? 0, { showNewlines: oneLine });
+      if (marker === null) {
+        plain += ch;
+        continue;
+      }
+      flush();
+      units.push({ text: marker, width: marker.length });
+    }
     flush();
-    units.push({ text: marker, width: marker.length });
   }
-  flush();
+  return units;
 }
 
 /**
