@@ -277,7 +277,20 @@ export type EntryLines = (rec: EntryRec) => { buf: Buffer; rec: EntryRec };
 
 /** The JSON object of an entry, parsed again from the snapshot. */
 export function entryObject(buf: Buffer, rec: EntryRec): Record<string, unknown> {
-  const obj = parseLine(buf, rec.start, rec.end);
+  return entryOfText(buf.toString("utf8", rec.start, rec.end), rec);
+}
+
+/**
+ * The JSON object `text` (an entry's line, or one a harness put together from it) holds; an
+ * entry the scan found to be an object that no longer parses as one is an error.
+ */
+export function entryOfText(text: string, rec: EntryRec): Record<string, unknown> {
+  let obj: unknown;
+  try {
+    obj = JSON.parse(text);
+  } catch {
+    obj = undefined;
+  }
   if (!isObject(obj)) throw new Error(`entry at line ${rec.line} no longer parses`);
   return obj;
 }
@@ -291,14 +304,7 @@ export function entryObjectUtf8(
   rec: EntryRec,
 ): { obj: Record<string, unknown>; utf8: boolean } {
   const text = buf.toString("utf8", rec.start, rec.end);
-  let obj: unknown;
-  try {
-    obj = JSON.parse(text);
-  } catch {
-    obj = undefined;
-  }
-  if (!isObject(obj)) throw new Error(`entry at line ${rec.line} no longer parses`);
-  return { obj, utf8: decodedUtf8(text, buf, rec.start, rec.end) };
+  return { obj: entryOfText(text, rec), utf8: decodedUtf8(text, buf, rec.start, rec.end) };
 }
 
 /**

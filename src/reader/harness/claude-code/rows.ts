@@ -10,7 +10,7 @@ import {
   type EntryRec,
   entryAt,
   entryObject,
-  isObject,
+  entryOfText,
   keyOfId,
 } from "../../entries.ts";
 import type { SizedPart } from "../../parts.ts";
@@ -98,16 +98,10 @@ function recordObject(s: ParsedSession, buf: Buffer, rec: EntryRec): Record<stri
   const b = rec.start + t.useTo[rec.index]!;
   // The cut is at ASCII bytes (the value's first and last), so each side decodes as it would
   // within the whole line.
-  let obj: unknown;
-  try {
-    obj = JSON.parse(
-      `${buf.toString("utf8", rec.start, a)}null${buf.toString("utf8", b, rec.end)}`,
-    );
-  } catch {
-    obj = undefined;
-  }
-  if (!isObject(obj)) throw new Error(`entry at line ${rec.line} no longer parses`);
-  return obj;
+  return entryOfText(
+    `${buf.toString("utf8", rec.start, a)}null${buf.toString("utf8", b, rec.end)}`,
+    rec,
+  );
 }
 
 /**
