@@ -107,15 +107,21 @@ export function readForward(
       carry.append(seg);
       continue;
     }
-    let lines: Buffer = seg.subarray(0, nl + 1);
-    let base = segStart;
+    let rest = 0;
     if (carry.used > 0) {
-      carry.append(lines);
-      lines = carry.view();
-      base = carry.start;
+      // The line the carry began ends here: it alone is joined to the carry (copying the whole
+      // step's lines behind it cost a copy of the file per pass), the rest are handed as read.
+      rest = seg.indexOf(0x0a) + 1;
+      carry.append(seg.subarray(0, rest));
+      const joined = carry.view();
+      hash.update(joined);
+      sink.lines(joined, carry.start);
     }
-    hash.update(lines);
-    sink.lines(lines, base);
+    if (rest < nl + 1) {
+      const lines = seg.subarray(rest, nl + 1);
+      hash.update(lines);
+      sink.lines(lines, segStart + rest);
+    }
     end = segStart + nl + 1;
     carry.reset(end);
     carry.append(seg.subarray(nl + 1));
