@@ -142,7 +142,9 @@ async function stopWithSigterm(cli: Child): Promise<void> {
   assert.deepEqual(await cli.exited, { code: 0, signal: null }, cli.stderr());
 }
 
-describe("conversation control on a project", { concurrency: 1 }, () => {
+// Three tests at once: each has its own project, state dir, model, controller and tmux server,
+// and mostly waits on them (22 s of CPU in 72 s one at a time).
+describe("conversation control on a project", { concurrency: 3 }, () => {
   it("--new to a prompt answered in attach <conversation-id>; controllers, live, --agent-from, SIGTERM", {
     ...REAL,
     skip: tmuxSkip,

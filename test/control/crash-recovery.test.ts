@@ -402,7 +402,9 @@ async function crashInStop(
   await recoverAndTakeOver(t, scene, child);
 }
 
-describe("crash recovery with the cgroup launcher", { skip }, () => {
+// Three tests at once: each test's Scene is its own (fixture, claim root, children, scopes),
+// and a test mostly waits on its children (17 s of CPU in 80 s alone, one at a time).
+describe("crash recovery with the cgroup launcher", { skip, concurrency: 3 }, () => {
   const turnPoints: TurnPoint[] = [
     "idle",
     "prompt-written",
