@@ -110,6 +110,12 @@ export class LiveHub {
    * handed this answer instead, once. Bounded: the oldest goes first (UNSENT_KEPT).
    */
   readonly #unsent = new Map<string, string>();
+  /**
+   * Follow reads on their way (conversation + the cursor read from → settled once the read's
+   * answer is sent or kept): a stream that starts from a cursor a closing stream is still
+   * reading from waits for that answer instead of reading the used cursor again.
+   */
+  readonly #reading = new Map<string, Promise<void>>();
   readonly #watches: ControllerWatches | null;
 
   constructor(options: LiveOptions) {
@@ -461,25 +467,38 @@ export class LiveHub {
     // A follow page can be one of several when much was appended: read on to the new end.
     for (;;) {
       const from = `${follower.conversation}\u0000${follower.cursor}`;
+      const before = this.#reading.get(from);
+      if (before !== undefined) await before;
       let text = this.#unsent.get(from);
       this.#unsent.delete(from);
-      if (text === undefined) {
-        const query = new URLSearchParams({ branch: follower.branch, cursor: follower.cursor });
-        const target = `/api/conversations/${encodeURIComponent(follower.conversation)}/page?${query}`;
-        this.#reads++;
-        const out = await this.#options.read({ method: "GET", target, host: this.#host });
-        try {
-          text = out.body.toString("utf8");
-        } finally {
-          out.release?.();
+      let settle = () => {};
+      const mine = new Promise<void>((resolve) => {
+        settle = resolve;
+      });
+      let body: unknown;
+      let next: { cursor: string; more: boolean } | null;
+      try {
+        if (text === undefined) {
+          this.#reading.set(from, mine);
+          const query = new URLSearchParams({ branch: follower.branch, cursor: follower.cursor });
+          const target = `/api/conversations/${encodeURIComponent(follower.conversation)}/page?${query}`;
+          this.#reads++;
+          const out = await this.#options.read({ method: "GET", target, host: this.#host });
+          try {
+            text = out.body.toString("utf8");
+          } finally {
+            out.release?.();
+          }
         }
+        body = JSON.parse(text);
+        next = nextCursor(body);
+        if (follower.closed && next !== null) this.#keepUnsent(from, text);
+      } finally {
+        // After the answer is kept, so a stream waiting on this read finds it.
+        if (this.#reading.get(from) === mine) this.#reading.delete(from);
+        settle();
       }
-      const body: unknown = JSON.parse(text);
-      const next = nextCursor(body);
-      if (follower.closed) {
-        if (next !== null) this.#keepUnsent(from, text);
-        return;
-      }
+      if (follower.closed) return;
       if (next === null) {
         // A refusal (source-replaced, cursor-expired…): sent once, then the stream ends; the
         // page shows it in words and reopens as it does for a refused read.

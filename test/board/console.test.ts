@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { after, before, describe, it, type TestContext } from "node:test";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { startBoard } from "../../src/board/index.ts";
+import { rootsFromSpecs } from "../../src/reader/sources.ts";
 import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { assistant, header, idOf, user } from "../helpers/reader.ts";
 import {
@@ -64,10 +65,18 @@ describe("board Console", { skip }, () => {
     if (profile) rmSync(profile, { recursive: true, force: true });
   });
 
-  /** The fixture served by a fresh board, and a fresh page on it with errors collected. */
-  async function open(t: TestContext): Promise<{ fx: BoardFixture; page: Page; url: string }> {
+  /**
+   * The fixture served by a fresh board, and a fresh page on it with errors collected. `pushes`:
+   * the board is given the roots, so it pushes appends on its live route (else the page polls).
+   */
+  async function open(
+    t: TestContext,
+    pushes = false,
+  ): Promise<{ fx: BoardFixture; page: Page; url: string }> {
     const fx = await writeBoardFixture(t);
-    const board = await startBoard({ reader: fx.reader() });
+    const reader = fx.reader();
+    const roots = () => rootsFromSpecs(fx.specs, fx.registrations);
+    const board = await startBoard(pushes ? { reader, roots } : { reader });
     t.after(() => board.close());
     const page = await context.newPage();
     t.after(() => page.close());
@@ -210,7 +219,7 @@ describe("board Console", { skip }, () => {
   });
 
   it("shows a part appended while following, and pauses and resumes when scrolled up", async (t) => {
-    const { fx, page } = await open(t);
+    const { fx, page } = await open(t, true);
     await page.getByRole("button", { name: /Growing conversation/ }).click();
     await page.locator("#follow-status.live").waitFor();
     appendFileSync(fx.files.grow, line(user("g3", "g2", "appended while following", 3)));
@@ -230,9 +239,21 @@ describe("board Console", { skip }, () => {
     await page.locator("#resume").waitFor();
     assert.equal(await page.locator("#follow-status").textContent(), "Following paused.");
     appendFileSync(fx.files.grow, line(user("q1", parent, "appended while paused", 60)));
+    // Resuming opens the live stream again from the cursor it last handed on, and reads no page
+    // with that cursor: the board may have read from it for the stream that pausing closed (a
+    // cursor reads once) and keeps that page for the stream that resumes there.
+    const asked: string[] = [];
+    const onRequest = (r: { url(): string }) => asked.push(new URL(r.url()).pathname);
+    page.on("request", onRequest);
     await page.locator("#resume").click();
     await page.getByText("appended while paused").waitFor({ timeout: FOLLOW_DEADLINE_MS });
     await page.locator("#resume").waitFor({ state: "hidden" });
+    page.off("request", onRequest);
+    assert.ok(
+      asked.some((p) => p.endsWith("/live")),
+      `the stream is opened again: ${asked.join(" ")}`,
+    );
+    assert.ok(!asked.some((p) => p.endsWith("/page")), `no page is read: ${asked.join(" ")}`);
     await shot(page, "follow");
   });
 

@@ -129,7 +129,13 @@ export function createFollow({ current, generation, takeResult, appendPage, live
     conv.paused = false;
     scrollToBottom();
     updateFoot();
-    if (conv.follow) void poll(generation());
+    if (!conv.follow) return;
+    // On a board that pushes, the stream is opened again from the cursor it last handed on:
+    // the board may have read from that cursor for the stream that pausing closed (a cursor
+    // reads once), and it keeps such a page for the stream that resumes there — a read of the
+    // page route with it would be refused cursor-unknown (steer-follow, red under load).
+    if (conv.noLive) void poll(generation());
+    else schedule();
   }
 
   function updateFoot() {
