@@ -5,6 +5,7 @@
 // paused view goes back to the end; the panel shows only the controls that apply now and says
 // why the others are not there; all of it at 1400 and 390 px, light and dark, axe-clean.
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { after, before, describe, it, type TestContext } from "node:test";
 import type { Page } from "playwright-core";
 import { ConversationClient } from "../../src/control/client/client.ts";
@@ -38,12 +39,25 @@ function longSession(cwd: string): Record<string, unknown>[] {
   return lines;
 }
 
+/** The last lines of a file, cut short, for a timeout's message (never throws). */
+function lastLines(file: string): string[] {
+  try {
+    return readFileSync(file, "utf8")
+      .trim()
+      .split("\n")
+      .slice(-3)
+      .map((l) => l.slice(0, 300));
+  } catch (e) {
+    return [String(e)];
+  }
+}
+
 async function startLongControlledBoard(t: TestContext) {
   const { ctl, f } = await startController(t, { session: longSession });
   const { board, conversation, unregister } = await boardOverController(f, ctl.socketPath);
   t.after(unregister);
   t.after(() => board.close());
-  return { board, conversation, ctl };
+  return { board, conversation, ctl, sessionFile: f.sessionFile };
 }
 
 /**
@@ -115,7 +129,7 @@ describe("steering from the Console: the view and the controls follow the run", 
     ["390 px, dark", "phone"],
   ] as const) {
     it(`opens at the end and keeps a send and its reply in view (${name})`, async (t) => {
-      const { board, conversation } = await startLongControlledBoard(t);
+      const { board, conversation, sessionFile } = await startLongControlledBoard(t);
       const browser = browsers[key];
       assert.ok(browser);
       const page = await browser.context.newPage();
@@ -197,7 +211,9 @@ describe("steering from the Console: the view and the controls follow the run", 
             why: await text("#live-why"),
             activity: await text("#live-activity"),
             follow: await text("#follow-status"),
-            last: await page.locator("#parts article.part").last().textContent(),
+            last: (await page.locator("#parts article.part").last().textContent())?.slice(0, 200),
+            // Whether the engine wrote the reply at all: the session file's last lines.
+            file: lastLines(sessionFile),
           };
           throw new Error(`${e}; the page: ${JSON.stringify(state)}`);
         });
