@@ -200,8 +200,11 @@ export function createFollow({ current, generation, takeResult, appendPage, live
   // A change of height scrolls nothing by itself (no scroll event): the end slides out of view
   // when the history grows under it or the scroller shrinks (the live panel showing below it).
   // Following, the view goes back to the end; a person who scrolled away has paused, so stays.
+  // At the end exactly: within NEAR_BOTTOM_PX (the rule for a person's scroll) a part that grew
+  // a line after it was appended stayed 12 px short of the end (steer-follow, red at load).
   const keepAtEnd = new ResizeObserver(() => {
-    if (isFollowingEnd() && !isNearBottom()) scrollToBottom();
+    const s = ui.scroller;
+    if (isFollowingEnd() && s.scrollHeight - s.scrollTop - s.clientHeight > 1) scrollToBottom();
   });
   for (const e of [ui.scroller, ...ui.grows]) keepAtEnd.observe(e);
 
