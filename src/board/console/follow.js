@@ -173,9 +173,14 @@ export function createFollow({ current, generation, takeResult, appendPage, live
     else scrollToBottom();
   }
 
-  function isNearBottom() {
+  /** How far the history's end lies below the view, in px (0 at the end). */
+  function gapBelow() {
     const s = ui.scroller;
-    return s.scrollHeight - s.scrollTop - s.clientHeight <= NEAR_BOTTOM_PX;
+    return s.scrollHeight - s.scrollTop - s.clientHeight;
+  }
+
+  function isNearBottom() {
+    return gapBelow() <= NEAR_BOTTOM_PX;
   }
 
   function scrollToBottom() {
@@ -203,8 +208,7 @@ export function createFollow({ current, generation, takeResult, appendPage, live
   // At the end exactly: within NEAR_BOTTOM_PX (the rule for a person's scroll) a part that grew
   // a line after it was appended stayed 12 px short of the end (steer-follow, red at load).
   const keepAtEnd = new ResizeObserver(() => {
-    const s = ui.scroller;
-    if (isFollowingEnd() && s.scrollHeight - s.scrollTop - s.clientHeight > 1) scrollToBottom();
+    if (isFollowingEnd() && gapBelow() > 1) scrollToBottom();
   });
   for (const e of [ui.scroller, ...ui.grows]) keepAtEnd.observe(e);
 
