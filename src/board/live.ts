@@ -30,6 +30,8 @@ export type LiveOptions = {
   log: (line: string) => void;
   /** Tests force the fallback poll with true. */
   pollOnly?: boolean;
+  /** Tests shrink how many pages (and characters of them) are kept for reconnects. */
+  kept?: { pages: number; chars: number };
   /** The registry of running controllers (`serve --state-dir`): their streams are relayed. */
   registryDir?: string;
   /** The observe-only grant the board watches controllers with; `observer` unless configured. */
@@ -53,8 +55,15 @@ const CURSOR_ID = /^c-[0-9a-f]{40}$/;
  */
 const POSITIONS_KEPT = 4096;
 
-/** Pages kept for a reconnect after their stream closed mid-read (each one bounded page). */
-const UNSENT_KEPT = 64;
+/**
+ * The pages written lately, kept for a reconnect that resumes from before one of them
+ * (#written): at most this many, and at most KEPT_CHARS of their JSON together (a page is at
+ * most 8 MiB, most follow pages a few KiB), for no longer than a cursor lives.
+ */
+const KEPT_PAGES = 256;
+const KEPT_CHARS = 16 * 1024 * 1024;
+/** A reader cursor's TTL: the page a kept one hands on is refused `cursor-expired` after it. */
+const KEPT_MS = 10 * 60_000;
 
 export type LiveStats = {
   followers: number;
@@ -104,12 +113,16 @@ export class LiveHub {
    */
   readonly #positions = new Map<string, { cursor: string; eventId: string | null }>();
   /**
-   * Pages read for a stream that closed while the read was on its way (conversation + the
-   * cursor read from → the answer). The read used that cursor up, so a reconnect that resumes
-   * there (its Last-Event-ID) would be refused `cursor-unknown` and the page lost: it is
-   * handed this answer instead, once. Bounded: the oldest goes first (UNSENT_KEPT).
+   * The pages read lately (conversation + the cursor read from → the answer and when). A read
+   * uses its cursor up, and the board cannot tell a page the browser got from one written to a
+   * stream that had already closed without its knowing (the socket takes the bytes either
+   * way), or one read for a stream that closed while the read was on its way. A reconnect
+   * resumes from the last id it got (its Last-Event-ID): if that is a cursor some page was read
+   * from, it is handed that page again rather than refused `cursor-unknown` with the append
+   * lost. Bounded (KEPT_PAGES, KEPT_CHARS, KEPT_MS): the oldest goes first.
    */
-  readonly #unsent = new Map<string, string>();
+  readonly #written = new Map<string, { text: string; at: number }>();
+  #writtenChars = 0;
   /**
    * Follow reads on their way (conversation + the cursor read from → settled once the read's
    * answer is sent or kept): a stream that starts from a cursor a closing stream is still
@@ -307,14 +320,33 @@ export class LiveHub {
     }
   }
 
-  #keepUnsent(from: string, text: string): void {
-    this.#unsent.set(from, text);
-    if (this.#unsent.size > UNSENT_KEPT) {
-      for (const oldest of this.#unsent.keys()) {
-        this.#unsent.delete(oldest);
-        break;
-      }
+  #keepWritten(from: string, text: string): void {
+    this.#dropWritten(from);
+    this.#written.set(from, { text, at: Date.now() });
+    this.#writtenChars += text.length;
+    const { pages, chars } = this.#options.kept ?? { pages: KEPT_PAGES, chars: KEPT_CHARS };
+    for (const oldest of this.#written.keys()) {
+      if (this.#written.size <= pages && this.#writtenChars <= chars) break;
+      this.#dropWritten(oldest);
     }
+  }
+
+  /** The page read from `from` lately, if it is still kept. */
+  #keptWritten(from: string): string | undefined {
+    const kept = this.#written.get(from);
+    if (kept === undefined) return undefined;
+    if (Date.now() - kept.at > KEPT_MS) {
+      this.#dropWritten(from);
+      return undefined;
+    }
+    return kept.text;
+  }
+
+  #dropWritten(from: string): void {
+    const kept = this.#written.get(from);
+    if (kept === undefined) return;
+    this.#written.delete(from);
+    this.#writtenChars -= kept.text.length;
   }
 
   /** The directory and file name of a conversation: its id is a hash, so the roots are listed. */
@@ -469,8 +501,8 @@ export class LiveHub {
       const from = `${follower.conversation}\u0000${follower.cursor}`;
       const before = this.#reading.get(from);
       if (before !== undefined) await before;
-      let text = this.#unsent.get(from);
-      this.#unsent.delete(from);
+      let text = this.#keptWritten(from);
+      const kept = text !== undefined;
       let settle = () => {};
       const mine = new Promise<void>((resolve) => {
         settle = resolve;
@@ -492,7 +524,7 @@ export class LiveHub {
         }
         body = JSON.parse(text);
         next = nextCursor(body);
-        if (follower.closed && next !== null) this.#keepUnsent(from, text);
+        if (!kept && next !== null) this.#keepWritten(from, text);
       } finally {
         // After the answer is kept, so a stream waiting on this read finds it.
         if (this.#reading.get(from) === mine) this.#reading.delete(from);
@@ -511,7 +543,11 @@ export class LiveHub {
       this.#remember(follower, next.cursor);
       // The event's id is the cursor that goes on after it: a reconnect resumes there.
       writeEvent(follower.res, "page", next.cursor, JSON.stringify(body));
-      if (!next.more) return;
+      if (next.more) continue;
+      // At a follow cursor nothing is read until the file changes, unless a page was read from
+      // it already (for a stream that closed unknown to the board): that one is handed on now.
+      const after = `${follower.conversation}\u0000${next.cursor}`;
+      if (!this.#written.has(after) && !this.#reading.has(after)) return;
     }
   }
 }

@@ -1,9 +1,10 @@
-// The live route keeps a page read for a stream that closed while the read was on its way: the
-// read used the follow cursor up, so the reconnect that resumes from the last id the client saw
-// gets that page, not `cursor-unknown` and a lost append (src/board/live.ts, #unsent).
+// The live route keeps the pages it read lately: a read uses its follow cursor up, and the board
+// cannot tell a page the browser got from one written to a stream that had closed without its
+// knowing, or read for one that closed while the read was on its way. So the reconnect that
+// resumes from the last id the client saw gets those pages, not `cursor-unknown` and a lost
+// append (src/board/live.ts, #written; docs/board.md).
 import assert from "node:assert/strict";
 import { appendFileSync } from "node:fs";
-import { createServer } from "node:http";
 import { describe, it, type TestContext } from "node:test";
 import { loadAssets } from "../../src/board/assets.ts";
 import { LiveHub } from "../../src/board/live.ts";
@@ -14,10 +15,11 @@ import { until } from "../helpers/deadline.ts";
 import { idOf, user } from "../helpers/reader.ts";
 import { writeBoardFixture } from "./fixture.ts";
 import { send } from "./http-client.ts";
+import { serveHub } from "./hub-server.ts";
 import { openStream } from "./sse-client.ts";
 
 /** A board whose follow reads can be held at a gate, with one stream caught up on grow.jsonl. */
-async function gatedBoard(t: TestContext) {
+async function gatedBoard(t: TestContext, kept?: { pages: number; chars: number }) {
   const fx = await writeBoardFixture(t);
   const reader = fx.reader();
   const hosts = new Set<string>();
@@ -37,28 +39,9 @@ async function gatedBoard(t: TestContext) {
     },
     hosts,
     log: () => {},
+    ...(kept === undefined ? {} : { kept }),
   });
-  const server = createServer((req, res) => {
-    const request = { method: req.method ?? "", target: req.url ?? "", host: req.headers.host };
-    if (/\/live\?/.test(request.target)) {
-      req.resume();
-      void hub.serve(req, res, request);
-    } else {
-      const out = handle(request);
-      res.writeHead(out.status, out.headers).end(out.body);
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  t.after(async () => {
-    release();
-    await hub.close();
-    server.closeAllConnections();
-    server.close();
-  });
-  const address = server.address();
-  assert.ok(address !== null && typeof address === "object");
-  const port = address.port;
-  hosts.add(`127.0.0.1:${port}`);
+  const port = await serveHub(t, hub, handle, hosts, () => release());
 
   const id = idOf(reader, "grow.jsonl");
   const page = await send(port, `/api/conversations/${id}/page`);
@@ -74,6 +57,12 @@ async function gatedBoard(t: TestContext) {
     port,
     path,
     lastSeen,
+    /** The stream caught up on grow.jsonl, still open. */
+    first,
+    /** Appends a user line to grow.jsonl (the fixture ends at g2). */
+    append(id: string, parent: string, text: string): void {
+      appendFileSync(fx.files.grow, `${JSON.stringify(user(id, parent, text, 3))}\n`);
+    },
     /** Appends a line and holds the read it starts at the gate; the first stream then closes. */
     async appendAndCloseMidRead(): Promise<void> {
       held = new Promise((resolve) => {
@@ -96,24 +85,20 @@ async function gatedBoard(t: TestContext) {
   };
 }
 
-describe("board live route, a stream closed mid-read", () => {
-  it("hands the page it read to the reconnect that resumes there, once", async (t) => {
+describe("board live route, a reconnect from before the pages it missed", () => {
+  it("hands the page it read for a stream that closed mid-read to every reconnect from there", async (t) => {
     const b = await gatedBoard(t);
     await b.appendAndCloseMidRead();
     b.open();
 
-    const back = await openStream(b.port, b.path, { "Last-Event-ID": b.lastSeen });
-    t.after(() => back.close());
-    const resumed = await back.next(60_000);
-    assert.equal(resumed.event, "page", resumed.data);
-    assert.match(resumed.data, /written while away/);
-
-    // Once: a second reconnect from the same id finds the cursor used, as the reader rules.
-    const again = await openStream(b.port, b.path, { "Last-Event-ID": b.lastSeen });
-    t.after(() => again.close());
-    const refused = await again.next(60_000);
-    assert.equal(refused.event, "refusal");
-    assert.match(refused.data, /cursor-unknown/);
+    for (const n of [1, 2]) {
+      const back = await openStream(b.port, b.path, { "Last-Event-ID": b.lastSeen });
+      t.after(() => back.close());
+      const resumed = await back.next(60_000);
+      assert.equal(resumed.event, "page", `reconnect ${n}: ${resumed.data}`);
+      assert.match(resumed.data, /written while away/);
+      back.close();
+    }
   });
 
   it("makes a stream that resumes while that read is still on its way wait for its page", async (t) => {
@@ -130,5 +115,56 @@ describe("board live route, a stream closed mid-read", () => {
     const resumed = await back.next(60_000);
     assert.equal(resumed.event, "page", resumed.data);
     assert.match(resumed.data, /written while away/);
+  });
+
+  it("hands a page written to a stream on to a reconnect that never got it", async (t) => {
+    // The board wrote the page to a socket the browser had closed a moment before (pause, then
+    // resume): the write succeeds, so the board cannot know. The reconnect resumes from the id
+    // before that page; reading that used cursor again was refused `cursor-unknown` (steer-follow
+    // red with load: "Reading stopped (cursor-unknown)").
+    const b = await gatedBoard(t);
+    b.append("g3", "g2", "written to a closed socket");
+    const written = await b.first.next(60_000);
+    assert.equal(written.event, "page");
+    assert.match(written.data, /written to a closed socket/);
+    b.first.close();
+
+    const back = await openStream(b.port, b.path, { "Last-Event-ID": b.lastSeen });
+    t.after(() => back.close());
+    const resumed = await back.next(60_000);
+    assert.equal(resumed.event, "page", resumed.data);
+    assert.equal(resumed.data, written.data, "the same page");
+    assert.equal(resumed.id, written.id, "and the same cursor after it");
+  });
+
+  it("hands on every page kept after the first, with no new append to wake it", async (t) => {
+    const b = await gatedBoard(t);
+    b.append("g3", "g2", "the first one missed");
+    assert.match((await b.first.next(60_000)).data, /the first one missed/);
+    b.append("g4", "g3", "the second one missed");
+    assert.match((await b.first.next(60_000)).data, /the second one missed/);
+    b.first.close();
+
+    const back = await openStream(b.port, b.path, { "Last-Event-ID": b.lastSeen });
+    t.after(() => back.close());
+    assert.match((await back.next(60_000)).data, /the first one missed/);
+    assert.match((await back.next(60_000)).data, /the second one missed/);
+  });
+
+  it("refuses a reconnect from before a page no longer kept: cursor-unknown", async (t) => {
+    // Kept are the newest pages only (256, 16 MiB in all, 10 minutes): past that the cursor is
+    // used and gone, as the reader rules, and the Console reopens the conversation's page.
+    const b = await gatedBoard(t, { pages: 1, chars: 1024 * 1024 });
+    b.append("g3", "g2", "pushed out");
+    await b.first.next(60_000);
+    b.append("g4", "g3", "by this one");
+    await b.first.next(60_000);
+    b.first.close();
+
+    const back = await openStream(b.port, b.path, { "Last-Event-ID": b.lastSeen });
+    t.after(() => back.close());
+    const refused = await back.next(60_000);
+    assert.equal(refused.event, "refusal", refused.data);
+    assert.match(refused.data, /cursor-unknown/);
   });
 });
