@@ -544,10 +544,12 @@ export class LiveHub {
       // The event's id is the cursor that goes on after it: a reconnect resumes there.
       writeEvent(follower.res, "page", next.cursor, JSON.stringify(body));
       if (next.more) continue;
-      // At a follow cursor nothing is read until the file changes, unless a page was read from
-      // it already (for a stream that closed unknown to the board): that one is handed on now.
+      // At a follow cursor nothing is read until the file changes, unless the page just sent
+      // was a kept one (the file may have grown since it was read, with no stream watching),
+      // or a page was read from that cursor already (for a stream that closed unknown to the
+      // board): then the stream reads on now, to the file's end.
       const after = `${follower.conversation}\u0000${next.cursor}`;
-      if (!this.#written.has(after) && !this.#reading.has(after)) return;
+      if (!kept && !this.#written.has(after) && !this.#reading.has(after)) return;
     }
   }
 }

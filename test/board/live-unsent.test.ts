@@ -82,6 +82,7 @@ async function gatedBoard(t: TestContext, kept?: { pages: number; chars: number 
       release();
     },
     waiting: () => waiting,
+    followers: () => hub.stats().followers,
   };
 }
 
@@ -149,6 +150,21 @@ describe("board live route, a reconnect from before the pages it missed", () => 
     t.after(() => back.close());
     assert.match((await back.next(60_000)).data, /the first one missed/);
     assert.match((await back.next(60_000)).data, /the second one missed/);
+  });
+
+  it("reads on after the pages it hands again: an append made while no stream was open shows", async (t) => {
+    const b = await gatedBoard(t);
+    b.append("g3", "g2", "missed while paused");
+    assert.match((await b.first.next(60_000)).data, /missed while paused/);
+    b.first.close();
+    await until(() => b.followers() === 0, "the board saw the stream close");
+    // Nothing follows the file now, so nothing reads this append until a stream opens.
+    b.append("g4", "g3", "written with no stream open");
+
+    const back = await openStream(b.port, b.path, { "Last-Event-ID": b.lastSeen });
+    t.after(() => back.close());
+    assert.match((await back.next(60_000)).data, /missed while paused/);
+    assert.match((await back.next(60_000)).data, /written with no stream open/);
   });
 
   it("refuses a reconnect from before a page no longer kept: cursor-unknown", async (t) => {

@@ -204,14 +204,20 @@ describe("steering from the Console: the view and the controls follow the run", 
           // Red a few times with two full suites at once (load ~19) and no refusal shown: say
           // what the page held, so the next red tells a send never answered (the text still in
           // the box) from a reply that never reached the history.
-          const text = (sel: string) => page.locator(sel).textContent();
+          // Each looked up briefly and said absent if it is not there (the box went once).
+          const brief = { timeout: 1000 };
+          const absent = (): string => "(absent)";
+          const text = (sel: string) => page.locator(sel).textContent(brief).catch(absent);
           const state = {
             refusal: await text("#live-refusal"),
-            box: await box.inputValue(),
+            box: await box.inputValue(brief).catch(absent),
             why: await text("#live-why"),
             activity: await text("#live-activity"),
             follow: await text("#follow-status"),
-            last: (await page.locator("#parts article.part").last().textContent())?.slice(0, 200),
+            last: (await text("#parts article.part:last-of-type"))?.slice(0, 200),
+            convRefusal: await text("#conv-refusal"),
+            liveRunHidden: await page.locator("#live-run").isHidden(),
+            url: page.url(),
             // Whether the engine wrote the reply at all: the session file's last lines.
             file: lastLines(sessionFile),
           };
