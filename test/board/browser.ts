@@ -146,3 +146,36 @@ export async function runAxe(page: Page): Promise<AxeViolation[]> {
 export function seriousOf(violations: AxeViolation[]): AxeViolation[] {
   return violations.filter((v) => v.impact === "serious" || v.impact === "critical");
 }
+
+/**
+ * What a Console page shows now, in short, for a wait's timeout message: the live panel's
+ * lines, the follow's status, any refusal and the history's last part (each looked up briefly; "(absent)" if missing).
+ * A red that comes only with the machine loaded then says what the page held.
+ */
+export async function consoleState(page: Page): Promise<Record<string, string>> {
+  const brief = { timeout: 1000 };
+  const out: Record<string, string> = {};
+  for (const id of [
+    "live-who",
+    "live-why",
+    "live-refusal",
+    "live-approvals",
+    "live-activity",
+    "follow-status",
+    "conv-refusal",
+  ]) {
+    const text = await page
+      .locator(`#${id}`)
+      .textContent(brief)
+      .catch(() => "(absent)");
+    out[id] = (text ?? "").slice(0, 300);
+  }
+  const last = await page
+    .locator("#parts article.part")
+    .last()
+    .textContent(brief)
+    .catch(() => "(absent)");
+  out.lastPart = (last ?? "").slice(0, 200);
+  out.url = page.url();
+  return out;
+}

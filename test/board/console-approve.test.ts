@@ -14,6 +14,7 @@ import {
   ARTIFACTS,
   type Browser,
   browserSkip,
+  consoleState,
   launchBrowser,
   runAxe,
   seriousOf,
@@ -166,7 +167,12 @@ describe("approvals in the Console's live panel, with the real Claude Code", {
     assert.equal((await terminal.takeover()).outcome, "admitted");
     await approval(operator)
       .getByText(/Take control to allow or deny this/)
-      .waitFor();
+      .waitFor()
+      .catch(async (e: unknown) => {
+        // Red once with two full suites at once (load 20), green 14 times alone at load 11-21:
+        // say what the page held, so the next red tells a lost state from a stale panel.
+        throw new Error(`${e}; the page: ${JSON.stringify(await consoleState(operator))}`);
+      });
     await operator.getByRole("button", { name: "Take control" }).click();
     await approval(operator).getByRole("button", { name: "Allow" }).click();
     await approval(operator)

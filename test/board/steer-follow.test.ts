@@ -11,7 +11,14 @@ import type { Page } from "playwright-core";
 import { ConversationClient } from "../../src/control/client/client.ts";
 import { stableSession, startController } from "../control/controller-fixture.ts";
 import { DEADLINE_MS } from "../helpers/deadline.ts";
-import { type Browser, browserSkip, launchBrowser, runAxe, seriousOf } from "./browser.ts";
+import {
+  type Browser,
+  browserSkip,
+  consoleState,
+  launchBrowser,
+  runAxe,
+  seriousOf,
+} from "./browser.ts";
 import { boardOverController } from "./controlled-board.ts";
 
 /** More messages than one page (100 parts): the Console must read on to reach the end. */
@@ -204,20 +211,10 @@ describe("steering from the Console: the view and the controls follow the run", 
           // Red a few times with two full suites at once (load ~19) and no refusal shown: say
           // what the page held, so the next red tells a send never answered (the text still in
           // the box) from a reply that never reached the history.
-          // Each looked up briefly and said absent if it is not there (the box went once).
-          const brief = { timeout: 1000 };
-          const absent = (): string => "(absent)";
-          const text = (sel: string) => page.locator(sel).textContent(brief).catch(absent);
           const state = {
-            refusal: await text("#live-refusal"),
-            box: await box.inputValue(brief).catch(absent),
-            why: await text("#live-why"),
-            activity: await text("#live-activity"),
-            follow: await text("#follow-status"),
-            last: (await text("#parts article.part:last-of-type"))?.slice(0, 200),
-            convRefusal: await text("#conv-refusal"),
-            liveRunHidden: await page.locator("#live-run").isHidden(),
-            url: page.url(),
+            ...(await consoleState(page)),
+            // Looked up briefly: the box went once.
+            box: await box.inputValue({ timeout: 1000 }).catch(() => "(absent)"),
             // Whether the engine wrote the reply at all: the session file's last lines.
             file: lastLines(sessionFile),
           };
