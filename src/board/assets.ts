@@ -1,6 +1,6 @@
 // The Console's static files: a fixed table from URL path to a file in ./console, read once
 // when the board starts. No part of a request ever names a file; an unknown path is a 404.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 
 export type Asset = { contentType: string; body: Buffer };
@@ -14,7 +14,11 @@ const ASSET_FILES: Readonly<Record<string, readonly [file: string, contentType: 
   "/login": ["login.html", "text/html; charset=utf-8"],
   "/login.js": ["login.js", "text/javascript; charset=utf-8"],
   "/styles/login.css": ["styles/login.css", "text/css; charset=utf-8"],
-  "/console.css": ["console.css", "text/css; charset=utf-8"],
+  // What index.html loads: the entry module and the stylesheet, each built by
+  // `npm run build:console` (git-ignored) with everything it imports inlined, so a page loads
+  // the Console in one script and one sheet (docs/console.md). The modules and sheets below
+  // stay served for a page that imports one alone.
+  "/console.css": ["console.bundle.css", "text/css; charset=utf-8"],
   "/styles/base.css": ["styles/base.css", "text/css; charset=utf-8"],
   "/styles/catalogue.css": ["styles/catalogue.css", "text/css; charset=utf-8"],
   "/styles/search.css": ["styles/search.css", "text/css; charset=utf-8"],
@@ -29,7 +33,7 @@ const ASSET_FILES: Readonly<Record<string, readonly [file: string, contentType: 
   "/styles/live-approval.css": ["styles/live-approval.css", "text/css; charset=utf-8"],
   "/styles/live-budget.css": ["styles/live-budget.css", "text/css; charset=utf-8"],
   "/styles/inbox.css": ["styles/inbox.css", "text/css; charset=utf-8"],
-  "/console.js": ["console.js", "text/javascript; charset=utf-8"],
+  "/console.js": ["console.bundle.js", "text/javascript; charset=utf-8"],
   "/api.js": ["api.js", "text/javascript; charset=utf-8"],
   "/routing.js": ["routing.js", "text/javascript; charset=utf-8"],
   "/theme.js": ["theme.js", "text/javascript; charset=utf-8"],
@@ -69,11 +73,24 @@ const ASSET_FILES: Readonly<Record<string, readonly [file: string, contentType: 
   "/uplot.js": ["uplot.js", "text/javascript; charset=utf-8"],
   "/styles/uplot.css": ["styles/uplot.css", "text/css; charset=utf-8"],
 };
-const BUILT = new Set(["present.js", "transcript.js", "uplot.js", "styles/uplot.css"]);
+const BUILT = new Set([
+  "console.bundle.js",
+  "console.bundle.css",
+  "present.js",
+  "transcript.js",
+  "uplot.js",
+  "styles/uplot.css",
+]);
+
+/** The bundles index.html loads, each built from the modules or sheets the table also serves. */
+const BUNDLES = ["console.bundle.js", "console.bundle.css"];
 
 /**
  * Reads every Console file now; throws if one is missing (a broken checkout, not a "no"; a
- * missing present.js or transcript.js means `npm run build:console` has not run).
+ * missing present.js or transcript.js means `npm run build:console` has not run), or, in a
+ * checkout, if a module or sheet was changed after the bundles were built: the page would run
+ * the old code without a word (a `git pull`, an edit), where a person expects what they see.
+ * An installed package holds only what its build made, so it is not checked.
  */
 export function loadAssets(): ReadonlyMap<string, Asset> {
   const assets = new Map<string, Asset>();
@@ -84,5 +101,26 @@ export function loadAssets(): ReadonlyMap<string, Asset> {
     }
     assets.set(path, { contentType, body: readFileSync(full) });
   }
+  if (import.meta.filename.endsWith(".ts")) {
+    const sources = Object.values(ASSET_FILES)
+      .map(([file]) => file)
+      .filter((file) => !BUILT.has(file) && /\.(js|css)$/.test(file));
+    const stale = changedAfter(CONSOLE_DIR, sources, BUNDLES);
+    if (stale !== null) {
+      throw new Error(
+        `${join(CONSOLE_DIR, stale)} changed after the Console's bundles were built: run "npm run build:console".`,
+      );
+    }
+  }
   return assets;
+}
+
+/** The first of `sources` (files in `dir`) changed after the oldest of `built`, or null. */
+export function changedAfter(
+  dir: string,
+  sources: readonly string[],
+  built: readonly string[],
+): string | null {
+  const oldest = Math.min(...built.map((f) => statSync(join(dir, f)).mtimeMs));
+  return sources.find((f) => statSync(join(dir, f)).mtimeMs > oldest) ?? null;
 }

@@ -72,7 +72,7 @@ describe("board Console", { skip }, () => {
   async function open(
     t: TestContext,
     pushes = false,
-  ): Promise<{ fx: BoardFixture; page: Page; url: string }> {
+  ): Promise<{ fx: BoardFixture; page: Page; url: string; requests: string[] }> {
     const fx = await writeBoardFixture(t);
     const reader = fx.reader();
     const roots = () => rootsFromSpecs(fx.specs, fx.registrations);
@@ -88,9 +88,11 @@ describe("board Console", { skip }, () => {
       void d.dismiss();
     });
     t.after(() => assert.deepEqual(errors, [], "the page raised no error and no dialog"));
+    const requests: string[] = [];
+    page.on("request", (r) => requests.push(new URL(r.url()).pathname));
     await page.goto(board.url);
     await page.locator("tr.row").first().waitFor();
-    return { fx, page, url: board.url };
+    return { fx, page, url: board.url, requests };
   }
 
   /** Scrolls the history up as a person would; the function runs in the page. */
@@ -178,6 +180,12 @@ describe("board Console", { skip }, () => {
     await page.locator("#load-more").waitFor({ state: "hidden" });
     await page.locator("#follow-status.live").waitFor();
     await shot(page, "load-more");
+  });
+
+  it("loads in one script and one stylesheet, so a distant phone waits no round trip per module", async (t) => {
+    const { requests } = await open(t);
+    const files = requests.filter((path) => !path.startsWith("/api/")).sort();
+    assert.deepEqual(files, ["/", "/console.css", "/console.js", "/manifest.webmanifest"]);
   });
 
   it("opens the entry a deep link names when the page is reloaded", async (t) => {
