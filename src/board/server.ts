@@ -307,11 +307,14 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
   server.on("error", (e) => log(`board: server error: ${e.stack ?? e}`));
 
   try {
+    // Here, before any read worker starts: a missing or stale Console file is one clear line
+    // (assets.ts says which command fixes it), not a worker's stack trace first.
+    const assets = loadAssets();
     if (options.reader !== undefined) {
       const search = options.search ? { search: options.search } : {};
       const handle = createHandler({
         reader: options.reader,
-        assets: loadAssets(),
+        assets,
         hosts,
         log,
         ...search,

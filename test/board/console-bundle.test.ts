@@ -2,14 +2,26 @@
 // `npm run build:console` (docs/console.md, "One script and one stylesheet"), and a checkout
 // whose modules changed after that build refuses to serve the old code.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { changedAfter } from "../../src/board/assets.ts";
 import { startBoard } from "../../src/board/index.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { writeBoardFixture } from "./fixture.ts";
 import { send } from "./http-client.ts";
+
+const ROOT = join(import.meta.dirname, "..", "..");
 
 function folder(t: TestContext, files: Record<string, number>): string {
   const dir = mkdtempSync(join(tmpdir(), "bundle-"));
@@ -49,5 +61,32 @@ describe("the Console's bundles", () => {
     assert.match(sheet.text, /styles\/base\.css \*\/[\s\S]*styles\/live-budget\.css \*\//);
     // The modules stay served for a page that imports one alone.
     assert.equal((await send(board.port, "/live-run.js")).status, 200);
+  });
+
+  it("refuses to serve a checkout whose module changed after the build, in one line that says what to run", (t) => {
+    // A copy of the checkout's sources (the board reads the Console next to its own module),
+    // so the edit touches nothing the other suites serve.
+    const copy = mkdtempSync(join(tmpdir(), "bundle-checkout-"));
+    t.after(() => rmSync(copy, { recursive: true, force: true }));
+    cpSync(join(ROOT, "src"), join(copy, "src"), { recursive: true, preserveTimestamps: true });
+    cpSync(join(ROOT, "package.json"), join(copy, "package.json"));
+    symlinkSync(join(ROOT, "node_modules"), join(copy, "node_modules"));
+    const sessions = join(copy, "sessions");
+    mkdirSync(sessions);
+    const serve = () =>
+      spawnSync(
+        process.execPath,
+        [join(copy, "src/cli/main.ts"), "serve", "--port", "0", "--pi-sessions", sessions],
+        { encoding: "utf8", timeout: DEADLINE_MS, env: { ...process.env, HOME: copy } },
+      );
+    const edited = join(copy, "src/board/console/theme.js");
+    const later = Date.now() / 1000 + 60;
+    utimesSync(edited, later, later);
+    const r = serve();
+    assert.equal(r.status, 1, r.stderr);
+    assert.equal(
+      r.stderr,
+      `conversation: cannot serve: ${edited} changed after the Console's bundles were built: run "npm run build:console".\n`,
+    );
   });
 });
