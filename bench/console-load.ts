@@ -1,10 +1,12 @@
 // How long a phone waits for the Console (docs/console.md, "One script and one stylesheet"): a
 // board over one conversation, a fresh Chromium context at 390 px per load, and the time from
 // `goto` to the first catalogue row, with `--rtt` milliseconds added to every request by
-// DevTools' network emulation (a remote board over a mobile link). Also the requests a load
-// makes. Needs Debian's chromium (/usr/bin/chromium); loopback only.
+// DevTools' network emulation (a remote board over a mobile link), and the requests a load
+// makes. `--kbps` caps the rate each way (kilobits a second); `--reload` times a reload of a
+// page that has loaded the Console once already (a person coming back: the browser revalidates
+// what it kept). Needs Debian's chromium (/usr/bin/chromium); loopback only.
 //
-//   node bench/console-load.ts [--rtt 100] [--loads 5]
+//   node bench/console-load.ts [--rtt 100] [--kbps 1600] [--loads 5] [--reload]
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,16 +17,30 @@ import { createReader, rootsFromSpecs } from "../src/index.ts";
 import { assistant, header, project, user, writeSession } from "../test/helpers/reader.ts";
 
 const { values } = parseArgs({
-  options: { rtt: { type: "string", default: "100" }, loads: { type: "string", default: "5" } },
+  options: {
+    rtt: { type: "string", default: "100" },
+    kbps: { type: "string" },
+    loads: { type: "string", default: "5" },
+    reload: { type: "boolean", default: false },
+  },
 });
 const rtt = Number(values.rtt);
+const kbps = values.kbps === undefined ? null : Number(values.kbps);
 const loads = Number(values.loads);
-if (!Number.isFinite(rtt) || rtt < 0 || !Number.isInteger(loads) || loads < 1) {
+if (
+  !Number.isFinite(rtt) ||
+  rtt < 0 ||
+  (kbps !== null && !(kbps > 0)) ||
+  !Number.isInteger(loads) ||
+  loads < 1
+) {
   console.error(
-    "--rtt takes milliseconds (0 or more), --loads a whole number of loads (1 or more)",
+    "--rtt takes milliseconds (0 or more), --kbps kilobits a second (more than 0), --loads a whole number of loads (1 or more)",
   );
   process.exit(2);
 }
+// DevTools takes bytes a second; -1 is no cap.
+const throughput = kbps === null ? -1 : (kbps * 1000) / 8;
 
 const base = mkdtempSync(join(tmpdir(), "mosaic-console-load-"));
 const browser = await chromium.launch({
@@ -56,11 +72,17 @@ try {
       await cdp.send("Network.emulateNetworkConditions", {
         offline: false,
         latency: rtt,
-        downloadThroughput: -1,
-        uploadThroughput: -1,
+        downloadThroughput: throughput,
+        uploadThroughput: throughput,
       });
+      if (values.reload) {
+        await page.goto(board.url);
+        await page.locator("tr.row").first().waitFor();
+        made = 0;
+      }
       const t0 = performance.now();
-      await page.goto(board.url);
+      if (values.reload) await page.reload();
+      else await page.goto(board.url);
       await page.locator("tr.row").first().waitFor();
       times.push(performance.now() - t0);
       requests = made;
@@ -71,8 +93,9 @@ try {
   }
   const sorted = [...times].sort((a, b) => a - b);
   const median = sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+  const link = `${rtt} ms a request${kbps === null ? "" : `, ${kbps} kbit/s`}`;
   console.log(
-    `Console load at ${rtt} ms a request: first row after ${median.toFixed(0)} ms (median of ${loads}: ${times.map((t) => t.toFixed(0)).join(", ")}); ${requests} requests`,
+    `Console ${values.reload ? "reload" : "load"} at ${link}: first row after ${median.toFixed(0)} ms (median of ${loads}: ${times.map((t) => t.toFixed(0)).join(", ")}); ${requests} requests`,
   );
 } finally {
   await browser.close();

@@ -1,9 +1,16 @@
 // The Console's static files: a fixed table from URL path to a file in ./console, read once
 // when the board starts. No part of a request ever names a file; an unknown path is a 404.
+import { createHash } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 
-export type Asset = { contentType: string; body: Buffer };
+/**
+ * A Console file as served. `etag` is its content's tag (a SHA-256 prefix), set for the files
+ * a browser may keep and revalidate (scripts, sheets, the manifest); null for the two pages,
+ * which are never stored (a login link's token is in `/login`'s URL, and a stored response is
+ * kept under its URL).
+ */
+export type Asset = { contentType: string; body: Buffer; etag: string | null };
 
 const CONSOLE_DIR = join(import.meta.dirname, "console");
 
@@ -99,7 +106,11 @@ export function loadAssets(): ReadonlyMap<string, Asset> {
     if (BUILT.has(file) && !existsSync(full)) {
       throw new Error(`${full} is missing: run "npm run build:console" (npm install runs it).`);
     }
-    assets.set(path, { contentType, body: readFileSync(full) });
+    const body = readFileSync(full);
+    const etag = contentType.startsWith("text/html")
+      ? null
+      : `"${createHash("sha256").update(body).digest("base64url").slice(0, 22)}"`;
+    assets.set(path, { contentType, body, etag });
   }
   if (import.meta.filename.endsWith(".ts")) {
     const sources = Object.values(ASSET_FILES)

@@ -29,7 +29,12 @@ export function refuseAtHttpLevel(req: IncomingMessage): Reply | null {
 }
 
 export function requestOf(req: IncomingMessage): BoardRequest {
-  return { method: req.method ?? "", target: req.url ?? "", host: req.headers.host };
+  return {
+    method: req.method ?? "",
+    target: req.url ?? "",
+    host: req.headers.host,
+    ifNoneMatch: req.headers["if-none-match"],
+  };
 }
 
 export async function answerConnect(req: IncomingMessage, socket: Socket, dispatch: Dispatch) {

@@ -135,6 +135,9 @@ export function isToWorker(value: unknown): value is ToWorker {
     typeof request.method === "string" &&
     "target" in request &&
     typeof request.target === "string" &&
-    (!("host" in request) || request.host === undefined || typeof request.host === "string")
+    (!("host" in request) || request.host === undefined || typeof request.host === "string") &&
+    (!("ifNoneMatch" in request) ||
+      request.ifNoneMatch === undefined ||
+      typeof request.ifNoneMatch === "string")
   );
 }

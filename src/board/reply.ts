@@ -2,6 +2,7 @@
 // response carries the same security headers and no response ever carries a CORS header.
 import { STATUS_CODES } from "node:http";
 import type { ReadResult } from "../reader/reader.ts";
+import type { Asset } from "./assets.ts";
 import { type BoardRefusalCode, statusOf } from "./status.ts";
 import type { ReplyStream } from "./stream-reply.ts";
 
@@ -67,6 +68,37 @@ export function reply(
     },
     body,
   };
+}
+
+/**
+ * A Console file. One a browser may keep goes with its tag and `Cache-Control: no-cache` in
+ * place of `no-store`: the browser keeps it but asks each time, and a tag it already holds is
+ * answered 304 with no body. A phone on a remote board then reloads the Console without
+ * fetching its 0.5 MB of script again; every request still reaches the board and its checks.
+ */
+export function assetReply(asset: Asset, ifNoneMatch: string | undefined): Reply {
+  if (asset.etag === null) return reply(200, asset.contentType, asset.body);
+  const headers = { "Cache-Control": "no-cache", ETag: asset.etag };
+  if (ifNoneMatch === undefined || !tagMatches(ifNoneMatch, asset.etag)) {
+    return reply(200, asset.contentType, asset.body, headers);
+  }
+  const { "Content-Length": _, ...notModified } = reply(
+    304,
+    asset.contentType,
+    EMPTY,
+    headers,
+  ).headers;
+  return { status: 304, headers: notModified, body: EMPTY };
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** RFC 9110's weak comparison of If-None-Match's list (or `*`) with one tag. */
+function tagMatches(ifNoneMatch: string, etag: string): boolean {
+  return ifNoneMatch
+    .split(",")
+    .map((t) => t.trim())
+    .some((t) => t === "*" || (t.startsWith("W/") ? t.slice(2) : t) === etag);
 }
 
 export function jsonReply(status: number, value: unknown, extra?: Record<string, string>): Reply {

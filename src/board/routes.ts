@@ -5,14 +5,20 @@
 import { ACTOR, PURPOSE, type Reader } from "../reader/reader.ts";
 import type { Asset } from "./assets.ts";
 import { readExport } from "./export-route.ts";
-import { ALLOW, boardRefusal, jsonReply, type Reply, readReply, reply } from "./reply.ts";
+import { ALLOW, assetReply, boardRefusal, jsonReply, type Reply, readReply } from "./reply.ts";
 import { type BoardSearch, readSearch } from "./search-route.ts";
 import { type BoardUsage, readUsage } from "./usage-route.ts";
 
 /** Longest request target served; a longer one is refused 414 before it is parsed. */
 export const MAX_TARGET_LENGTH = 8 * 1024;
 
-export type BoardRequest = { method: string; target: string; host: string | undefined };
+export type BoardRequest = {
+  method: string;
+  target: string;
+  host: string | undefined;
+  /** The request's `If-None-Match`, for the Console's files a browser revalidates. */
+  ifNoneMatch?: string | undefined;
+};
 
 export type Handler = (request: BoardRequest) => Reply;
 
@@ -54,7 +60,7 @@ function handle(options: HandlerOptions, request: BoardRequest): Reply {
   const query = q < 0 ? "" : target.slice(q + 1);
 
   const asset = options.assets.get(path);
-  if (asset) return reply(200, asset.contentType, asset.body);
+  if (asset) return assetReply(asset, request.ifNoneMatch);
 
   if (path === "/api/conversations") {
     const params = readParams(query, []);

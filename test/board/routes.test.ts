@@ -32,8 +32,9 @@ async function setup(
   return { fx, board, port: board.port, logs, id, page };
 }
 
-function assertSecurityHeaders(h: IncomingHttpHeaders): void {
-  assert.equal(h["cache-control"], "no-store");
+/** `cache`: what the response may be kept as; only the Console's scripts and sheets are kept. */
+function assertSecurityHeaders(h: IncomingHttpHeaders, cache = "no-store"): void {
+  assert.equal(h["cache-control"], cache);
   assert.equal(h["x-content-type-options"], "nosniff");
   assert.equal(h["referrer-policy"], "no-referrer");
   assert.ok(h["content-security-policy"], "every response carries a CSP");
@@ -214,7 +215,7 @@ describe("board routes", () => {
     for (const asset of ["/console.js", "/console.css", "/api.js", "/render.js", "/text.js"]) {
       const r = await send(port, asset);
       assert.equal(r.status, 200, asset);
-      assertSecurityHeaders(r.headers);
+      assertSecurityHeaders(r.headers, "no-cache");
     }
     for (const path of [
       "/api",
@@ -230,6 +231,39 @@ describe("board routes", () => {
       const r = await send(port, path);
       assert.equal(r.status, 404, path);
       assertBoardRefusal(r.json, "not-found");
+      assertSecurityHeaders(r.headers);
+    }
+  });
+
+  it("answers a browser's revalidation of a script or sheet 304, and never keeps a page or a read", async (t) => {
+    const { port, id, page } = await setup(t, { unchecked: true });
+    const first = await send(port, "/console.js");
+    const tag = first.headers.etag;
+    assert.ok(typeof tag === "string" && /^"[A-Za-z0-9_-]{22}"$/.test(tag), `a tag: ${tag}`);
+    for (const ifNoneMatch of [tag, `W/${tag}`, `"other", ${tag}`, "*"]) {
+      const again = await send(port, "/console.js", { headers: { "if-none-match": ifNoneMatch } });
+      assert.equal(again.status, 304, ifNoneMatch);
+      assert.equal(again.text, "", "no body");
+      assert.equal(again.headers.etag, tag);
+      assert.equal(again.headers["content-length"], undefined);
+      assertSecurityHeaders(again.headers, "no-cache");
+    }
+    const changed = await send(port, "/console.js", { headers: { "if-none-match": '"other"' } });
+    assert.equal(changed.status, 200);
+    assert.equal(changed.text, first.text);
+    const sheet = await send(port, "/console.css");
+    assert.notEqual(sheet.headers.etag, tag, "each file its own tag");
+    // The pages (a login link's token is in /login's URL) and every read stay unkept.
+    for (const path of [
+      "/",
+      "/login",
+      "/login?token=x",
+      "/api/conversations",
+      page(id("long.jsonl")),
+    ]) {
+      const r = await send(port, path, { headers: { "if-none-match": "*" } });
+      assert.equal(r.status, 200, path);
+      assert.equal(r.headers.etag, undefined, path);
       assertSecurityHeaders(r.headers);
     }
   });
