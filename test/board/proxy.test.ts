@@ -150,6 +150,24 @@ describe("board behind caddy", { skip }, () => {
       });
       assert.equal(read.status, 200);
       assert.equal(read.headers["strict-transport-security"], "max-age=31536000");
+      // The Console's files come compressed and are revalidated by the board's tag through the
+      // proxy; the API's answers and the login page never compressed (the Caddyfile says why).
+      const asked = { user: ["vera", password("vera")] as [string, string] };
+      const gzip = { "accept-encoding": "gzip" };
+      const script = await viaCaddy(caddy, "/console.js", { ...asked, headers: gzip });
+      assert.equal(script.status, 200);
+      assert.equal(script.headers["content-encoding"], "gzip");
+      const tag = String(script.headers.etag);
+      const kept = await viaCaddy(caddy, "/console.js", {
+        ...asked,
+        headers: { ...gzip, "if-none-match": tag },
+      });
+      assert.equal(kept.status, 304);
+      for (const path of ["/api/conversations", "/login"]) {
+        const plain = await viaCaddy(caddy, path, { ...asked, headers: gzip });
+        assert.equal(plain.status, 200, path);
+        assert.equal(plain.headers["content-encoding"], undefined, path);
+      }
       // Authenticated by the proxy, but no role here.
       const stranger = await viaCaddy(caddy, "/api/conversations", {
         user: ["mallory", password("mallory")],
