@@ -4,13 +4,8 @@ import { createHash } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 
-/**
- * A Console file as served. `etag` is its content's tag (a SHA-256 prefix), set for the files
- * a browser may keep and revalidate (scripts, sheets, the manifest); null for the two pages,
- * which are never stored (a login link's token is in `/login`'s URL, and a stored response is
- * kept under its URL).
- */
-export type Asset = { contentType: string; body: Buffer; etag: string | null };
+/** A Console file as served, with its content's tag (a SHA-256 prefix) for revalidation. */
+export type Asset = { contentType: string; body: Buffer; etag: string };
 
 const CONSOLE_DIR = join(import.meta.dirname, "console");
 
@@ -93,37 +88,44 @@ const BUILT = new Set([
 const BUNDLES = ["console.bundle.js", "console.bundle.css"];
 
 /**
- * Reads every Console file now; throws if one is missing (a broken checkout, not a "no"; a
- * missing present.js or transcript.js means `npm run build:console` has not run), or, in a
- * checkout, if a module or sheet was changed after the bundles were built: the page would run
- * the old code without a word (a `git pull`, an edit), where a person expects what they see.
- * An installed package holds only what its build made, so it is not checked.
+ * Reads every Console file now, after `checkAssets`.
  */
 export function loadAssets(): ReadonlyMap<string, Asset> {
+  checkAssets();
   const assets = new Map<string, Asset>();
   for (const [path, [file, contentType]] of Object.entries(ASSET_FILES)) {
+    const body = readFileSync(join(CONSOLE_DIR, file));
+    const etag = `"${createHash("sha256").update(body).digest("base64url").slice(0, 22)}"`;
+    assets.set(path, { contentType, body, etag });
+  }
+  return assets;
+}
+
+/**
+ * Throws if a built Console file is missing (a broken checkout, not a "no"; a missing
+ * present.js or transcript.js means `npm run build:console` has not run), or, in a checkout,
+ * if a module or sheet was changed after the bundles were built: the page would run the old
+ * code without a word (a `git pull`, an edit), where a person expects what they see. An
+ * installed package holds only what its build made, so it is not checked for that. Reads no
+ * file's content: the board runs it once before its read workers load their own copies.
+ */
+export function checkAssets(): void {
+  for (const [file] of Object.values(ASSET_FILES)) {
     const full = join(CONSOLE_DIR, file);
     if (BUILT.has(file) && !existsSync(full)) {
       throw new Error(`${full} is missing: run "npm run build:console" (npm install runs it).`);
     }
-    const body = readFileSync(full);
-    const etag = contentType.startsWith("text/html")
-      ? null
-      : `"${createHash("sha256").update(body).digest("base64url").slice(0, 22)}"`;
-    assets.set(path, { contentType, body, etag });
   }
-  if (import.meta.filename.endsWith(".ts")) {
-    const sources = Object.values(ASSET_FILES)
-      .map(([file]) => file)
-      .filter((file) => !BUILT.has(file) && /\.(js|css)$/.test(file));
-    const stale = changedAfter(CONSOLE_DIR, sources, BUNDLES);
-    if (stale !== null) {
-      throw new Error(
-        `${join(CONSOLE_DIR, stale)} changed after the Console's bundles were built: run "npm run build:console".`,
-      );
-    }
+  if (!import.meta.filename.endsWith(".ts")) return;
+  const sources = Object.values(ASSET_FILES)
+    .map(([file]) => file)
+    .filter((file) => !BUILT.has(file) && /\.(js|css)$/.test(file));
+  const stale = changedAfter(CONSOLE_DIR, sources, BUNDLES);
+  if (stale !== null) {
+    throw new Error(
+      `${join(CONSOLE_DIR, stale)} changed after the Console's bundles were built: run "npm run build:console".`,
+    );
   }
-  return assets;
 }
 
 /** The first of `sources` (files in `dir`) changed after the oldest of `built`, or null. */

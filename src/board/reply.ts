@@ -49,13 +49,18 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 
 export const ALLOW = "GET, HEAD";
 
+/** An HTML page: the Console's CSP and COOP are its, and it is never kept by a browser. */
+function isPageType(contentType: string): boolean {
+  return contentType.startsWith("text/html");
+}
+
 export function reply(
   status: number,
   contentType: string,
   body: Buffer,
   extra: Record<string, string> = {},
 ): Reply {
-  const isPage = contentType.startsWith("text/html");
+  const isPage = isPageType(contentType);
   return {
     status,
     headers: {
@@ -77,7 +82,9 @@ export function reply(
  * fetching its 0.5 MB of script again; every request still reaches the board and its checks.
  */
 export function assetReply(asset: Asset, ifNoneMatch: string | undefined): Reply {
-  if (asset.etag === null) return reply(200, asset.contentType, asset.body);
+  // The two pages are never kept: a login link's token is in `/login`'s URL, and a kept answer
+  // is kept under its URL.
+  if (isPageType(asset.contentType)) return reply(200, asset.contentType, asset.body);
   const headers = { "Cache-Control": "no-cache", ETag: asset.etag };
   if (ifNoneMatch === undefined || !tagMatches(ifNoneMatch, asset.etag)) {
     return reply(200, asset.contentType, asset.body, headers);

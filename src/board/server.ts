@@ -9,7 +9,7 @@ import { availableParallelism } from "node:os";
 import type { Reader } from "../reader/reader.ts";
 import { type Root, rootsFromSpecs } from "../reader/sources.ts";
 import { act, acts } from "./acting.ts";
-import { loadAssets } from "./assets.ts";
+import { checkAssets, loadAssets } from "./assets.ts";
 import { BoardAuth } from "./auth.ts";
 import { type ControlRoute, createControlRoute } from "./control-route.ts";
 import type { DeviceLinks } from "./device-links.ts";
@@ -309,12 +309,12 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
   try {
     // Here, before any read worker starts: a missing or stale Console file is one clear line
     // (assets.ts says which command fixes it), not a worker's stack trace first.
-    const assets = loadAssets();
+    checkAssets();
     if (options.reader !== undefined) {
       const search = options.search ? { search: options.search } : {};
       const handle = createHandler({
         reader: options.reader,
-        assets,
+        assets: loadAssets(),
         hosts,
         log,
         ...search,
