@@ -2,6 +2,9 @@
 // harness/claude-code/scan-line.ts): whitespace, string bodies (skipped four bytes at a time),
 // numbers and literals, each validated exactly as JSON.parse validates them, none building a
 // value. Why bytes suffice, for lines decoded as UTF-8: see line-scan.ts's opening comment.
+// A long string body's rest is scanned by WebAssembly (wasm/string-body.ts), 32 bytes a step.
+
+import { isMirrored, mirroredEscape, mirrorLine, scanMirrored } from "./wasm/string-body.ts";
 
 export const QUOTE = 0x22;
 export const BACKSLASH = 0x5c;
@@ -70,6 +73,14 @@ export function scanString(
       // Jump to the first `"`, `\` or control byte at or after p, a word at a time.
       let k = rel >> 2;
       let m = specialBytes(words[k]!) & (-1 << ((rel & 3) << 3));
+      if (m === 0 && ++k < wordCount) m = specialBytes(words[k]!);
+      if (m === 0 && k + 1 < wordCount && isMirrored(words)) {
+        // Two words of ordinary bytes: a long body (most keys and ids end within them), whose
+        // rest the module scans to its end.
+        const close = scanMirrored(base + (k + 1) * 4, end);
+        if (mirroredEscape) sawEscape = true;
+        return close;
+      }
       while (m === 0 && ++k < wordCount) m = specialBytes(words[k]!);
       p = base + (m === 0 ? wordCount * 4 : k * 4 + ((31 - Math.clz32(m & -m)) >> 3));
     }
@@ -191,5 +202,6 @@ export function lineWords(
     ? Math.max(0, Math.floor((buf.byteOffset + end - alignedAbs) / 4))
     : 0;
   const words = wordCount > 0 ? new Int32Array(buf.buffer, alignedAbs, wordCount) : NO_WORDS;
+  if (wordCount > 0) mirrorLine(buf, start, end, words);
   return { words, base: alignedAbs - buf.byteOffset };
 }
