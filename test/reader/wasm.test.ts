@@ -4,7 +4,10 @@
 // alignment, cut anywhere, with every escape good and bad, and for a line scanned while another
 // holds the module's memory.
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
 import { describe, it } from "node:test";
+import { build } from "esbuild";
 import { assemble, moduleText } from "../../scripts/build-wasm.ts";
 import { lineWords, sawEscape, scanString } from "../../src/reader/json-scan.ts";
 import { BYTES_BASE64 } from "../../src/reader/wasm/json-string.ts";
@@ -163,5 +166,40 @@ describe("the string-body scan in WebAssembly", () => {
         assert.deepEqual(got, want, `byte ${special} at ${at}`);
       }
     }
+  });
+
+  it("leaves a Node without WebAssembly (--jitless) to the JavaScript loop, with the same facts", async () => {
+    const line = JSON.stringify({ type: "message", id: "a1", text: `${"x".repeat(400)}\n"é` });
+    // Node strips TypeScript's types with WebAssembly, so the jitless child runs a bundle.
+    const root = join(import.meta.dirname, "..", "..");
+    const bundle = await build({
+      stdin: {
+        contents: `
+          import { MIRROR_MAX_BYTES } from "./src/reader/wasm/string-body.ts";
+          import { scanLine } from "./src/reader/harness/pi/line-scan.ts";
+          const buf = Buffer.from(process.argv.at(-1));
+          console.log(JSON.stringify({ max: MIRROR_MAX_BYTES, facts: scanLine(buf, 0, buf.length) }));`,
+        resolveDir: root,
+        loader: "ts",
+      },
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      write: false,
+    });
+    const script = bundle.outputFiles[0]!.text;
+    const run = (flags: string[]) =>
+      JSON.parse(
+        execFileSync(process.execPath, [...flags, "--input-type=module", "-e", script, line], {
+          encoding: "utf8",
+          timeout: 30_000,
+        }),
+      );
+    const jitless = run(["--jitless"]);
+    const jit = run([]);
+    assert.equal(jitless.max, 0);
+    assert.equal(jit.max, MIRROR_MAX_BYTES);
+    assert.deepEqual(jitless.facts, jit.facts);
+    assert.equal(jitless.facts.id, "a1");
   });
 });
