@@ -4,6 +4,7 @@
 // entries and what their ids and parents are; everything above this file is the same for all.
 import { isUtf8 } from "node:buffer";
 import { toChatId } from "../protocol/chat-01.ts";
+import { parseLongValues } from "./line-value.ts";
 import { work } from "./work.ts";
 
 /**
@@ -275,8 +276,13 @@ export function isObject(v: unknown): v is Record<string, unknown> {
  */
 export type EntryLines = (rec: EntryRec) => { buf: Buffer; rec: EntryRec };
 
-/** The JSON object of an entry, parsed again from the snapshot. */
+/**
+ * The JSON object of an entry, parsed again from the snapshot: with its long string values
+ * decoded outside JSON.parse where that applies (line-value.ts), else its whole line.
+ */
 export function entryObject(buf: Buffer, rec: EntryRec): Record<string, unknown> {
+  const fast = parseLongValues(buf, rec.start, rec.end);
+  if (fast) return objectOf(fast.value, rec);
   return entryOfText(buf.toString("utf8", rec.start, rec.end), rec);
 }
 
@@ -291,6 +297,11 @@ export function entryOfText(text: string, rec: EntryRec): Record<string, unknown
   } catch {
     obj = undefined;
   }
+  return objectOf(obj, rec);
+}
+
+/** An entry the scan found to be an object that no longer parses as one is an error. */
+export function objectOf(obj: unknown, rec: EntryRec): Record<string, unknown> {
   if (!isObject(obj)) throw new Error(`entry at line ${rec.line} no longer parses`);
   return obj;
 }
@@ -303,6 +314,9 @@ export function entryObjectUtf8(
   buf: Buffer,
   rec: EntryRec,
 ): { obj: Record<string, unknown>; utf8: boolean } {
+  // It applies to valid UTF-8 only.
+  const fast = parseLongValues(buf, rec.start, rec.end);
+  if (fast) return { obj: objectOf(fast.value, rec), utf8: true };
   const text = buf.toString("utf8", rec.start, rec.end);
   return { obj: entryOfText(text, rec), utf8: decodedUtf8(text, buf, rec.start, rec.end) };
 }

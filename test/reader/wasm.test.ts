@@ -168,8 +168,8 @@ describe("the string-body scan in WebAssembly", () => {
     }
   });
 
-  it("leaves a Node without WebAssembly (--jitless) to the JavaScript loop, with the same facts", async () => {
-    const line = JSON.stringify({ type: "message", id: "a1", text: `${"x".repeat(400)}\n"é` });
+  it("leaves a Node without WebAssembly (--jitless) to the JavaScript loop and JSON.parse, with the same facts and values", async () => {
+    const line = JSON.stringify({ type: "message", id: "a1", text: `${"x".repeat(4000)}\n"é` });
     // Node strips TypeScript's types with WebAssembly, so the jitless child runs a bundle.
     const root = join(import.meta.dirname, "..", "..");
     const bundle = await build({
@@ -177,8 +177,16 @@ describe("the string-body scan in WebAssembly", () => {
         contents: `
           import { MIRROR_MAX_BYTES } from "./src/reader/wasm/string-body.ts";
           import { scanLine } from "./src/reader/harness/pi/line-scan.ts";
+          import { entryObject } from "./src/reader/entries.ts";
+          import { parseLongValues } from "./src/reader/line-value.ts";
           const buf = Buffer.from(process.argv.at(-1));
-          console.log(JSON.stringify({ max: MIRROR_MAX_BYTES, facts: scanLine(buf, 0, buf.length) }));`,
+          const rec = { id: "a1", parentId: null, type: "message", line: 1, start: 0, end: buf.length, index: 0 };
+          console.log(JSON.stringify({
+            max: MIRROR_MAX_BYTES,
+            facts: scanLine(buf, 0, buf.length),
+            fast: parseLongValues(buf, 0, buf.length) !== null,
+            value: entryObject(buf, rec),
+          }));`,
         resolveDir: root,
         loader: "ts",
       },
@@ -201,5 +209,10 @@ describe("the string-body scan in WebAssembly", () => {
     assert.equal(jit.max, MIRROR_MAX_BYTES);
     assert.deepEqual(jitless.facts, jit.facts);
     assert.equal(jitless.facts.id, "a1");
+    // Long values are decoded by the module where it runs, and the whole line parsed where not.
+    assert.equal(jit.fast, true);
+    assert.equal(jitless.fast, false);
+    assert.deepEqual(jitless.value, JSON.parse(line));
+    assert.deepEqual(jit.value, JSON.parse(line));
   });
 });

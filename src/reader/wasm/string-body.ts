@@ -3,35 +3,15 @@
 // string body's rest is scanned there 32 bytes at a time (scanMirrored). Where WebAssembly or
 // its SIMD is missing, nothing is mirrored and the JavaScript loop scans every body: the same
 // answers, a little slower.
-import { BYTES_BASE64 } from "./json-string.ts";
+import { LINE_BYTES, wasm } from "./module.ts";
 
-type Exports = { memory: { buffer: ArrayBuffer }; string(p: number, end: number): number };
-/** The part of the WebAssembly API used here (Node's types leave it to the DOM's). */
-type Api = {
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object) => { exports: unknown };
-};
-
-function instantiate(): Exports | null {
-  // Absent from a --jitless Node; a module without SIMD support throws as it compiles.
-  const api = (globalThis as { WebAssembly?: Api }).WebAssembly;
-  if (!api) return null;
-  try {
-    const module = new api.Module(Buffer.from(BYTES_BASE64, "base64"));
-    return new api.Instance(module).exports as Exports;
-  } catch {
-    return null;
-  }
-}
-
-const wasm = instantiate();
 const memory = wasm ? new Uint8Array(wasm.memory.buffer) : new Uint8Array(0);
 const scan = wasm ? wasm.string : () => -1;
 
 /** Lines shorter than this gain less from the module than their copy costs. */
 export const MIRROR_MIN_BYTES = 256;
-/** The longest line the module's memory takes (json-string.wat: 32 pages). */
-export const MIRROR_MAX_BYTES = memory.length;
+/** The longest line the module's memory takes (json-string.wat: its first 2 MiB). */
+export const MIRROR_MAX_BYTES = wasm ? LINE_BYTES : 0;
 
 /** Bit 30 of the module's answer: the body held an escape. */
 const ESCAPED = 0x40000000;
@@ -58,6 +38,14 @@ export function mirrorLine(buf: Buffer, start: number, end: number, words: Int32
   mirrored = words;
   mirrorStart = start;
   mirrorEnd = end;
+}
+
+/**
+ * Says the module's memory no longer holds the mirrored line: long-strings.ts copied another
+ * line over it. A scan under way then goes on with the JavaScript loop (isMirrored).
+ */
+export function forgetMirror(): void {
+  mirrored = null;
 }
 
 /** Whether the line whose words are `words` is the one in the module's memory. */

@@ -12,7 +12,9 @@ import {
   entryObject,
   entryOfText,
   keyOfId,
+  objectOf,
 } from "../../entries.ts";
+import { parseLongValues } from "../../line-value.ts";
 import type { SizedPart } from "../../parts.ts";
 import { partsOfLine } from "../../render.ts";
 import type { ParsedSession, RowFormat } from "../../tree.ts";
@@ -96,6 +98,8 @@ function recordObject(s: ParsedSession, buf: Buffer, rec: EntryRec): Record<stri
   if (from < 0) return entryObject(buf, rec);
   const a = rec.start + from;
   const b = rec.start + t.useTo[rec.index]!;
+  const fast = parseLongValues(buf, rec.start, rec.end, a, b);
+  if (fast) return objectOf(fast.value, rec);
   // The cut is at ASCII bytes (the value's first and last), so each side decodes as it would
   // within the whole line.
   return entryOfText(
