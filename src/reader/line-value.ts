@@ -2,17 +2,17 @@
 // parses every line it shows, and most of a session's bytes are a few long strings (tool
 // output: 86% of a Pi session's bytes); JSON.parse reads those a character at a time, and the
 // line they are decoded in becomes a two-byte string when any character of it is not Latin-1.
-// Here the module lists and unescapes the long values (wasm/long-strings.ts), each is decoded
-// by itself, and JSON.parse reads the rest of the line, where each long value stands as a short
-// marker; a walk of the parsed value then puts each back in its marker's place.
+// Here the module reads the line's strings and writes the long values' characters as UTF-16 or
+// Latin-1 (wasm/long-strings.ts), each becomes a string by a copy, and JSON.parse reads the rest
+// of the line, where each long value stands as a short marker; a walk of the parsed value then
+// puts each back in its marker's place.
 //
 // The value is exactly JSON.parse's of the line's UTF-8 text: a marker replaces a string body
 // by another valid one, so the text parses (or fails) exactly as the line does, keys and their
-// order, duplicates and `__proto__` included; the markers carry a random nonce of the process,
-// which no line can know to imitate. Where that reasoning would need more (a line not valid
-// UTF-8, whose decoder repairs would have to be matched; an escaped lone surrogate, which no
-// UTF-8 decodes to) the caller parses the line whole.
-import { isUtf8 } from "node:buffer";
+// order, duplicates and `__proto__` included; an escaped surrogate, paired or not, is its code
+// unit, as JSON.parse keeps it. The markers carry a random nonce of the process, which no line
+// can know to imitate. A line not valid UTF-8 is parsed whole, so the decoder's repairs need
+// not be matched.
 import { randomBytes } from "node:crypto";
 import { listLongStrings, longs } from "./wasm/long-strings.ts";
 
@@ -37,8 +37,10 @@ export function parseLongValues(
 ): { value: unknown } | null {
   if (end - start < LONG_LINE_MIN_BYTES) return null;
   const count = listLongStrings(buf, start, end, cutFrom, cutTo);
-  if (count <= 0 || !isUtf8(buf.subarray(start, end))) return null;
-  // Valid UTF-8 decodes piece by piece as it does whole: every piece ends at an ASCII byte.
+  if (count <= 0) return null;
+  // Its strings are UTF-8 (the module checked), so the text between long values decodes as it
+  // does within the whole line (each piece ends at an ASCII byte), and any other byte that is
+  // not ASCII lies outside strings, where JSON.parse refuses it as it refuses the line.
   const pieces: string[] = new Array(count);
   let text = "";
   let pos = start;
@@ -53,9 +55,7 @@ export function parseLongValues(
     }
     text += buf.toString("utf8", pos, s) + NONCE + i;
     pos = e;
-    const o = longs.outStart(i);
-    pieces[i] =
-      o < 0 ? buf.toString("utf8", s, e) : longs.unescaped.toString("utf8", o, longs.outEnd(i));
+    pieces[i] = longs.value(i);
   }
   if (cut) {
     text += `${buf.toString("utf8", pos, cutFrom)}null`;

@@ -6,17 +6,20 @@
 ;;
 ;; The line is copied into this memory first (json-scan.ts mirrorLine, long-strings.ts): its
 ;; first 2 MiB hold it, the longest line it takes; longer lines are scanned by the JavaScript
-;; loop alone. Above them: the bytes long string values unescape to (2 MiB and a step of slack,
-;; as no escape grows), then the list of those values (4,096 of 16 bytes: a value of at least
-;; 512 bytes in a 2 MiB line leaves room for fewer). 66 pages; the memory never grows, so the
-;; views JavaScript reads and copies through stay valid.
+;; loop alone. Above them (OUT): the characters of long string values, as UTF-16 or Latin-1
+;; (4 MiB and some slack: a body's byte is at most one UTF-16 unit), then (LIST) the list of
+;; those values (4,096 of 16 bytes: a value of at least 512 bytes in a 2 MiB line leaves room
+;; for fewer). 98 pages; the memory never grows, so the views JavaScript reads and copies
+;; through stay valid. Layout constants: module.ts.
 ;;
 ;; Built into src/reader/wasm/json-string.ts by scripts/build-wasm.ts (npm run build:wasm);
 ;; test/reader/wasm.test.ts checks the two agree.
 (module
-  (memory (export "memory") 66)
+  (memory (export "memory") 98)
   ;; Where the next unescaped value goes (long-strings.ts sets it to OUT before a line).
   (global $out (export "out") (mut i32) (i32.const 0x200000))
+  ;; Where the last string $body read ended its units.
+  (global $written (mut i32) (i32.const 0))
   ;; Whether byte $c is an ASCII hex digit.
   (func $hex (param $c i32) (result i32)
     (i32.or
@@ -97,7 +100,7 @@
           (br $scan)))
       (return (i32.const -1)))
     (i32.const -1))
-  ;; The value of four hex digits at $p (checked by $string before).
+  ;; The value of four hex digits at $p.
   (func $hex4 (param $p i32) (result i32)
     (local $i i32) (local $v i32) (local $c i32)
     (loop $digits
@@ -111,107 +114,212 @@
       (local.set $i (i32.add (local.get $i) (i32.const 1)))
       (br_if $digits (i32.lt_u (local.get $i) (i32.const 4))))
     (local.get $v))
-  ;; Unescapes the string body [$p, $end), which $string found valid, to UTF-8 at $out, and moves
-  ;; $out past it: as JSON.parse reads the body, written as the UTF-8 that decodes to the same
-  ;; characters. -1 (nothing promised of $out) for an escaped surrogate not in a pair: JSON.parse
-  ;; makes it a lone surrogate, which no UTF-8 decodes to, so the caller parses that line whole.
-  (func $unescape (param $p i32) (param $end i32) (result i32)
-    (local $o i32) (local $v v128) (local $m i32) (local $c i32) (local $u i32) (local $lo i32)
+  ;; Whether byte $c is a UTF-8 continuation byte between $lo and $hi (inclusive).
+  (func $cont (param $c i32) (param $lo i32) (param $hi i32) (result i32)
+    (i32.and (i32.ge_u (local.get $c) (local.get $lo)) (i32.le_u (local.get $c) (local.get $hi))))
+  ;; Reads the string body from $p to its closing quote before $end and writes its characters,
+  ;; as JSON.parse reads them, as UTF-16 code units from $out to $written ($out stays as it
+  ;; was: the caller keeps them or not). Returns the quote's index, with bit 30 set when a unit is above
+  ;; 0xFF; -1 for a body JSON refuses (a raw byte below 0x20, a bad escape, no closing quote);
+  ;; -2 for bytes that are not UTF-8 (the decoder would repair them: the caller parses that line
+  ;; whole). An escaped surrogate is its unit, paired or not, as JSON.parse keeps it.
+  (func $body (param $p i32) (param $end i32) (result i32)
+    (local $o i32) (local $v v128) (local $m i32) (local $c i32) (local $u i32) (local $wide i32)
+    (local $c1 i32) (local $c2 i32) (local $c3 i32)
     (local.set $o (global.get $out))
     (loop $run
-      ;; Copy up to the next backslash, 16 bytes a round (a round stores all 16 and keeps those
-      ;; before the backslash: the slack above the output takes the rest), then byte by byte.
-      (block $escape
+      ;; Copy plain ASCII, 16 bytes a round widened to 16 units (a round stores all 16 and keeps
+      ;; those before the first byte that needs a look: the slack above OUT takes the rest).
+      (block $special
+        ;; Characters that need a look often come in runs (a word in another script): the next
+        ;; byte is looked at alone first, before a round of 16.
+        (if (i32.lt_u (local.get $p) (local.get $end))
+          (then
+            (local.set $c (i32.load8_u (local.get $p)))
+            (br_if $special
+              (i32.or
+                (i32.or (i32.eq (local.get $c) (i32.const 0x22)) (i32.eq (local.get $c) (i32.const 0x5c)))
+                (i32.gt_u (i32.sub (local.get $c) (i32.const 0x20)) (i32.const 0x5f))))))
         (block $narrow
-          (loop $wide
+          (loop $rounds
             (br_if $narrow (i32.gt_u (i32.add (local.get $p) (i32.const 16)) (local.get $end)))
             (local.set $v (v128.load (local.get $p)))
-            (v128.store (local.get $o) (local.get $v))
+            (v128.store (local.get $o) (i16x8.extend_low_i8x16_u (local.get $v)))
+            (v128.store offset=16 (local.get $o) (i16x8.extend_high_i8x16_u (local.get $v)))
             (local.set $m
               (i8x16.bitmask
-                (i8x16.eq (local.get $v) (v128.const i8x16 0x5c 0x5c 0x5c 0x5c 0x5c 0x5c 0x5c 0x5c 0x5c 0x5c 0x5c 0x5c 0x5c 0x5c 0x5c 0x5c))))
+                (v128.or
+                  (v128.or
+                    (i8x16.eq (local.get $v) (v128.const i8x16 0x22 0x22 0x22 0x22 0x22 0x22 0x22 0x22 0x22 0x22 0x22 0x22 0x22 0x22 0x22 0x22))
+                    (i8x16.eq (local.get $v) (v128.const i8x16 0x5c 0x5c 0x5c 0x5c 0x5c 0x5c 0x5c 0x5c 0x5c 0x5c 0x5c 0x5c 0x5c 0x5c 0x5c 0x5c)))
+                  ;; Below 0x20 or above 0x7f: unsigned, a byte minus 0x20 is then at least 0x60.
+                  (i8x16.gt_u
+                    (i8x16.sub (local.get $v) (v128.const i8x16 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20))
+                    (v128.const i8x16 0x5f 0x5f 0x5f 0x5f 0x5f 0x5f 0x5f 0x5f 0x5f 0x5f 0x5f 0x5f 0x5f 0x5f 0x5f 0x5f)))))
             (if (local.get $m)
               (then
                 (local.set $p (i32.add (local.get $p) (i32.ctz (local.get $m))))
-                (local.set $o (i32.add (local.get $o) (i32.ctz (local.get $m))))
-                (br $escape)))
+                (local.set $o (i32.add (local.get $o) (i32.shl (i32.ctz (local.get $m)) (i32.const 1))))
+                (br $special)))
             (local.set $p (i32.add (local.get $p) (i32.const 16)))
-            (local.set $o (i32.add (local.get $o) (i32.const 16)))
-            (br $wide)))
+            (local.set $o (i32.add (local.get $o) (i32.const 32)))
+            (br $rounds)))
         (loop $bytes
-          (if (i32.ge_u (local.get $p) (local.get $end))
-            (then
-              (global.set $out (local.get $o))
-              (return (local.get $o))))
+          (if (i32.ge_u (local.get $p) (local.get $end)) (then (return (i32.const -1))))
           (local.set $c (i32.load8_u (local.get $p)))
-          (br_if $escape (i32.eq (local.get $c) (i32.const 0x5c)))
-          (i32.store8 (local.get $o) (local.get $c))
+          (br_if $special
+            (i32.or
+              (i32.or (i32.eq (local.get $c) (i32.const 0x22)) (i32.eq (local.get $c) (i32.const 0x5c)))
+              (i32.gt_u (i32.sub (local.get $c) (i32.const 0x20)) (i32.const 0x5f))))
+          (i32.store16 (local.get $o) (local.get $c))
           (local.set $p (i32.add (local.get $p) (i32.const 1)))
-          (local.set $o (i32.add (local.get $o) (i32.const 1)))
-          (br $bytes)))
-      ;; $p is at a backslash.
-      (local.set $c (i32.load8_u offset=1 (local.get $p)))
-      (if (i32.ne (local.get $c) (i32.const 0x75))
-        (then
-          ;; One of the seven short escapes; \" \\ and \/ stand for themselves.
-          (i32.store8 (local.get $o)
-            (if (result i32) (i32.eq (local.get $c) (i32.const 0x6e)) (then (i32.const 0x0a))
-              (else (if (result i32) (i32.eq (local.get $c) (i32.const 0x74)) (then (i32.const 0x09))
-                (else (if (result i32) (i32.eq (local.get $c) (i32.const 0x72)) (then (i32.const 0x0d))
-                  (else (if (result i32) (i32.eq (local.get $c) (i32.const 0x62)) (then (i32.const 0x08))
-                    (else (if (result i32) (i32.eq (local.get $c) (i32.const 0x66)) (then (i32.const 0x0c))
-                      (else (local.get $c))))))))))))
-          (local.set $o (i32.add (local.get $o) (i32.const 1)))
-          (local.set $p (i32.add (local.get $p) (i32.const 2)))
-          (br $run)))
-      (local.set $u (call $hex4 (i32.add (local.get $p) (i32.const 2))))
-      (local.set $p (i32.add (local.get $p) (i32.const 6)))
-      (if (i32.eq (i32.and (local.get $u) (i32.const 0xf800)) (i32.const 0xd800))
-        (then
-          ;; A surrogate: a high one followed by an escaped low one is one character.
-          (if (i32.ge_u (local.get $u) (i32.const 0xdc00)) (then (return (i32.const -1))))
-          (if (i32.gt_u (i32.add (local.get $p) (i32.const 6)) (local.get $end)) (then (return (i32.const -1))))
-          (if (i32.ne (i32.load16_u (local.get $p)) (i32.const 0x755c)) (then (return (i32.const -1))))
-          (local.set $lo (call $hex4 (i32.add (local.get $p) (i32.const 2))))
-          (if (i32.ne (i32.and (local.get $lo) (i32.const 0xfc00)) (i32.const 0xdc00)) (then (return (i32.const -1))))
-          (local.set $p (i32.add (local.get $p) (i32.const 6)))
-          (local.set $u
-            (i32.add (i32.const 0x10000)
-              (i32.or
-                (i32.shl (i32.sub (local.get $u) (i32.const 0xd800)) (i32.const 10))
-                (i32.sub (local.get $lo) (i32.const 0xdc00)))))
-          (i32.store8 (local.get $o) (i32.or (i32.const 0xf0) (i32.shr_u (local.get $u) (i32.const 18))))
-          (i32.store8 offset=1 (local.get $o) (i32.or (i32.const 0x80) (i32.and (i32.shr_u (local.get $u) (i32.const 12)) (i32.const 0x3f))))
-          (i32.store8 offset=2 (local.get $o) (i32.or (i32.const 0x80) (i32.and (i32.shr_u (local.get $u) (i32.const 6)) (i32.const 0x3f))))
-          (i32.store8 offset=3 (local.get $o) (i32.or (i32.const 0x80) (i32.and (local.get $u) (i32.const 0x3f))))
-          (local.set $o (i32.add (local.get $o) (i32.const 4)))
-          (br $run)))
-      (if (i32.lt_u (local.get $u) (i32.const 0x80))
-        (then
-          (i32.store8 (local.get $o) (local.get $u))
-          (local.set $o (i32.add (local.get $o) (i32.const 1)))
-          (br $run)))
-      (if (i32.lt_u (local.get $u) (i32.const 0x800))
-        (then
-          (i32.store8 (local.get $o) (i32.or (i32.const 0xc0) (i32.shr_u (local.get $u) (i32.const 6))))
-          (i32.store8 offset=1 (local.get $o) (i32.or (i32.const 0x80) (i32.and (local.get $u) (i32.const 0x3f))))
           (local.set $o (i32.add (local.get $o) (i32.const 2)))
-          (br $run)))
-      (i32.store8 (local.get $o) (i32.or (i32.const 0xe0) (i32.shr_u (local.get $u) (i32.const 12))))
-      (i32.store8 offset=1 (local.get $o) (i32.or (i32.const 0x80) (i32.and (i32.shr_u (local.get $u) (i32.const 6)) (i32.const 0x3f))))
-      (i32.store8 offset=2 (local.get $o) (i32.or (i32.const 0x80) (i32.and (local.get $u) (i32.const 0x3f))))
-      (local.set $o (i32.add (local.get $o) (i32.const 3)))
+          (br $bytes)))
+      ;; $p is at a quote, a backslash, a control byte or a byte above 0x7f, before $end. A
+      ;; character of one unit breaks out of $put with the unit in $u.
+      (block $put
+      (local.set $c (i32.load8_u (local.get $p)))
+      (if (i32.eq (local.get $c) (i32.const 0x22))
+        (then
+          (global.set $written (local.get $o))
+          (return (i32.or (local.get $p) (i32.shl (local.get $wide) (i32.const 30))))))
+      (if (i32.lt_u (local.get $c) (i32.const 0x20)) (then (return (i32.const -1))))
+      (if (i32.eq (local.get $c) (i32.const 0x5c))
+        (then
+          (if (i32.ge_u (i32.add (local.get $p) (i32.const 1)) (local.get $end)) (then (return (i32.const -1))))
+          (local.set $c (i32.load8_u offset=1 (local.get $p)))
+          (if (i32.eq (local.get $c) (i32.const 0x75))
+            (then
+              (if (i32.ge_u (i32.add (local.get $p) (i32.const 5)) (local.get $end)) (then (return (i32.const -1))))
+              (if (i32.eqz
+                    (i32.and
+                      (i32.and (call $hex (i32.load8_u offset=2 (local.get $p))) (call $hex (i32.load8_u offset=3 (local.get $p))))
+                      (i32.and (call $hex (i32.load8_u offset=4 (local.get $p))) (call $hex (i32.load8_u offset=5 (local.get $p))))))
+                (then (return (i32.const -1))))
+              (local.set $u (call $hex4 (i32.add (local.get $p) (i32.const 2))))
+              (local.set $p (i32.add (local.get $p) (i32.const 6)))
+              (br $put))
+            (else
+              (local.set $u
+                (if (result i32) (i32.eq (local.get $c) (i32.const 0x6e)) (then (i32.const 0x0a))
+                  (else (if (result i32) (i32.eq (local.get $c) (i32.const 0x74)) (then (i32.const 0x09))
+                    (else (if (result i32) (i32.eq (local.get $c) (i32.const 0x72)) (then (i32.const 0x0d))
+                      (else (if (result i32) (i32.eq (local.get $c) (i32.const 0x62)) (then (i32.const 0x08))
+                        (else (if (result i32) (i32.eq (local.get $c) (i32.const 0x66)) (then (i32.const 0x0c))
+                          (else (if (result i32)
+                                  (i32.or
+                                    (i32.or (i32.eq (local.get $c) (i32.const 0x22)) (i32.eq (local.get $c) (i32.const 0x5c)))
+                                    (i32.eq (local.get $c) (i32.const 0x2f)))
+                            (then (local.get $c))
+                            (else (i32.const -1))))))))))))))
+              (if (i32.lt_s (local.get $u) (i32.const 0)) (then (return (i32.const -1))))
+              (i32.store16 (local.get $o) (local.get $u))
+              (local.set $o (i32.add (local.get $o) (i32.const 2)))
+              (local.set $p (i32.add (local.get $p) (i32.const 2)))
+              (br $run)))))
+      ;; A byte above 0x7f: a UTF-8 sequence, checked as Unicode defines well-formed UTF-8
+      ;; (no overlong form, no surrogate, nothing above U+10FFFF), or -2.
+      (if (i32.lt_u (local.get $c) (i32.const 0xc2)) (then (return (i32.const -2))))
+      (if (i32.lt_u (local.get $c) (i32.const 0xe0))
+        (then
+          (if (i32.ge_u (i32.add (local.get $p) (i32.const 1)) (local.get $end)) (then (return (i32.const -2))))
+          (local.set $c1 (i32.load8_u offset=1 (local.get $p)))
+          (if (i32.eqz (call $cont (local.get $c1) (i32.const 0x80) (i32.const 0xbf))) (then (return (i32.const -2))))
+          (local.set $u (i32.or (i32.shl (i32.and (local.get $c) (i32.const 0x1f)) (i32.const 6)) (i32.and (local.get $c1) (i32.const 0x3f))))
+          (local.set $p (i32.add (local.get $p) (i32.const 2)))
+          (br $put)))
+      (if (i32.lt_u (local.get $c) (i32.const 0xf0))
+        (then
+          (if (i32.ge_u (i32.add (local.get $p) (i32.const 2)) (local.get $end)) (then (return (i32.const -2))))
+          (local.set $c1 (i32.load8_u offset=1 (local.get $p)))
+          (local.set $c2 (i32.load8_u offset=2 (local.get $p)))
+          (if (i32.eqz
+                (i32.and
+                  (if (result i32) (i32.eq (local.get $c) (i32.const 0xe0))
+                    (then (call $cont (local.get $c1) (i32.const 0xa0) (i32.const 0xbf)))
+                    (else (if (result i32) (i32.eq (local.get $c) (i32.const 0xed))
+                      (then (call $cont (local.get $c1) (i32.const 0x80) (i32.const 0x9f)))
+                      (else (call $cont (local.get $c1) (i32.const 0x80) (i32.const 0xbf))))))
+                  (call $cont (local.get $c2) (i32.const 0x80) (i32.const 0xbf))))
+            (then (return (i32.const -2))))
+          (local.set $u
+            (i32.or
+              (i32.or
+                (i32.shl (i32.and (local.get $c) (i32.const 0x0f)) (i32.const 12))
+                (i32.shl (i32.and (local.get $c1) (i32.const 0x3f)) (i32.const 6)))
+              (i32.and (local.get $c2) (i32.const 0x3f))))
+          (local.set $p (i32.add (local.get $p) (i32.const 3)))
+          (br $put)))
+      (if (i32.gt_u (local.get $c) (i32.const 0xf4)) (then (return (i32.const -2))))
+      (if (i32.ge_u (i32.add (local.get $p) (i32.const 3)) (local.get $end)) (then (return (i32.const -2))))
+      (local.set $c1 (i32.load8_u offset=1 (local.get $p)))
+      (local.set $c2 (i32.load8_u offset=2 (local.get $p)))
+      (local.set $c3 (i32.load8_u offset=3 (local.get $p)))
+      (if (i32.eqz
+            (i32.and
+              (if (result i32) (i32.eq (local.get $c) (i32.const 0xf0))
+                (then (call $cont (local.get $c1) (i32.const 0x90) (i32.const 0xbf)))
+                (else (if (result i32) (i32.eq (local.get $c) (i32.const 0xf4))
+                  (then (call $cont (local.get $c1) (i32.const 0x80) (i32.const 0x8f)))
+                  (else (call $cont (local.get $c1) (i32.const 0x80) (i32.const 0xbf))))))
+              (i32.and
+                (call $cont (local.get $c2) (i32.const 0x80) (i32.const 0xbf))
+                (call $cont (local.get $c3) (i32.const 0x80) (i32.const 0xbf)))))
+        (then (return (i32.const -2))))
+      (local.set $u
+        (i32.sub
+          (i32.or
+            (i32.or
+              (i32.shl (i32.and (local.get $c) (i32.const 0x07)) (i32.const 18))
+              (i32.shl (i32.and (local.get $c1) (i32.const 0x3f)) (i32.const 12)))
+            (i32.or
+              (i32.shl (i32.and (local.get $c2) (i32.const 0x3f)) (i32.const 6))
+              (i32.and (local.get $c3) (i32.const 0x3f))))
+          (i32.const 0x10000)))
+      (local.set $p (i32.add (local.get $p) (i32.const 4)))
+      ;; A surrogate pair.
+      (i32.store16 (local.get $o) (i32.or (i32.const 0xd800) (i32.shr_u (local.get $u) (i32.const 10))))
+      (i32.store16 offset=2 (local.get $o) (i32.or (i32.const 0xdc00) (i32.and (local.get $u) (i32.const 0x3ff))))
+      (local.set $o (i32.add (local.get $o) (i32.const 4)))
+      (local.set $wide (i32.const 1))
+      (br $run))
+      (i32.store16 (local.get $o) (local.get $u))
+      (local.set $o (i32.add (local.get $o) (i32.const 2)))
+      (local.set $wide (i32.or (local.get $wide) (i32.gt_u (local.get $u) (i32.const 0xff))))
       (br $run))
     (i32.const -1))
+  ;; Packs the units [$from, $to), all at most 0xFF, into bytes from $from on (Latin-1): the end.
+  (func $narrow (param $from i32) (param $to i32) (result i32)
+    (local $r i32) (local $w i32)
+    (local.set $r (local.get $from))
+    (local.set $w (local.get $from))
+    (block $done
+      (loop $rounds
+        (br_if $done (i32.gt_u (i32.add (local.get $r) (i32.const 32)) (local.get $to)))
+        (v128.store (local.get $w)
+          (i8x16.narrow_i16x8_u (v128.load (local.get $r)) (v128.load offset=16 (local.get $r))))
+        (local.set $r (i32.add (local.get $r) (i32.const 32)))
+        (local.set $w (i32.add (local.get $w) (i32.const 16)))
+        (br $rounds)))
+    (block $tail
+      (loop $units
+        (br_if $tail (i32.ge_u (local.get $r) (local.get $to)))
+        (i32.store8 (local.get $w) (i32.load16_u (local.get $r)))
+        (local.set $r (i32.add (local.get $r) (i32.const 2)))
+        (local.set $w (i32.add (local.get $w) (i32.const 1)))
+        (br $units)))
+    (local.get $w))
   ;; The string values of at least $min bytes in the JSON text [$p, $end) of the mirrored line,
   ;; listed from entry $k on (at LIST, 16 bytes each: the body's first byte, its closing quote,
-  ;; and where its unescaped bytes lie at $out, or -1 -1 for a body without escapes, which reads
-  ;; as it is): the new count. Keys are not listed (a string followed by a colon). Text outside
-  ;; strings is only stepped over: JSON.parse judges it in the text the caller makes. -1 for a
-  ;; string that does not end validly, an escaped lone surrogate, or a full list: the caller
-  ;; parses the line whole.
+  ;; and where its characters lie at OUT: from, with bit 30 set for UTF-16LE (else Latin-1, a
+  ;; byte each), to): the new count. Keys are not listed (a string followed by a colon). Text
+  ;; outside strings is only stepped over: JSON.parse judges it in the text the caller makes (any
+  ;; byte above 0x7f there fails it). Every string is read by $body, so a line whose count this
+  ;; returns holds only UTF-8 in its strings. -1 for a string JSON refuses, -2 for bytes that are
+  ;; not UTF-8, -3 for a full list: the caller parses the line whole.
   (func (export "spans") (param $p i32) (param $end i32) (param $min i32) (param $k i32) (result i32)
-    (local $s i32) (local $r i32) (local $q i32) (local $n i32) (local $c i32) (local $at i32) (local $o i32)
+    (local $s i32) (local $r i32) (local $q i32) (local $n i32) (local $c i32) (local $at i32)
+    (local $o i32) (local $to i32)
     (loop $outside
       (block $quote
         (loop $bytes
@@ -220,8 +328,8 @@
           (local.set $p (i32.add (local.get $p) (i32.const 1)))
           (br $bytes)))
       (local.set $s (i32.add (local.get $p) (i32.const 1)))
-      (local.set $r (call $string (local.get $s) (local.get $end)))
-      (if (i32.lt_s (local.get $r) (i32.const 0)) (then (return (i32.const -1))))
+      (local.set $r (call $body (local.get $s) (local.get $end)))
+      (if (i32.lt_s (local.get $r) (i32.const 0)) (then (return (local.get $r))))
       (local.set $q (i32.and (local.get $r) (i32.const 0x3fffffff)))
       (local.set $p (i32.add (local.get $q) (i32.const 1)))
       (if (i32.ge_u (i32.sub (local.get $q) (local.get $s)) (local.get $min))
@@ -241,19 +349,19 @@
               (br $ws)))
           (if (i32.or (i32.ge_u (local.get $n) (local.get $end)) (i32.ne (local.get $c) (i32.const 0x3a)))
             (then
-              (if (i32.ge_u (local.get $k) (i32.const 4096)) (then (return (i32.const -1))))
-              (local.set $at (i32.add (i32.const 0x410000) (i32.shl (local.get $k) (i32.const 4))))
+              (if (i32.ge_u (local.get $k) (i32.const 4096)) (then (return (i32.const -3))))
+              ;; Keep its characters: $out moves past them (to an even offset, for UTF-16).
+              (local.set $o (global.get $out))
+              (local.set $to (global.get $written))
+              (if (i32.eqz (i32.and (local.get $r) (i32.const 0x40000000)))
+                (then (local.set $to (call $narrow (local.get $o) (local.get $to)))))
+              (global.set $out (i32.and (i32.add (local.get $to) (i32.const 1)) (i32.const -2)))
+              (local.set $at (i32.add (i32.const 0x610000) (i32.shl (local.get $k) (i32.const 4))))
               (i32.store (local.get $at) (local.get $s))
               (i32.store offset=4 (local.get $at) (local.get $q))
-              (i32.store offset=8 (local.get $at) (i32.const -1))
-              (i32.store offset=12 (local.get $at) (i32.const -1))
-              (if (i32.and (local.get $r) (i32.const 0x40000000))
-                (then
-                  (local.set $o (global.get $out))
-                  (if (i32.lt_s (call $unescape (local.get $s) (local.get $q)) (i32.const 0))
-                    (then (return (i32.const -1))))
-                  (i32.store offset=8 (local.get $at) (local.get $o))
-                  (i32.store offset=12 (local.get $at) (global.get $out))))
+              (i32.store offset=8 (local.get $at)
+                (i32.or (local.get $o) (i32.and (local.get $r) (i32.const 0x40000000))))
+              (i32.store offset=12 (local.get $at) (local.get $to))
               (local.set $k (i32.add (local.get $k) (i32.const 1)))))))
       (br $outside))
     (i32.const -1)))

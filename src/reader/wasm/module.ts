@@ -18,10 +18,10 @@ type Api = {
   Instance: new (module: object) => { exports: unknown };
 };
 
-/** The memory's layout (json-string.wat): the line, what long values unescape to, their list. */
+/** The memory's layout (json-string.wat): the line, long values' characters, their list. */
 export const LINE_BYTES = 0x200000;
 export const OUT_AT = 0x200000;
-export const LIST_AT = 0x410000;
+export const LIST_AT = 0x610000;
 export const LIST_MAX = 4096;
 
 function instantiate(): Exports | null {
