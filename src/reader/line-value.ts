@@ -89,31 +89,21 @@ function putBack(value: unknown, pieces: string[]): unknown {
   while (stack.length > 0 && left > 0) {
     const node = stack.pop();
     if (typeof node !== "object" || node === null) continue;
-    if (Array.isArray(node)) {
-      for (let i = 0; i < node.length; i++) {
-        const v = node[i];
-        if (typeof v === "string") {
-          const p = pieceOf(v, pieces);
-          if (p !== undefined) {
-            node[i] = p;
-            left--;
-          }
-        } else if (typeof v === "object" && v !== null) stack.push(v);
-      }
-    } else {
-      const o = node as Record<string, unknown>;
-      // Own keys, `__proto__` among them: JSON.parse makes it an own data property, which an
-      // assignment then sets (it never reaches the prototype's setter).
-      for (const k of Object.keys(o)) {
-        const v = o[k];
-        if (typeof v === "string") {
-          const p = pieceOf(v, pieces);
-          if (p !== undefined) {
-            o[k] = p;
-            left--;
-          }
-        } else if (typeof v === "object" && v !== null) stack.push(v);
-      }
+    const o = node as Record<string | number, unknown>;
+    // An array by its indices; an object by its own keys, `__proto__` among them: JSON.parse
+    // makes it an own data property, which an assignment then sets (never the prototype's setter).
+    const keys = Array.isArray(node) ? null : Object.keys(o);
+    const n = keys ? keys.length : (node as unknown[]).length;
+    for (let i = 0; i < n; i++) {
+      const k = keys ? keys[i]! : i;
+      const v = o[k];
+      if (typeof v === "string") {
+        const p = pieceOf(v, pieces);
+        if (p !== undefined) {
+          o[k] = p;
+          left--;
+        }
+      } else if (typeof v === "object" && v !== null) stack.push(v);
     }
   }
   return value;
