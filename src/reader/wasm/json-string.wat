@@ -9,13 +9,15 @@
 ;; loop alone. Above them (OUT): the characters of long string values, as UTF-16 or Latin-1
 ;; (4 MiB and some slack: a body's byte is at most one UTF-16 unit), then (LIST) the list of
 ;; those values (4,096 of 16 bytes: a value of at least 512 bytes in a 2 MiB line leaves room
-;; for fewer). 98 pages; the memory never grows, so the views JavaScript reads and copies
-;; through stay valid. Layout constants: module.ts.
+;; for fewer). Then (TAPE) the tokens of a line's shallow levels (65,536 of 12 bytes), the kind
+;; of each open container (STACK: 65,536 depths, a byte each) and the tape entry of each open
+;; shallow container (OPEN). 112 pages; the memory never grows, so the views JavaScript reads and
+;; copies through stay valid. Layout constants: module.ts.
 ;;
 ;; Built into src/reader/wasm/json-string.ts by scripts/build-wasm.ts (npm run build:wasm);
 ;; test/reader/wasm.test.ts checks the two agree.
 (module
-  (memory (export "memory") 98)
+  (memory (export "memory") 112)
   ;; Where the next unescaped value goes (long-strings.ts sets it to OUT before a line).
   (global $out (export "out") (mut i32) (i32.const 0x200000))
   ;; Where the last string $body read ended its units.
@@ -364,4 +366,267 @@
               (i32.store offset=12 (local.get $at) (local.get $to))
               (local.set $k (i32.add (local.get $k) (i32.const 1)))))))
       (br $outside))
+    (i32.const -1))
+
+  ;; ---- A whole line's validation, with the tokens of its shallow levels (line-tokens.ts) ----
+  ;; The tape entries written by $tokens so far (some may not fit: the caller then declines).
+  (global $n (mut i32) (i32.const 0))
+  ;; Writes tape entry $n (kind | depth << 8, from, to) when it fits, and counts it.
+  (func $emit (param $kind i32) (param $from i32) (param $to i32)
+    (local $at i32)
+    (if (i32.lt_u (global.get $n) (i32.const 65536))
+      (then
+        (local.set $at (i32.add (i32.const 0x620000) (i32.mul (global.get $n) (i32.const 12))))
+        (i32.store (local.get $at) (local.get $kind))
+        (i32.store offset=4 (local.get $at) (local.get $from))
+        (i32.store offset=8 (local.get $at) (local.get $to))))
+    (global.set $n (i32.add (global.get $n) (i32.const 1))))
+  ;; The first byte at or after $p that is not JSON whitespace (space, tab, LF, CR), or $end.
+  (func $ws (param $p i32) (param $end i32) (result i32)
+    (local $c i32)
+    (block $done
+      (loop $skip
+        (br_if $done (i32.ge_u (local.get $p) (local.get $end)))
+        (local.set $c (i32.load8_u (local.get $p)))
+        (br_if $done (i32.gt_u (local.get $c) (i32.const 0x20)))
+        ;; Bits 9, 10, 13 and 32: tab, LF, CR, space.
+        (br_if $done
+          (i64.eqz
+            (i64.and
+              (i64.shr_u (i64.const 0x100002600) (i64.extend_i32_u (local.get $c)))
+              (i64.const 1))))
+        (local.set $p (i32.add (local.get $p) (i32.const 1)))
+        (br $skip)))
+    (local.get $p))
+  ;; Whether byte $c is an ASCII digit.
+  (func $digit (param $c i32) (result i32)
+    (i32.lt_u (i32.sub (local.get $c) (i32.const 0x30)) (i32.const 10)))
+  ;; The index after the number at $p (JSON's grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?),
+  ;; or -1.
+  (func $number (param $p i32) (param $end i32) (result i32)
+    (local $c i32)
+    (if (i32.eq (i32.load8_u (local.get $p)) (i32.const 0x2d))
+      (then (local.set $p (i32.add (local.get $p) (i32.const 1)))))
+    (if (i32.ge_u (local.get $p) (local.get $end)) (then (return (i32.const -1))))
+    (local.set $c (i32.load8_u (local.get $p)))
+    (if (i32.eq (local.get $c) (i32.const 0x30))
+      (then (local.set $p (i32.add (local.get $p) (i32.const 1))))
+      (else
+        (if (i32.eqz (call $digit (local.get $c))) (then (return (i32.const -1))))
+        (call $digits (i32.add (local.get $p) (i32.const 1)) (local.get $end))
+        (local.set $p)))
+    (if (i32.and (i32.lt_u (local.get $p) (local.get $end))
+          (i32.eq (i32.load8_u (local.get $p)) (i32.const 0x2e)))
+      (then
+        (local.set $p (i32.add (local.get $p) (i32.const 1)))
+        (if (i32.or (i32.ge_u (local.get $p) (local.get $end))
+              (i32.eqz (call $digit (i32.load8_u (local.get $p)))))
+          (then (return (i32.const -1))))
+        (local.set $p (call $digits (local.get $p) (local.get $end)))))
+    (if (i32.and (i32.lt_u (local.get $p) (local.get $end))
+          (i32.eq (i32.or (i32.load8_u (local.get $p)) (i32.const 0x20)) (i32.const 0x65)))
+      (then
+        (local.set $p (i32.add (local.get $p) (i32.const 1)))
+        (if (i32.lt_u (local.get $p) (local.get $end))
+          (then
+            (local.set $c (i32.load8_u (local.get $p)))
+            (if (i32.or (i32.eq (local.get $c) (i32.const 0x2b)) (i32.eq (local.get $c) (i32.const 0x2d)))
+              (then (local.set $p (i32.add (local.get $p) (i32.const 1)))))))
+        (if (i32.or (i32.ge_u (local.get $p) (local.get $end))
+              (i32.eqz (call $digit (i32.load8_u (local.get $p)))))
+          (then (return (i32.const -1))))
+        (local.set $p (call $digits (local.get $p) (local.get $end)))))
+    (local.get $p))
+  ;; The index after the digits from $p.
+  (func $digits (param $p i32) (param $end i32) (result i32)
+    (block $done
+      (loop $more
+        (br_if $done (i32.ge_u (local.get $p) (local.get $end)))
+        (br_if $done (i32.eqz (call $digit (i32.load8_u (local.get $p)))))
+        (local.set $p (i32.add (local.get $p) (i32.const 1)))
+        (br $more)))
+    (local.get $p))
+  ;; The tape's depth limit after a key at depth $d, below $limit before it: an unwatched key's
+  ;; value, and everything in it, is left off the tape ($limit is then $d until it ends).
+  (func $quiet (param $d i32) (param $limit i32) (result i32)
+    (if (result i32) (i32.and (i32.eqz (global.get $watched)) (i32.lt_u (local.get $d) (local.get $limit)))
+      (then (local.get $d))
+      (else (local.get $limit))))
+  ;; The container opened at depth $d closed before $p: its tape entry (when it has one) gets its end.
+  (func $closed (param $d i32) (param $limit i32) (param $p i32)
+    (local $e i32)
+    (if (i32.lt_u (local.get $d) (local.get $limit))
+      (then
+        (local.set $e (i32.load (i32.add (i32.const 0x6f0000) (i32.shl (local.get $d) (i32.const 2)))))
+        (if (i32.lt_u (local.get $e) (i32.const 65536))
+          (then
+            (i32.store (i32.add (i32.const 0x620008) (i32.mul (local.get $e) (i32.const 12))) (local.get $p)))))))
+  ;; Whether the last key $key read is watched (or escaped): its value is then on the tape.
+  (global $watched (mut i32) (i32.const 0))
+  ;; Whether the key body [$s, $q) (no escape) is one of the watched keys (KEYS: their count,
+  ;; then 32 bytes each: the length, then the bytes; written by line-tokens.ts).
+  (func $isWatched (param $s i32) (param $q i32) (result i32)
+    (local $at i32) (local $last i32) (local $n i32) (local $j i32)
+    (local.set $n (i32.sub (local.get $q) (local.get $s)))
+    (local.set $at (i32.const 0x6f1004))
+    (local.set $last (i32.add (i32.const 0x6f1004) (i32.shl (i32.load (i32.const 0x6f1000)) (i32.const 5))))
+    (block $no
+      (loop $keys
+        (br_if $no (i32.ge_u (local.get $at) (local.get $last)))
+        (if (i32.eq (i32.load (local.get $at)) (local.get $n))
+          (then
+            (local.set $j (i32.const 0))
+            (block $differ
+              (loop $bytes
+                (if (i32.ge_u (local.get $j) (local.get $n)) (then (return (i32.const 1))))
+                (br_if $differ
+                  (i32.ne
+                    (i32.load8_u (i32.add (local.get $s) (local.get $j)))
+                    (i32.load8_u offset=4 (i32.add (local.get $at) (local.get $j)))))
+                (local.set $j (i32.add (local.get $j) (i32.const 1)))
+                (br $bytes)))))
+        (local.set $at (i32.add (local.get $at) (i32.const 32)))
+        (br $keys)))
+    (i32.const 0))
+  ;; Reads `"key" :` from $p (whitespace first) at depth $d, on the tape when $d is below $limit
+  ;; and the key is watched ($watched says which): the index after the colon, or -1.
+  (func $key (param $p i32) (param $end i32) (param $d i32) (param $limit i32) (result i32)
+    (local $q i32)
+    (local.set $p (call $ws (local.get $p) (local.get $end)))
+    (if (i32.or (i32.ge_u (local.get $p) (local.get $end))
+          (i32.ne (i32.load8_u (local.get $p)) (i32.const 0x22)))
+      (then (return (i32.const -1))))
+    (local.set $q (call $string (i32.add (local.get $p) (i32.const 1)) (local.get $end)))
+    (if (i32.lt_s (local.get $q) (i32.const 0)) (then (return (i32.const -1))))
+    ;; An escaped key is compared by JavaScript, once decoded.
+    (global.set $watched
+      (i32.or
+        (i32.shr_u (local.get $q) (i32.const 30))
+        (call $isWatched (i32.add (local.get $p) (i32.const 1)) (local.get $q))))
+    (if (i32.and (global.get $watched) (i32.lt_u (local.get $d) (local.get $limit)))
+      (then
+        (call $emit (i32.or (i32.const 3) (i32.shl (local.get $d) (i32.const 8)))
+          (i32.add (local.get $p) (i32.const 1)) (local.get $q))))
+    (local.set $p
+      (call $ws (i32.add (i32.and (local.get $q) (i32.const 0x3fffffff)) (i32.const 1)) (local.get $end)))
+    (if (i32.or (i32.ge_u (local.get $p) (local.get $end))
+          (i32.ne (i32.load8_u (local.get $p)) (i32.const 0x3a)))
+      (then (return (i32.const -1))))
+    (i32.add (local.get $p) (i32.const 1)))
+  ;; Validates the JSON text [$p, $end) of the mirrored line exactly as JSON.parse does (one
+  ;; value, whitespace around it; bytes above 0x7f only inside strings, where they are not
+  ;; judged: the decoder's U+FFFD is a valid character there) and writes the tape: one entry per
+  ;; token at depth <= $max (the containers around it), in the text's order, 12 bytes each:
+  ;;   kind | depth << 8: 1 an object, 2 an array (from: its first byte, to: after its last),
+  ;;     3 a key and 4 a string (from: the body's first byte, to: its closing quote, bit 30 set
+  ;;     when it holds an escape), 5 a number, 6 true, 7 false, 8 null (from, to: its bytes).
+  ;; Returns the number of entries; -1 where JSON.parse would throw; -2 when the tape or the
+  ;; depth stack is full (the caller scans the line in JavaScript).
+  (func (export "tokens") (param $p i32) (param $end i32) (param $max i32) (result i32)
+    (local $d i32) (local $c i32) (local $q i32) (local $e i32) (local $kind i32) (local $limit i32)
+    (global.set $n (i32.const 0))
+    ;; OPEN holds 1,024 depths.
+    (if (i32.gt_u (local.get $max) (i32.const 1023)) (then (local.set $max (i32.const 1023))))
+    (local.set $limit (i32.add (local.get $max) (i32.const 1)))
+    (block $invalid
+      (block $full
+        (loop $value
+          ;; A value starts at or after $p, at depth $d.
+          (local.set $p (call $ws (local.get $p) (local.get $end)))
+          (br_if $invalid (i32.ge_u (local.get $p) (local.get $end)))
+          (local.set $c (i32.load8_u (local.get $p)))
+          (block $after
+            ;; { or [ (0x5b | 0x20 is 0x7b).
+            (if (i32.eq (i32.or (local.get $c) (i32.const 0x20)) (i32.const 0x7b))
+              (then
+                (br_if $full (i32.ge_u (local.get $d) (i32.const 65536)))
+                (i32.store8 (i32.add (i32.const 0x6e0000) (local.get $d)) (i32.eq (local.get $c) (i32.const 0x7b)))
+                (if (i32.lt_u (local.get $d) (local.get $limit))
+                  (then
+                    (i32.store (i32.add (i32.const 0x6f0000) (i32.shl (local.get $d) (i32.const 2))) (global.get $n))
+                    (call $emit
+                      (i32.or (select (i32.const 1) (i32.const 2) (i32.eq (local.get $c) (i32.const 0x7b)))
+                        (i32.shl (local.get $d) (i32.const 8)))
+                      (local.get $p) (i32.const 0))))
+                (local.set $d (i32.add (local.get $d) (i32.const 1)))
+                (local.set $p (call $ws (i32.add (local.get $p) (i32.const 1)) (local.get $end)))
+                (br_if $invalid (i32.ge_u (local.get $p) (local.get $end)))
+                ;; Empty: } is { + 2, ] is [ + 2.
+                (if (i32.eq (i32.load8_u (local.get $p)) (i32.add (local.get $c) (i32.const 2)))
+                  (then
+                    (local.set $d (i32.sub (local.get $d) (i32.const 1)))
+                    (local.set $p (i32.add (local.get $p) (i32.const 1)))
+                    (call $closed (local.get $d) (local.get $limit) (local.get $p))
+                    (br $after)))
+                (br_if $value (i32.eq (local.get $c) (i32.const 0x5b)))
+                (local.set $p (call $key (local.get $p) (local.get $end) (local.get $d) (local.get $limit)))
+                (br_if $invalid (i32.lt_s (local.get $p) (i32.const 0)))
+                (local.set $limit (call $quiet (local.get $d) (local.get $limit)))
+                (br $value)))
+            (if (i32.eq (local.get $c) (i32.const 0x22))
+              (then
+                (local.set $q (call $string (i32.add (local.get $p) (i32.const 1)) (local.get $end)))
+                (br_if $invalid (i32.lt_s (local.get $q) (i32.const 0)))
+                (if (i32.lt_u (local.get $d) (local.get $limit))
+                  (then
+                    (call $emit (i32.or (i32.const 4) (i32.shl (local.get $d) (i32.const 8)))
+                      (i32.add (local.get $p) (i32.const 1)) (local.get $q))))
+                (local.set $p (i32.add (i32.and (local.get $q) (i32.const 0x3fffffff)) (i32.const 1)))
+                (br $after)))
+            (if (i32.or (i32.eq (local.get $c) (i32.const 0x2d)) (call $digit (local.get $c)))
+              (then
+                (local.set $e (call $number (local.get $p) (local.get $end)))
+                (local.set $kind (i32.const 5)))
+              (else
+                ;; true, false, null, read as little-endian words.
+                (local.set $e (i32.const -1))
+                (if (i32.le_u (i32.add (local.get $p) (i32.const 4)) (local.get $end))
+                  (then
+                    (local.set $q (i32.load (local.get $p)))
+                    (if (i32.eq (local.get $q) (i32.const 0x65757274))
+                      (then (local.set $e (i32.add (local.get $p) (i32.const 4))) (local.set $kind (i32.const 6))))
+                    (if (i32.eq (local.get $q) (i32.const 0x6c6c756e))
+                      (then (local.set $e (i32.add (local.get $p) (i32.const 4))) (local.set $kind (i32.const 8))))
+                    (if (i32.and
+                          (i32.eq (local.get $q) (i32.const 0x736c6166))
+                          (i32.le_u (i32.add (local.get $p) (i32.const 5)) (local.get $end)))
+                      (then
+                        (if (i32.eq (i32.load8_u offset=4 (local.get $p)) (i32.const 0x65))
+                          (then (local.set $e (i32.add (local.get $p) (i32.const 5))) (local.set $kind (i32.const 7))))))))))
+            (br_if $invalid (i32.lt_s (local.get $e) (i32.const 0)))
+            (if (i32.lt_u (local.get $d) (local.get $limit))
+              (then
+                (call $emit (i32.or (local.get $kind) (i32.shl (local.get $d) (i32.const 8)))
+                  (local.get $p) (local.get $e))))
+            (local.set $p (local.get $e)))
+          ;; A value ended at $p: close containers and take a comma until the next value starts.
+          (loop $close
+            ;; The value of an unwatched key ended: the tape takes the next key again.
+            (if (i32.eq (local.get $d) (local.get $limit))
+              (then (local.set $limit (i32.add (local.get $max) (i32.const 1)))))
+            (local.set $p (call $ws (local.get $p) (local.get $end)))
+            (if (i32.eqz (local.get $d))
+              (then
+                (br_if $invalid (i32.ne (local.get $p) (local.get $end)))
+                (br_if $full (i32.gt_u (global.get $n) (i32.const 65536)))
+                (return (global.get $n))))
+            (br_if $invalid (i32.ge_u (local.get $p) (local.get $end)))
+            (local.set $c (i32.load8_u (local.get $p)))
+            ;; Whether the innermost open container is an object.
+            (local.set $q (i32.load8_u (i32.add (i32.const 0x6dffff) (local.get $d))))
+            (if (i32.eq (local.get $c) (i32.const 0x2c))
+              (then
+                (local.set $p (i32.add (local.get $p) (i32.const 1)))
+                (if (local.get $q)
+                  (then
+                    (local.set $p (call $key (local.get $p) (local.get $end) (local.get $d) (local.get $limit)))
+                    (br_if $invalid (i32.lt_s (local.get $p) (i32.const 0)))
+                    (local.set $limit (call $quiet (local.get $d) (local.get $limit)))))
+                (br $value)))
+            (br_if $invalid (i32.ne (local.get $c) (select (i32.const 0x7d) (i32.const 0x5d) (local.get $q))))
+            (local.set $d (i32.sub (local.get $d) (i32.const 1)))
+            (local.set $p (i32.add (local.get $p) (i32.const 1)))
+            (call $closed (local.get $d) (local.get $limit) (local.get $p))
+            (br $close))))
+      (return (i32.const -2)))
     (i32.const -1)))

@@ -6,10 +6,11 @@ import { BYTES_BASE64 } from "./json-string.ts";
 
 export type Exports = {
   memory: { buffer: ArrayBuffer };
-  /** Where the next unescaped value goes. */
+  /** Where the next long value's characters go (long-strings.ts sets it before each line). */
   out: { value: number };
   string(p: number, end: number): number;
   spans(p: number, end: number, min: number, k: number): number;
+  tokens(p: number, end: number, maxDepth: number): number;
 };
 
 /** The part of the WebAssembly API used here (Node's types leave it to the DOM's). */
@@ -18,11 +19,18 @@ type Api = {
   Instance: new (module: object) => { exports: unknown };
 };
 
-/** The memory's layout (json-string.wat): the line, long values' characters, their list. */
+/**
+ * The memory's layout (json-string.wat): the line, long values' characters, their list, the tape
+ * of a line's tokens (line-tokens.ts).
+ */
 export const LINE_BYTES = 0x200000;
 export const OUT_AT = 0x200000;
 export const LIST_AT = 0x610000;
 export const LIST_MAX = 4096;
+export const TAPE_AT = 0x620000;
+export const TAPE_MAX = 65536;
+export const KEYS_AT = 0x6f1000;
+export const KEYS_MAX = 64;
 
 function instantiate(): Exports | null {
   // Absent from a --jitless Node; a module without SIMD support throws as it compiles.

@@ -36,6 +36,20 @@ import {
   scanString,
   skipWs,
 } from "../../json-scan.ts";
+import {
+  ESCAPED,
+  lineTokens,
+  OFFSET,
+  TOKEN_ARRAY,
+  TOKEN_KEY,
+  TOKEN_NULL,
+  TOKEN_NUMBER,
+  TOKEN_OBJECT,
+  TOKEN_STRING,
+  TOKEN_TRUE,
+  tape,
+  watchedKeys,
+} from "../../wasm/line-tokens.ts";
 
 /** A JSON object line's fields, as scan.ts reads them. */
 export type ClaudeRecordFacts = {
@@ -401,13 +415,17 @@ function scanFacts(buf: Buffer, start: number, end: number, withCwd: boolean): C
     rangeStart = rangeEnd = rangeDepth = -1;
     return factsByParse(buf, start, end, withCwd);
   }
-  const { words, base } = lineWords(buf, start, end);
   slots.fill(undefined);
   pending = null;
   wantCwd = withCwd;
   rangeStart = -1;
   rangeEnd = -1;
   rangeDepth = -1;
+  const count = lineTokens(buf, start, end, TAPE_DEPTH, TAPE_KEYS);
+  if (count > 0) return tapeFacts(buf, start, count);
+  // No tape (no WebAssembly, a line the module declines or finds invalid): the bytes are read
+  // here, and an invalid line is this loop's to judge.
+  const { words, base } = lineWords(buf, start, end);
 
   if (kinds.length > 4096) {
     // One pathologically deep line grew the stacks: later lines start small again.
@@ -529,6 +547,98 @@ function scanFacts(buf: Buffer, start: number, end: number, withCwd: boolean): C
       if (depth === rangeDepth) closeRange(p - start);
     }
   }
+}
+
+// ---- The same fields read from the module's tape (wasm/line-tokens.ts) ---------------------
+
+/** The deepest watched value: a first content block's `type` (record, message, content, block). */
+const TAPE_DEPTH = 4;
+/** Every watched key, at any depth (the tape leaves the others' values off). */
+const TAPE_KEYS = watchedKeys(keysOf(RECORD));
+/** Per depth: the shape of the container last opened there when watched, else null. */
+const tapeShapes: (Shape | null)[] = new Array(TAPE_DEPTH + 1).fill(null);
+/** Per depth: whether the array last opened there has had its first element. */
+const tapeFirstSeen = new Uint8Array(TAPE_DEPTH + 1);
+
+/**
+ * The facts of a valid line from its tape of `count` tokens: the loop of scanFacts, over the
+ * tokens of the watched levels instead of bytes (the module has validated the line). A token's
+ * container is the last opened one level up: every container at a tape depth is on the tape.
+ */
+function tapeFacts(buf: Buffer, start: number, count: number): ClaudeLineFacts {
+  if ((tape[0]! & 0xff) !== TOKEN_OBJECT) return NOT_OBJECT;
+  tapeShapes[0] = RECORD;
+  for (let i = 1; i < count; i++) {
+    const head = tape[i * 3]!;
+    const kind = head & 0xff;
+    const d = head >> 8;
+    const shape = tapeShapes[d - 1]!;
+    const container = kind === TOKEN_OBJECT || kind === TOKEN_ARRAY;
+    let field: Field | null = null;
+    if (shape !== null) {
+      if (kind === TOKEN_KEY) {
+        const to = tape[i * 3 + 2]!;
+        pending = fieldOf(
+          shape,
+          buf,
+          start + tape[i * 3 + 1]!,
+          start + (to & OFFSET),
+          (to & ESCAPED) !== 0,
+        );
+        continue;
+      }
+      if (shape.object) {
+        field = pending;
+        pending = null;
+      } else if (tapeFirstSeen[d - 1] === 0) {
+        // An array's later elements are never watched.
+        tapeFirstSeen[d - 1] = 1;
+        field = shape.first;
+      }
+    }
+    if (field === null) {
+      if (container) tapeShapes[d] = null;
+      continue;
+    }
+    const from = tape[i * 3 + 1]!;
+    const to = tape[i * 3 + 2]!;
+    if (container) {
+      for (const s of field.below) slots[s] = undefined;
+      if (field.keep === RANGE) scalarRange(from, to);
+      const want = field.shape;
+      if (want !== null && want.object === (kind === TOKEN_OBJECT)) {
+        slots[field.slot] = kind === TOKEN_OBJECT ? IS_OBJECT : IS_ARRAY;
+        tapeShapes[d] = want;
+        tapeFirstSeen[d] = 0;
+      } else {
+        slots[field.slot] = OTHER;
+        tapeShapes[d] = null;
+      }
+    } else if (kind === TOKEN_STRING) {
+      const close = to & OFFSET;
+      if (field.keep === RANGE) scalarRange(from - 1, close + 1);
+      slots[field.slot] =
+        field.shape === null
+          ? kept(field, buf, start + from, start + close, (to & ESCAPED) !== 0)
+          : OTHER;
+    } else {
+      if (field.keep === RANGE) scalarRange(from, to);
+      slots[field.slot] =
+        kind === TOKEN_NUMBER || field.shape !== null || field.keep === IS
+          ? OTHER
+          : kind === TOKEN_NULL
+            ? null
+            : kind === TOKEN_TRUE;
+    }
+  }
+  return recordFacts();
+}
+
+function keysOf(shape: Shape): string[] {
+  const fields = shape.object ? shape.byLength.flat() : [shape.first];
+  const names = fields.map((f) => f.name).filter((n) => n !== "");
+  for (const f of fields) if (f.shape) names.push(...keysOf(f.shape));
+  return [...new Set(names)];
 }
 
 /** A RANGE field's scalar value: [from, to) of the line. */

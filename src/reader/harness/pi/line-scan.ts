@@ -33,6 +33,17 @@ import {
   scanString,
   skipWs,
 } from "../../json-scan.ts";
+import {
+  ESCAPED,
+  lineTokens,
+  OFFSET,
+  TOKEN_KEY,
+  TOKEN_NULL,
+  TOKEN_OBJECT,
+  TOKEN_STRING,
+  tape,
+  watchedKeys,
+} from "../../wasm/line-tokens.ts";
 
 /** What the index needs to know of one line. */
 export type LineFacts =
@@ -174,6 +185,10 @@ export function scanLine(buf: Buffer, start: number, end: number): LineFacts {
   if (end > buf.length) end = buf.length;
   if (end < start) end = start;
   if (end - start > constants.MAX_STRING_LENGTH) return factsByParse(buf, start, end);
+  const count = lineTokens(buf, start, end, 1, TAPE_KEYS);
+  if (count > 0) return tapeFacts(buf, start, count);
+  // No tape (no WebAssembly, a line the module declines or finds invalid): the bytes are read
+  // here, and an invalid line is this loop's to judge.
 
   // The line's whole 4-byte-aligned words, for skipping string bodies.
   const { words, base } = lineWords(buf, start, end);
@@ -282,4 +297,50 @@ export function scanLine(buf: Buffer, start: number, end: number): LineFacts {
       p++;
     }
   }
+}
+
+/** The keys the module puts on the tape with their values (and every escaped key). */
+const TAPE_KEYS = watchedKeys(["type", "id", "parentId"]);
+
+/**
+ * The facts of a valid line from the module's tape of its top level (wasm/line-tokens.ts): its
+ * first token is the line's value, then each watched member's key and value, in order.
+ */
+function tapeFacts(buf: Buffer, start: number, count: number): LineFacts {
+  if ((tape[0]! & 0xff) !== TOKEN_OBJECT) return NOT_OBJECT;
+  let type: unknown;
+  let id: unknown;
+  let parentId: unknown;
+  let hasType = false;
+  let hasId = false;
+  let hasParentId = false;
+  let target = KEY_NONE;
+  for (let i = 1; i < count; i++) {
+    const kind = tape[i * 3]! & 0xff;
+    const from = start + tape[i * 3 + 1]!;
+    const to = tape[i * 3 + 2]!;
+    if (kind === TOKEN_KEY) {
+      target = keyTarget(buf, from, start + (to & OFFSET), (to & ESCAPED) !== 0);
+      continue;
+    }
+    if (target === KEY_NONE) continue;
+    const value =
+      kind === TOKEN_STRING
+        ? decodeString(buf, from, start + (to & OFFSET), (to & ESCAPED) !== 0)
+        : kind === TOKEN_NULL
+          ? null
+          : NON_STRING;
+    if (target === KEY_TYPE) {
+      type = value;
+      hasType = true;
+    } else if (target === KEY_ID) {
+      id = value;
+      hasId = true;
+    } else {
+      parentId = value;
+      hasParentId = true;
+    }
+    target = KEY_NONE;
+  }
+  return { json: true, object: true, type, id, parentId, hasType, hasId, hasParentId };
 }

@@ -8,6 +8,7 @@ import {
   scanClaudeLine,
   type ValueRange,
 } from "../../../../src/reader/harness/claude-code/scan-line.ts";
+import { withoutTape } from "../../../../src/reader/wasm/line-tokens.ts";
 import { type ClaudeVersion, richClaudeSession } from "../../../helpers/claude-sessions.ts";
 import {
   B,
@@ -37,24 +38,27 @@ function truth(buf: Buffer, start: number, end: number, withCwd: boolean): Claud
 function check(line: Buffer, rng: Rng, what: string): ClaudeLineFacts {
   const { buf, start, end } = embed(rng, line);
   let want: ClaudeLineFacts = { json: false };
-  for (const withCwd of [true, false]) {
-    want = truth(buf, start, end, withCwd);
-    let got: ClaudeLineFacts | string;
-    const range: ValueRange = { start: -2, end: -2, agentId: false };
-    try {
-      got = scanClaudeLine(buf, start, end, withCwd, range);
-    } catch (e) {
-      got = `threw ${String(e)}`;
+  // With the module's tape, and as the JavaScript loop alone (a Node without WebAssembly).
+  for (const path of ["tape", "loop"] as const)
+    for (const withCwd of [true, false]) {
+      want = truth(buf, start, end, withCwd);
+      let got: ClaudeLineFacts | string;
+      const range: ValueRange = { start: -2, end: -2, agentId: false };
+      const scan = () => scanClaudeLine(buf, start, end, withCwd, range);
+      try {
+        got = path === "tape" ? scan() : withoutTape(scan);
+      } catch (e) {
+        got = `threw ${String(e)}`;
+      }
+      if (typeof got === "string" || !isDeepStrictEqual(got, want)) {
+        assert.fail(
+          `${what} (${path}, cwd ${withCwd ? "wanted" : "not wanted"})\nline bytes: ${show(line)}\nscanClaudeLine: ${JSON.stringify(got)}\nJSON.parse: ${JSON.stringify(want)}`,
+        );
+      }
+      const wrong = rangeError(line, range);
+      if (wrong !== null)
+        assert.fail(`${what} (${path}): toolUseResult range ${wrong}\nline bytes: ${show(line)}`);
     }
-    if (typeof got === "string" || !isDeepStrictEqual(got, want)) {
-      assert.fail(
-        `${what} (cwd ${withCwd ? "wanted" : "not wanted"})\nline bytes: ${show(line)}\nscanClaudeLine: ${JSON.stringify(got)}\nJSON.parse: ${JSON.stringify(want)}`,
-      );
-    }
-    const wrong = rangeError(line, range);
-    if (wrong !== null)
-      assert.fail(`${what}: toolUseResult range ${wrong}\nline bytes: ${show(line)}`);
-  }
   return want;
 }
 

@@ -8,6 +8,7 @@ import {
   NON_STRING,
   scanLine,
 } from "../../../../src/reader/harness/pi/line-scan.ts";
+import { withoutTape } from "../../../../src/reader/wasm/line-tokens.ts";
 import {
   B,
   bytes,
@@ -66,16 +67,20 @@ function sameFacts(a: LineFacts, b: LineFacts): boolean {
 function check(line: Buffer, rng: Rng, what: string): LineFacts {
   const { buf, start, end } = embed(rng, line);
   const want = truth(buf, start, end);
-  let got: LineFacts | string;
-  try {
-    got = scanLine(buf, start, end);
-  } catch (e) {
-    got = `threw ${String(e)}`;
-  }
-  if (typeof got === "string" || !sameFacts(got, want)) {
-    assert.fail(
-      `${what}\nline bytes: ${show(line)}\nscanLine: ${JSON.stringify(got)}\nJSON.parse: ${JSON.stringify(want)}`,
-    );
+  // With the module's tape, and as the JavaScript loop alone (a Node without WebAssembly).
+  for (const path of ["tape", "loop"] as const) {
+    let got: LineFacts | string;
+    try {
+      got =
+        path === "tape" ? scanLine(buf, start, end) : withoutTape(() => scanLine(buf, start, end));
+    } catch (e) {
+      got = `threw ${String(e)}`;
+    }
+    if (typeof got === "string" || !sameFacts(got, want)) {
+      assert.fail(
+        `${what} (${path})\nline bytes: ${show(line)}\nscanLine: ${JSON.stringify(got)}\nJSON.parse: ${JSON.stringify(want)}`,
+      );
+    }
   }
   return want;
 }
