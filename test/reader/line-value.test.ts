@@ -187,6 +187,45 @@ describe("long string values decoded outside JSON.parse", () => {
     assert.ok(checked > 40_000, `${checked} sequences`);
   });
 
+  it("takes runs of characters in other scripts, with one bad byte anywhere in them, as the decoder does", () => {
+    // Three-byte characters are read in runs: a bad byte in the middle of one, a run ending at
+    // the line's end, and runs mixed with other lengths must still be judged byte by byte.
+    const rng = prng(0x3b1e);
+    const pad = "p".repeat(LONG_MIN_BYTES);
+    const chars = ["日", "本", "→", "ࠀ", "\uffff", "é", "ÿ", "Ā", "🙂", "a", " "];
+    let bad = 0;
+    for (let i = 0; i < 4000; i++) {
+      const text = Array.from({ length: 1 + int(rng, 40) }, () => pickOf(rng, chars)).join("");
+      const body = Buffer.from(`${pad}${text}`);
+      if (rng() < 0.6) {
+        const at = pad.length + int(rng, body.length - pad.length);
+        body[at] = pickOf(rng, [
+          0x80,
+          0xbf,
+          0xc0,
+          0xe0,
+          0xed,
+          0xa0,
+          0x9f,
+          0x41,
+          0xf0,
+          int(rng, 256),
+        ]);
+      }
+      if (body.includes(0x22) || body.includes(0x5c) || body.some((c) => c < 0x20)) continue;
+      const line = Buffer.concat([Buffer.from('["'), body, Buffer.from('"]')]);
+      const k = listLongStrings(line, 0, line.length);
+      if (isUtf8(line)) {
+        assert.equal(k, 1, show(line));
+        assert.equal(longs.value(0), body.toString("utf8"), show(line));
+      } else {
+        bad++;
+        assert.equal(k, -2, show(line));
+      }
+    }
+    assert.ok(bad > 500, `${bad} lines not UTF-8`);
+  });
+
   it("reads an escaped surrogate as its code unit, paired or not, as JSON.parse does", () => {
     const long = "z".repeat(3000);
     for (const esc of [

@@ -220,38 +220,49 @@
               (local.set $p (i32.add (local.get $p) (i32.const 2)))
               (br $run)))))
       ;; A byte above 0x7f: a UTF-8 sequence, checked as Unicode defines well-formed UTF-8
-      ;; (no overlong form, no surrogate, nothing above U+10FFFF), or -2.
-      (if (i32.lt_u (local.get $c) (i32.const 0xc2)) (then (return (i32.const -2))))
+      ;; (no overlong form, no surrogate, nothing above U+10FFFF), or -2. Two and three bytes
+      ;; (most text that is not English) are checked by arithmetic rather than by lead byte:
+      ;; continuation bytes are 0x80-0xBF, a three-byte form under U+0800 is overlong, and one
+      ;; from U+D800 to U+DFFF a surrogate (what E0 and ED restrict their second byte for).
       (if (i32.lt_u (local.get $c) (i32.const 0xe0))
         (then
+          (if (i32.lt_u (local.get $c) (i32.const 0xc2)) (then (return (i32.const -2))))
           (if (i32.ge_u (i32.add (local.get $p) (i32.const 1)) (local.get $end)) (then (return (i32.const -2))))
           (local.set $c1 (i32.load8_u offset=1 (local.get $p)))
-          (if (i32.eqz (call $cont (local.get $c1) (i32.const 0x80) (i32.const 0xbf))) (then (return (i32.const -2))))
+          (if (i32.ge_u (i32.xor (local.get $c1) (i32.const 0x80)) (i32.const 0x40)) (then (return (i32.const -2))))
           (local.set $u (i32.or (i32.shl (i32.and (local.get $c) (i32.const 0x1f)) (i32.const 6)) (i32.and (local.get $c1) (i32.const 0x3f))))
           (local.set $p (i32.add (local.get $p) (i32.const 2)))
           (br $put)))
       (if (i32.lt_u (local.get $c) (i32.const 0xf0))
         (then
-          (if (i32.ge_u (i32.add (local.get $p) (i32.const 2)) (local.get $end)) (then (return (i32.const -2))))
-          (local.set $c1 (i32.load8_u offset=1 (local.get $p)))
-          (local.set $c2 (i32.load8_u offset=2 (local.get $p)))
-          (if (i32.eqz
-                (i32.and
-                  (if (result i32) (i32.eq (local.get $c) (i32.const 0xe0))
-                    (then (call $cont (local.get $c1) (i32.const 0xa0) (i32.const 0xbf)))
-                    (else (if (result i32) (i32.eq (local.get $c) (i32.const 0xed))
-                      (then (call $cont (local.get $c1) (i32.const 0x80) (i32.const 0x9f)))
-                      (else (call $cont (local.get $c1) (i32.const 0x80) (i32.const 0xbf))))))
-                  (call $cont (local.get $c2) (i32.const 0x80) (i32.const 0xbf))))
-            (then (return (i32.const -2))))
-          (local.set $u
-            (i32.or
+          ;; Such characters come in runs (a word in another script): the run is read here. Every
+          ;; unit is at least U+0800.
+          (local.set $wide (i32.const 1))
+          (loop $three
+            (if (i32.ge_u (i32.add (local.get $p) (i32.const 2)) (local.get $end)) (then (return (i32.const -2))))
+            (local.set $c1 (i32.load8_u offset=1 (local.get $p)))
+            (local.set $c2 (i32.load8_u offset=2 (local.get $p)))
+            (if (i32.ge_u
+                  (i32.or (i32.xor (local.get $c1) (i32.const 0x80)) (i32.xor (local.get $c2) (i32.const 0x80)))
+                  (i32.const 0x40))
+              (then (return (i32.const -2))))
+            (local.set $u
               (i32.or
-                (i32.shl (i32.and (local.get $c) (i32.const 0x0f)) (i32.const 12))
-                (i32.shl (i32.and (local.get $c1) (i32.const 0x3f)) (i32.const 6)))
-              (i32.and (local.get $c2) (i32.const 0x3f))))
-          (local.set $p (i32.add (local.get $p) (i32.const 3)))
-          (br $put)))
+                (i32.or
+                  (i32.shl (i32.and (local.get $c) (i32.const 0x0f)) (i32.const 12))
+                  (i32.shl (i32.and (local.get $c1) (i32.const 0x3f)) (i32.const 6)))
+                (i32.and (local.get $c2) (i32.const 0x3f))))
+            (if (i32.or
+                  (i32.lt_u (local.get $u) (i32.const 0x800))
+                  (i32.eq (i32.and (local.get $u) (i32.const 0xf800)) (i32.const 0xd800)))
+              (then (return (i32.const -2))))
+            (i32.store16 (local.get $o) (local.get $u))
+            (local.set $o (i32.add (local.get $o) (i32.const 2)))
+            (local.set $p (i32.add (local.get $p) (i32.const 3)))
+            (br_if $run (i32.ge_u (local.get $p) (local.get $end)))
+            (local.set $c (i32.load8_u (local.get $p)))
+            (br_if $three (i32.eq (i32.and (local.get $c) (i32.const 0xf0)) (i32.const 0xe0))))
+          (br $run)))
       (if (i32.gt_u (local.get $c) (i32.const 0xf4)) (then (return (i32.const -2))))
       (if (i32.ge_u (i32.add (local.get $p) (i32.const 3)) (local.get $end)) (then (return (i32.const -2))))
       (local.set $c1 (i32.load8_u offset=1 (local.get $p)))
