@@ -6,10 +6,12 @@
 
 import { isObj, type Obj, str } from "../../draft.ts";
 import {
+  decodedUtf8,
   type EntryLines,
   type EntryRec,
   entryAt,
   entryObject,
+  entryObjectUtf8,
   entryOfText,
   keyOfId,
   objectOf,
@@ -74,7 +76,7 @@ function partsOf(
   first: number,
 ): SizedPart[] {
   if (isHiddenType(rec.type)) return [];
-  const obj = recordObject(s, buf, rec);
+  const { obj, utf8 } = recordObject(s, buf, rec);
   // A reply's calls, remembered as it renders: the results below it find their names here
   // instead of parsing the reply's line again (toolNameOf).
   if (rec.type === "assistant") {
@@ -83,29 +85,38 @@ function partsOf(
   }
   const draft = renderRecord(obj, contextOf(s, rec, lines));
   const key = keyOfId(s.scan.entries.ids[headRow(s, rec.index)]!);
-  return draft ? partsOfLine(key, draft, buf, rec, first) : [];
+  return draft ? partsOfLine(key, draft, buf, rec, first, utf8) : [];
 }
 
 /**
  * The record of `rec`'s line, parsed without its `toolUseResult` value when the scan found one
  * that names no `agentId` (scan.ts useFrom): Claude Code's structured copy of a tool's output
  * (a Read's whole file, an Edit's original file) is never shown, and a page reads only its
- * `agentId` (blocks.ts toolResults). Else the whole line is parsed.
+ * `agentId` (blocks.ts toolResults). Else the whole line is parsed. `utf8`: whether the bytes
+ * parsed are valid UTF-8, so that the line's length bounds what its parts serialize to
+ * (parts.ts sourceBound): every string they hold comes from those bytes, none from the cut.
  */
-function recordObject(s: ParsedSession, buf: Buffer, rec: EntryRec): Record<string, unknown> {
+function recordObject(
+  s: ParsedSession,
+  buf: Buffer,
+  rec: EntryRec,
+): { obj: Record<string, unknown>; utf8: boolean } {
   const t = tableOf(s);
   const from = t.useFrom[rec.index]!;
-  if (from < 0) return entryObject(buf, rec);
+  if (from < 0) return entryObjectUtf8(buf, rec);
   const a = rec.start + from;
   const b = rec.start + t.useTo[rec.index]!;
+  // The module read every string outside the cut, and takes only UTF-8.
   const fast = parseLongValues(buf, rec.start, rec.end, a, b);
-  if (fast) return objectOf(fast.value, rec);
+  if (fast) return { obj: objectOf(fast.value, rec), utf8: true };
   // The cut is at ASCII bytes (the value's first and last), so each side decodes as it would
   // within the whole line.
-  return entryOfText(
-    `${buf.toString("utf8", rec.start, a)}null${buf.toString("utf8", b, rec.end)}`,
-    rec,
-  );
+  const before = buf.toString("utf8", rec.start, a);
+  const after = buf.toString("utf8", b, rec.end);
+  return {
+    obj: entryOfText(`${before}null${after}`, rec),
+    utf8: decodedUtf8(before, buf, rec.start, a) && decodedUtf8(after, buf, b, rec.end),
+  };
 }
 
 /**
