@@ -91,6 +91,37 @@ let stack = new Uint8Array(64);
 /** Which of type/id/parentId the last top-level key read was (KEY_NONE for any other). */
 let keyFound = KEY_NONE;
 
+// The top-level type/id/parentId found so far in the line being scanned (either path).
+let type: unknown;
+let id: unknown;
+let parentId: unknown;
+let hasType = false;
+let hasId = false;
+let hasParentId = false;
+
+function clearMembers(): void {
+  type = id = parentId = undefined;
+  hasType = hasId = hasParentId = false;
+}
+
+/** The member `target` (KEY_TYPE, KEY_ID or KEY_PARENT_ID) has `value`: the last one wins. */
+function setMember(target: number, value: unknown): void {
+  if (target === KEY_TYPE) {
+    type = value;
+    hasType = true;
+  } else if (target === KEY_ID) {
+    id = value;
+    hasId = true;
+  } else {
+    parentId = value;
+    hasParentId = true;
+  }
+}
+
+function memberFacts(): LineFacts {
+  return { json: true, object: true, type, id, parentId, hasType, hasId, hasParentId };
+}
+
 /** Which of type/id/parentId the key body `s..e` (no quotes) is, escapes decoded. */
 function keyTarget(buf: Buffer, s: number, e: number, escaped: boolean): number {
   const n = e - s;
@@ -193,12 +224,7 @@ export function scanLine(buf: Buffer, start: number, end: number): LineFacts {
   // The line's whole 4-byte-aligned words, for skipping string bodies.
   const { words, base } = lineWords(buf, start, end);
 
-  let type: unknown;
-  let id: unknown;
-  let parentId: unknown;
-  let hasType = false;
-  let hasId = false;
-  let hasParentId = false;
+  clearMembers();
   let depth = 0;
   let st = stack;
   let p = skipWs(buf, start, end);
@@ -227,16 +253,7 @@ export function scanLine(buf: Buffer, start: number, end: number): LineFacts {
       } else {
         if (depth === 2 && keyFound !== KEY_NONE) {
           // A top-level member whose value is an object or array.
-          if (keyFound === KEY_TYPE) {
-            type = NON_STRING;
-            hasType = true;
-          } else if (keyFound === KEY_ID) {
-            id = NON_STRING;
-            hasId = true;
-          } else {
-            parentId = NON_STRING;
-            hasParentId = true;
-          }
+          setMember(keyFound, NON_STRING);
           keyFound = KEY_NONE;
         }
         if (c === OPEN_OBJ) {
@@ -260,16 +277,7 @@ export function scanLine(buf: Buffer, start: number, end: number): LineFacts {
     }
     if (keyFound !== KEY_NONE) {
       // Only top-level members set keyFound, and nested values clear it before they start.
-      if (keyFound === KEY_TYPE) {
-        type = value;
-        hasType = true;
-      } else if (keyFound === KEY_ID) {
-        id = value;
-        hasId = true;
-      } else {
-        parentId = value;
-        hasParentId = true;
-      }
+      setMember(keyFound, value);
       keyFound = KEY_NONE;
     }
 
@@ -279,7 +287,7 @@ export function scanLine(buf: Buffer, start: number, end: number): LineFacts {
       if (depth === 0) {
         if (p !== end) return NOT_JSON;
         if (!isObject) return NOT_OBJECT;
-        return { json: true, object: true, type, id, parentId, hasType, hasId, hasParentId };
+        return memberFacts();
       }
       if (p >= end) return NOT_JSON;
       const d = buf[p]!;
@@ -308,12 +316,7 @@ const TAPE_KEYS = watchedKeys(["type", "id", "parentId"]);
  */
 function tapeFacts(buf: Buffer, start: number, count: number): LineFacts {
   if ((tape[0]! & 0xff) !== TOKEN_OBJECT) return NOT_OBJECT;
-  let type: unknown;
-  let id: unknown;
-  let parentId: unknown;
-  let hasType = false;
-  let hasId = false;
-  let hasParentId = false;
+  clearMembers();
   let target = KEY_NONE;
   for (let i = 1; i < count; i++) {
     const kind = tape[i * 3]! & 0xff;
@@ -330,17 +333,8 @@ function tapeFacts(buf: Buffer, start: number, count: number): LineFacts {
         : kind === TOKEN_NULL
           ? null
           : NON_STRING;
-    if (target === KEY_TYPE) {
-      type = value;
-      hasType = true;
-    } else if (target === KEY_ID) {
-      id = value;
-      hasId = true;
-    } else {
-      parentId = value;
-      hasParentId = true;
-    }
+    setMember(target, value);
     target = KEY_NONE;
   }
-  return { json: true, object: true, type, id, parentId, hasType, hasId, hasParentId };
+  return memberFacts();
 }
