@@ -450,22 +450,12 @@ function scanFacts(buf: Buffer, start: number, end: number, withCwd: boolean): C
         // The line itself: a record when it is an object.
         shape = c === OPEN_OBJ ? RECORD : null;
       } else if (field !== null) {
-        // A container replaces what an earlier duplicate of its key held. A scalar needs no
-        // reset: a container field's slot then says OTHER, and every slot below it is read only
-        // when it says IS_OBJECT or IS_ARRAY (recordFacts); a leaf has nothing below it.
-        for (const s of field.below) slots[s] = undefined;
         if (field.keep === RANGE) {
           rangeStart = p - start;
           rangeEnd = -1;
           rangeDepth = depth;
         }
-        const want: Shape | null = field.shape;
-        if (want !== null && want.object === (c === OPEN_OBJ)) {
-          slots[field.slot] = c === OPEN_OBJ ? IS_OBJECT : IS_ARRAY;
-          shape = want;
-        } else {
-          slots[field.slot] = OTHER;
-        }
+        shape = openField(field, c === OPEN_OBJ);
       }
       if (depth === kinds.length) {
         const grown = new Uint8Array(kinds.length * 2);
@@ -495,8 +485,7 @@ function scanFacts(buf: Buffer, start: number, end: number, withCwd: boolean): C
       if (close < 0) return NOT_JSON;
       if (field !== null) {
         if (field.keep === RANGE) scalarRange(p - start, close + 1 - start);
-        slots[field.slot] =
-          field.shape === null ? kept(field, buf, p + 1, close, sawEscape) : OTHER;
+        stringField(field, buf, p + 1, close, sawEscape);
       }
       p = close + 1;
     } else if (c === MINUS || (c >= DIGIT_0 && c <= DIGIT_9)) {
@@ -505,7 +494,7 @@ function scanFacts(buf: Buffer, start: number, end: number, withCwd: boolean): C
       if (p < 0) return NOT_JSON;
       if (field !== null) {
         if (field.keep === RANGE) scalarRange(at - start, p - start);
-        slots[field.slot] = OTHER;
+        literalField(field, undefined);
       }
     } else {
       const at = p;
@@ -513,12 +502,7 @@ function scanFacts(buf: Buffer, start: number, end: number, withCwd: boolean): C
       if (p < 0) return NOT_JSON;
       if (field !== null) {
         if (field.keep === RANGE) scalarRange(at - start, p - start);
-        slots[field.slot] =
-          field.shape !== null || field.keep === IS
-            ? OTHER
-            : c === 0x6e /* n */
-              ? null
-              : buf[at] === 0x74; /* t */
+        literalField(field, c === 0x6e /* n */ ? null : buf[at] === 0x74 /* t */);
       }
     }
 
@@ -603,32 +587,19 @@ function tapeFacts(buf: Buffer, start: number, count: number): ClaudeLineFacts {
     const from = tape[i * 3 + 1]!;
     const to = tape[i * 3 + 2]!;
     if (container) {
-      for (const s of field.below) slots[s] = undefined;
       if (field.keep === RANGE) scalarRange(from, to);
-      const want = field.shape;
-      if (want !== null && want.object === (kind === TOKEN_OBJECT)) {
-        slots[field.slot] = kind === TOKEN_OBJECT ? IS_OBJECT : IS_ARRAY;
-        tapeShapes[d] = want;
-        tapeFirstSeen[d] = 0;
-      } else {
-        slots[field.slot] = OTHER;
-        tapeShapes[d] = null;
-      }
+      tapeShapes[d] = openField(field, kind === TOKEN_OBJECT);
+      tapeFirstSeen[d] = 0;
     } else if (kind === TOKEN_STRING) {
       const close = to & OFFSET;
       if (field.keep === RANGE) scalarRange(from - 1, close + 1);
-      slots[field.slot] =
-        field.shape === null
-          ? kept(field, buf, start + from, start + close, (to & ESCAPED) !== 0)
-          : OTHER;
+      stringField(field, buf, start + from, start + close, (to & ESCAPED) !== 0);
     } else {
       if (field.keep === RANGE) scalarRange(from, to);
-      slots[field.slot] =
-        kind === TOKEN_NUMBER || field.shape !== null || field.keep === IS
-          ? OTHER
-          : kind === TOKEN_NULL
-            ? null
-            : kind === TOKEN_TRUE;
+      literalField(
+        field,
+        kind === TOKEN_NUMBER ? undefined : kind === TOKEN_NULL ? null : kind === TOKEN_TRUE,
+      );
     }
   }
   return recordFacts();
@@ -639,6 +610,36 @@ function keysOf(shape: Shape): string[] {
   const names = fields.map((f) => f.name).filter((n) => n !== "");
   for (const f of fields) if (f.shape) names.push(...keysOf(f.shape));
   return [...new Set(names)];
+}
+
+// ---- A watched field's value, as both loops record it -----------------------------------------
+
+/**
+ * A container value of `field` starts: it replaces what an earlier duplicate of the key held, and
+ * its slot says its kind. Returns the shape its own fields are watched by, or null. (A scalar
+ * needs no reset: a container field's slot then says OTHER, and every slot below it is read only
+ * when it says IS_OBJECT or IS_ARRAY, in recordFacts; a leaf has nothing below it.)
+ */
+function openField(field: Field, isObject: boolean): Shape | null {
+  for (const s of field.below) slots[s] = undefined;
+  const want = field.shape;
+  if (want !== null && want.object === isObject) {
+    slots[field.slot] = isObject ? IS_OBJECT : IS_ARRAY;
+    return want;
+  }
+  slots[field.slot] = OTHER;
+  return null;
+}
+
+/** A string value of `field`, its body `s..e` in `buf`. */
+function stringField(field: Field, buf: Buffer, s: number, e: number, escaped: boolean): void {
+  slots[field.slot] = field.shape === null ? kept(field, buf, s, e, escaped) : OTHER;
+}
+
+/** A value of `field` that is `true`, `false` or `null` (`literal`), or a number (undefined). */
+function literalField(field: Field, literal: boolean | null | undefined): void {
+  slots[field.slot] =
+    literal === undefined || field.shape !== null || field.keep === IS ? OTHER : literal;
 }
 
 /** A RANGE field's scalar value: [from, to) of the line. */
