@@ -88,17 +88,51 @@ function holds(fd: number, size: number, id: { dev: bigint; ino: bigint }, prev:
   return readRange(fd, from, prev.edge.length).equals(prev.edge);
 }
 
+/** JSON's whitespace: what a writer may put between a key, its colon and its value. */
+function isJsonSpace(b: number | undefined): boolean {
+  return b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d;
+}
+
 /**
- * The value of the first `"<key>":"` in `line` at or after `from`, or null. In JSON a quote inside
- * a string is escaped, so these bytes are structure, never text: Pi and Claude Code write a
- * record's own `type` before any nested object's.
+ * Where the value of the first member `"<key>"` at or after `from` starts (past its colon and
+ * any whitespace), or -1. In JSON a quote inside a string is escaped, so a key's quotes followed
+ * by a colon are structure, never text. Whitespace is allowed where JSON allows it: Pi and Claude
+ * Code write none, but a session written by another tool (Python's json.dumps writes `"type":
+ * "user"`) must count the same.
+ */
+export function memberValueAt(line: Buffer, key: string, from = 0): number {
+  const needle = `"${key}"`;
+  for (let at = line.indexOf(needle, from); at >= 0; at = line.indexOf(needle, at + 1)) {
+    let i = at + needle.length;
+    while (isJsonSpace(line[i])) i++;
+    if (line[i] !== 0x3a) continue;
+    i++;
+    while (isJsonSpace(line[i])) i++;
+    return i;
+  }
+  return -1;
+}
+
+/**
+ * The value of the first member `"<key>"` at or after `from` whose value is a string, or null
+ * (its first 200 bytes, as Latin-1: the callers compare it with ASCII). Pi and Claude Code write
+ * a record's own `type` before any nested object's.
  */
 export function firstValue(line: Buffer, key: string, from = 0): string | null {
-  const needle = `"${key}":"`;
-  const at = line.indexOf(needle, from);
-  if (at < 0) return null;
-  const start = at + needle.length;
-  const close = line.indexOf(0x22, start);
-  if (close < 0) return null;
-  return line.toString("latin1", start, Math.min(close, start + 200));
+  for (let at = memberValueAt(line, key, from); at >= 0; at = memberValueAt(line, key, at)) {
+    if (line[at] !== 0x22) continue;
+    const start = at + 1;
+    const close = line.indexOf(0x22, start);
+    if (close < 0) return null;
+    return line.toString("latin1", start, Math.min(close, start + 200));
+  }
+  return null;
+}
+
+/** Whether a member `"<key>"` has `literal` (`true`, `{`…) as its value's first bytes. */
+export function memberIs(line: Buffer, key: string, literal: string): boolean {
+  for (let at = memberValueAt(line, key); at >= 0; at = memberValueAt(line, key, at)) {
+    if (line.toString("latin1", at, at + literal.length) === literal) return true;
+  }
+  return false;
 }

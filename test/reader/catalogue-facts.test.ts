@@ -19,6 +19,16 @@ import {
   writeSession,
 } from "../helpers/reader.ts";
 
+/** JSON as Python's json.dumps writes it: a space after every colon and comma. */
+function spacedJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(spacedJson).join(", ")}]`;
+  if (typeof v === "object" && v !== null) {
+    const members = Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}: ${spacedJson(x)}`);
+    return `{${members.join(", ")}}`;
+  }
+  return JSON.stringify(v);
+}
+
 function toolResult(id: string, parentId: string): Record<string, unknown> {
   return {
     type: "message",
@@ -131,5 +141,36 @@ describe("catalogue row facts", () => {
     // Two prompts and three replies; the tool results and attachments are not messages.
     assert.equal(row?.messageCount, 5);
     assert.equal(row?.model, "claude-opus-4-1");
+  });
+
+  it("counts a session another tool wrote with spaces in its JSON as it counts the engines' own", (t) => {
+    const p = project(tempDir(t));
+    writeSession(
+      p.sessionsDir,
+      "a.jsonl",
+      [header(p.projectRoot), user("u1", null, "one"), assistant("a1", "u1", "two")].map(
+        spacedJson,
+      ),
+    );
+    assert.equal(readerFor(p).catalogue().conversations[0]?.messageCount, 2);
+
+    const base = tempDir(t);
+    const projectsDir = join(base, "claude", "projects");
+    const cwd = join(base, "work");
+    const dir = join(projectsDir, encodeClaudeCwd(cwd));
+    mkdirSync(dir, { recursive: true });
+    const w = richClaudeSession(cwd);
+    w.reply(
+      [
+        { type: "text", text: "Running." },
+        { type: "text", text: "Done." },
+      ],
+      { model: "claude-opus-4-1" },
+    );
+    writeSession(dir, "s.jsonl", w.lines.map(spacedJson));
+    const reader = checkedReader(base, { roots: rootsOf([{ kind: "claude-code", projectsDir }]) });
+    // The rich session's prompt and two replies, and one more reply on two lines; tool results
+    // and attachments are not messages, whatever the spacing.
+    assert.equal(reader.catalogue().conversations[0]?.messageCount, 4);
   });
 });

@@ -1,6 +1,6 @@
 // Claude Code's session files behind the harness seam (docs/claude-code-files.md): no header,
 // records by uuid and parentUuid, bookkeeping lines between them.
-import { firstValue } from "../../message-count.ts";
+import { firstValue, memberIs, memberValueAt } from "../../message-count.ts";
 import { parseWhole, type SessionFormat } from "../../parse-sink.ts";
 import type { ClaudeRoot, FileRoot } from "../../sources.ts";
 import type { Harness } from "../harness.ts";
@@ -30,13 +30,13 @@ export const CLAUDE_HARNESS: Harness = {
     if (type === "user") {
       return !(
         line.includes('"tool_use_id"') ||
-        line.includes('"isMeta":true') ||
-        line.includes('"isCompactSummary":true')
+        memberIs(line, "isMeta", "true") ||
+        memberIs(line, "isCompactSummary", "true")
       );
     }
     if (type !== "assistant") return false;
-    const m = line.indexOf('"message":{');
-    const id = m >= 0 ? firstValue(line, "id", m) : null;
+    const m = memberValueAt(line, "message");
+    const id = m >= 0 && line[m] === 0x7b ? firstValue(line, "id", m) : null;
     if (id !== null && id === state.last) return false;
     state.last = id;
     return true;
