@@ -39,6 +39,13 @@ export type EntryTable = {
   lines: Uint32Array;
   starts: Uint32Array;
   ends: Uint32Array;
+  /**
+   * A second choice of parent for a few rows, taken when the row's parent is no row earlier in
+   * the file (missing, itself, or later). Claude Code's compaction boundary hangs on the record
+   * it continues (`logicalParentUuid`), which a writer may have moved below the summary (a
+   * preserved record written again there): then it hangs on the record written before it.
+   */
+  fallbackParents: Map<number, string>;
 };
 
 /** The entry at row `i` (0 <= i < count). */
@@ -74,6 +81,7 @@ export function emptyTable(): EntryTable {
     lines: new Uint32Array(cap),
     starts: new Uint32Array(cap),
     ends: new Uint32Array(cap),
+    fallbackParents: new Map(),
   };
 }
 
@@ -88,6 +96,8 @@ export function copyTable(t: EntryTable): EntryTable {
     lines: t.lines.slice(),
     starts: t.starts.slice(),
     ends: t.ends.slice(),
+    // Only its own rows': a longer scan sharing the columns may have added some past `count`.
+    fallbackParents: new Map([...t.fallbackParents].filter(([row]) => row < t.count)),
   };
 }
 

@@ -346,7 +346,7 @@ function indexEntries(format: Format, scan: ScanState): ParsedSession {
   const table = scan.entries;
   const n = table.count;
   work.rowsIndexed += n;
-  const { ids, parentIds } = table;
+  const { ids, parentIds, fallbackParents: fallbacks } = table;
   const room = withSlack(n);
   // The later copy of a duplicate id wins (SM:694); the default leaf is the last entry in file
   // order (SM:695), whatever its type.
@@ -364,10 +364,15 @@ function indexEntries(format: Format, scan: ScanState): ParsedSession {
     else {
       const p = byId.get(parentId);
       if (p < 0) {
-        rootKind[i] = MISSING_PARENT;
         missing?.add(parentId);
         if (missing && missing.size > MISSING_MAX) missing = null;
-      } else {
+      }
+      // A link to no earlier row may have a second choice (EntryTable.fallbackParents).
+      const second = p < i && p >= 0 ? undefined : fallbacks.get(i);
+      const q = second === undefined ? -1 : byId.get(second);
+      if (q >= 0 && q < i) parent[i] = q;
+      else if (p < 0) rootKind[i] = MISSING_PARENT;
+      else {
         parent[i] = p;
         // Share the parent's id string: one copy per id, however many children name it.
         parentIds[i] = ids[p]!;

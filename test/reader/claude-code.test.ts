@@ -239,6 +239,45 @@ describe("claude-code", () => {
     assert.equal(parts[3]!.continues, true);
   });
 
+  it("keeps the history before /compact when the record it continues is written again below the summary", (t) => {
+    // The shape other versions write for a compaction that keeps its last records (claude-code-log's
+    // dag_compact_after_rewind_preserved): the boundary's logicalParentUuid names the preserved reply,
+    // which sits below the summary, so hanging the boundary on it would make it its own ancestor.
+    const base = tempDir(t);
+    const s = store(base);
+    const cwd = join(base, "p");
+    const w = new ClaudeWriter({ cwd });
+    w.prompt("Before");
+    w.reply([{ type: "text", text: "Reply before" }]);
+    w.prompt("Keep going");
+    const [preserved] = w.reply([{ type: "text", text: "Kept going" }]);
+    w.compact("We talked.", preserved);
+    w.prompt("After");
+    w.reply([{ type: "text", text: "Reply after" }]);
+    const at = w.lines.findIndex((l) => l.uuid === preserved);
+    const [moved] = w.lines.splice(at, 1);
+    const summaryAt = w.lines.findIndex((l) => l.isCompactSummary === true);
+    const below = w.lines[summaryAt + 1]!;
+    w.lines.splice(summaryAt + 1, 0, { ...moved!, parentUuid: w.lines[summaryAt]!.uuid });
+    below.parentUuid = preserved;
+    w.write(s.fileOf(cwd));
+    const reader = s.reader();
+    const { parts, last } = readAll(reader, onlyRow(reader).conversation);
+    assert.equal(last.view.branchCount, 1, "the boundary is no second root");
+    assert.deepEqual(parts.map(summary), [
+      "message user text:Before",
+      "message assistant text:Reply before",
+      "message user text:Keep going",
+      "compaction ",
+      "compaction  text:This session is being continued from a previous conversation.\nSummary:\nWe talked.",
+      "message assistant text:Kept going",
+      "message user text:/compact",
+      "custom-message  text:Compacted ",
+      "message user text:After",
+      "message assistant text:Reply after",
+    ]);
+  });
+
   it("shows an interrupt once and a failed request as a stopped reply, with no notice storm", (t) => {
     const base = tempDir(t);
     const s = store(base);

@@ -211,7 +211,14 @@ function addRecord(
   const side = f.isSidechain !== scan.primary ? 1 : 0;
   const boundary = type === "system" && f.compactBoundary;
   let parent = f.parentUuid;
-  if (parent === null && boundary) parent = f.logicalParentUuid;
+  if (parent === null && boundary) {
+    parent = f.logicalParentUuid;
+    // The record it continues may be written again below its summary (a preserved record, as
+    // some versions write it): then the history before it hangs on the record written before it.
+    const before = scan.leaf ?? -1;
+    if (parent !== null && side === 0 && before >= 0)
+      t.fallbackParents.set(t.count, t.ids[before]!);
+  }
   // The two sides never hang on each other.
   if (side === 1) other.add(uuid);
   if (parent !== null && other.has(parent) !== (side === 1)) parent = null;
