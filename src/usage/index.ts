@@ -7,8 +7,10 @@
 // parent's.
 import { join } from "node:path";
 import type { Catalogue, CatalogueRow } from "../protocol/chat-01.ts";
-import { listedSessions } from "../reader/catalogue.ts";
-import { conversationIdOf, type Root } from "../reader/sources.ts";
+import { listedSessions, listRoot } from "../reader/catalogue.ts";
+import { listAgentFiles } from "../reader/harness/claude-code/store.ts";
+import { isRefusal } from "../reader/refusal.ts";
+import { type ClaudeRoot, conversationIdOf, type Root } from "../reader/sources.ts";
 import { prepareCacheDir } from "../search/cache-dir.ts";
 import { type CatchUp, catchUpFile, harnessOfRoot } from "./catch-up.ts";
 import { type Harness, keepLargest, type Spend } from "./lines.ts";
@@ -37,7 +39,10 @@ export type Usage = {
   close(): void;
 };
 
-type Seen = { id: number; path: string; row: CatalogueRow; harness: Harness };
+/** What a spend is counted under: a catalogue row (a subagent's spend: its session's row). */
+type RowOf = Pick<CatalogueRow, "conversation" | "project" | "title">;
+
+type Seen = { id: number; path: string; row: RowOf; harness: Harness };
 
 export function openUsage(
   options: UsageOptions,
@@ -70,6 +75,7 @@ function countOnce(
   const stats: RefreshStats = { unchanged: 0, appended: 0, indexed: 0, refused: 0 };
   const seen: Seen[] = [];
   const paths = new Set<string>();
+  const claude = new Map<string, { root: ClaudeRoot; row: RowOf }>();
   store.transaction(() => {
     // A refused root: the catalogue names it; nothing of it is counted.
     for (const { root, name, path } of listedSessions(options.roots())) {
@@ -83,6 +89,39 @@ function countOnce(
       if (id === null) continue;
       paths.add(path);
       seen.push({ id, path, row, harness: harnessOfRoot(root) });
+      if (root.kind === "claude") claude.set(root.sessionsDir, { root, row });
+    }
+    // A Claude session's subagents paid for their own requests (their transcripts, which the
+    // reader opens from the Agent call, are no catalogue rows): each counted under the session it
+    // ran under (2.1's `<session>/subagents/`), or (2.0's `agent-<id>.jsonl` beside the sessions,
+    // which no file name ties to one) under its own conversation id in its folder's project.
+    for (const { root, row: some } of claude.values()) {
+      let names: string[];
+      try {
+        names = listRoot(root, true).names;
+      } catch (e) {
+        if (!isRefusal(e)) throw e;
+        continue;
+      }
+      for (const agent of listAgentFiles(root, names)) {
+        const path = join(agent.root.sessionsDir, agent.name);
+        if (paths.has(path)) continue;
+        const under = agent.root.agentsOf;
+        const row: RowOf | undefined =
+          under === undefined
+            ? {
+                conversation: conversationIdOf(agent.root, agent.name),
+                project: some.project,
+                title: null,
+              }
+            : rows.get(conversationIdOf(root, under));
+        if (!row) continue;
+        const { did, id } = catchUpFile(store, agent.root, agent.name);
+        stats[did]++;
+        if (id === null) continue;
+        paths.add(path);
+        seen.push({ id, path, row, harness: "claude-code" });
+      }
     }
   });
   const byFile = new Map<number, Spend[]>();

@@ -3,11 +3,11 @@
 // pinned as dev dependencies). Where the counts differ by design, the difference is pinned
 // here and explained in docs/usage.md.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { ccusageDaily, ccusagePiDaily, oursDaily, toCents } from "./peers.ts";
+import { ccusageDaily, ccusagePiDaily, oursDaily, oursReport, toCents } from "./peers.ts";
 import {
   claudeReply,
   claudeUser,
@@ -124,5 +124,77 @@ describe("usage against ccusage", () => {
     const peer = ccusageDaily(configDir, "UTC");
     assert.equal(ours.get("2026-11-28")?.get("claude-sonnet-4-5")?.input, 100);
     assert.equal(peer.get("2026-11-28")?.get("claude-sonnet-4-5")?.input, 300);
+  });
+
+  it("takes a streamed reply's final output count, where ccusage takes its first line's (by design)", (t) => {
+    // 2.1.39 writes each line of a reply as it streams: the first line's output_tokens is what had
+    // been generated then (spotter's recorded transcripts: 9, then 120 on the last line).
+    const dir = scratch(t);
+    const configDir = join(dir, "claude");
+    const s = "0ccccccc-0000-4000-8000-000000000001";
+    const lines = claudeReply({
+      session: s,
+      cwd: PROJECTS.a,
+      id: "msg_streamed",
+      at: "2026-11-28T09:00:01.000Z",
+      model: "claude-sonnet-4-5",
+      blocks: 2,
+      usage: { input_tokens: 100, output_tokens: 9 },
+    });
+    const lastLine = lines[1] as { message: { usage: unknown } };
+    lastLine.message = { ...lastLine.message, usage: { input_tokens: 100, output_tokens: 120 } };
+    writeClaudeSession(join(configDir, "projects"), PROJECTS.a, s, [
+      claudeUser(s, PROJECTS.a, "u1", "2026-11-28T09:00:00.000Z", "go"),
+      ...lines,
+    ]);
+    const ours = oursDaily(
+      [{ kind: "claude-code", projectsDir: join(configDir, "projects") }],
+      "UTC",
+    );
+    const peer = ccusageDaily(configDir, "UTC");
+    assert.equal(ours.get("2026-11-28")?.get("claude-sonnet-4-5")?.output, 120);
+    assert.equal(peer.get("2026-11-28")?.get("claude-sonnet-4-5")?.output, 9);
+    assert.equal(ours.get("2026-11-28")?.get("claude-sonnet-4-5")?.input, 100);
+  });
+
+  it("counts a session's subagents, whose transcripts are no rows, under the session, as ccusage counts them", (t) => {
+    const dir = scratch(t);
+    const configDir = join(dir, "claude");
+    const projectsDir = join(configDir, "projects");
+    const s = "0ddddddd-0000-4000-8000-000000000001";
+    const file = writeClaudeSession(projectsDir, PROJECTS.a, s, [
+      claudeUser(s, PROJECTS.a, "u1", "2026-11-28T09:00:00.000Z", "go"),
+      ...claudeReply({
+        session: s,
+        cwd: PROJECTS.a,
+        id: "msg_main",
+        at: "2026-11-28T09:00:01.000Z",
+        model: "claude-sonnet-4-5",
+        usage: { input_tokens: 100, output_tokens: 10 },
+      }),
+    ]);
+    // 2.1's layout: <session>/subagents/agent-<id>.jsonl, the agent's own requests.
+    const agents = join(file.slice(0, -".jsonl".length), "subagents");
+    mkdirSync(agents, { recursive: true });
+    const agentReply = claudeReply({
+      session: s,
+      cwd: PROJECTS.a,
+      id: "msg_agent",
+      at: "2026-11-28T09:00:02.000Z",
+      model: "claude-sonnet-4-5",
+      usage: { input_tokens: 7, output_tokens: 3, cache_read_input_tokens: 50 },
+    }).map((l) => ({ ...l, isSidechain: true, agentId: "a1" }));
+    writeFileSync(
+      join(agents, "agent-a1.jsonl"),
+      agentReply.map((l) => `${JSON.stringify(l)}\n`).join(""),
+    );
+    const specs = [{ kind: "claude-code" as const, projectsDir }];
+    const ours = oursDaily(specs, "UTC");
+    assert.deepEqual(toCents(ours), toCents(ccusageDaily(configDir, "UTC")));
+    assert.equal(ours.get("2026-11-28")?.get("claude-sonnet-4-5")?.input, 107);
+    // One conversation: the session's, with its agent's spend.
+    const byConversation = oursReport(specs, "UTC", "conversation").rows;
+    assert.equal(byConversation.length, 1);
+    assert.equal(byConversation[0]?.input, 107);
   });
 });
