@@ -197,4 +197,41 @@ describe("usage against ccusage", () => {
     assert.equal(byConversation.length, 1);
     assert.equal(byConversation[0]?.input, 107);
   });
+
+  it("counts a 2.0 subagent's transcript beside the sessions under its own conversation", (t) => {
+    const dir = scratch(t);
+    const configDir = join(dir, "claude");
+    const projectsDir = join(configDir, "projects");
+    const s = "0eeeeeee-0000-4000-8000-000000000001";
+    const file = writeClaudeSession(projectsDir, PROJECTS.a, s, [
+      claudeUser(s, PROJECTS.a, "u1", "2026-11-28T09:00:00.000Z", "go"),
+      ...claudeReply({
+        session: s,
+        cwd: PROJECTS.a,
+        id: "msg_main2",
+        at: "2026-11-28T09:00:01.000Z",
+        model: "claude-sonnet-4-5",
+        usage: { input_tokens: 100, output_tokens: 10 },
+      }),
+    ]);
+    const agentReply = claudeReply({
+      session: s,
+      cwd: PROJECTS.a,
+      id: "msg_agent2",
+      at: "2026-11-28T09:00:02.000Z",
+      model: "claude-sonnet-4-5",
+      usage: { input_tokens: 7, output_tokens: 3 },
+    }).map((l) => ({ ...l, isSidechain: true, agentId: "b2" }));
+    writeFileSync(
+      join(file, "..", "agent-b2.jsonl"),
+      agentReply.map((l) => `${JSON.stringify(l)}\n`).join(""),
+    );
+    const specs = [{ kind: "claude-code" as const, projectsDir }];
+    assert.deepEqual(toCents(oursDaily(specs, "UTC")), toCents(ccusageDaily(configDir, "UTC")));
+    const rows = oursReport(specs, "UTC", "conversation").rows;
+    assert.deepEqual(
+      rows.map((r) => r.input).sort((a, b) => a - b),
+      [7, 100],
+    );
+  });
 });
