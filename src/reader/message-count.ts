@@ -128,11 +128,3 @@ export function firstValue(line: Buffer, key: string, from = 0): string | null {
   }
   return null;
 }
-
-/** Whether a member `"<key>"` has `literal` (`true`, `{`…) as its value's first bytes. */
-export function memberIs(line: Buffer, key: string, literal: string): boolean {
-  for (let at = memberValueAt(line, key); at >= 0; at = memberValueAt(line, key, at)) {
-    if (line.toString("latin1", at, at + literal.length) === literal) return true;
-  }
-  return false;
-}

@@ -161,8 +161,8 @@ export class ClaudeWriter {
     const uuids: string[] = [];
     blocks.forEach((block, i) => {
       const content = block.type === "thinking" ? { ...block, signature: "c2ln" } : block;
+      // Claude Code writes a reply's `message` (its own `type` inside) before the record's type.
       const uuid = this.record({
-        type: "assistant",
         message: {
           id,
           type: "message",
@@ -175,6 +175,7 @@ export class ClaudeWriter {
         },
         requestId: `req_${id}`,
         ...(this.version === "2.1.328" ? { apiBlockIndex: i } : {}),
+        type: "assistant",
         ...o.fields,
       });
       if (block.type === "tool_use") this.#callChunk.set(block.id, uuid);

@@ -1,6 +1,5 @@
 // Claude Code's session files behind the harness seam (docs/claude-code-files.md): no header,
 // records by uuid and parentUuid, bookkeeping lines between them.
-import { firstValue, memberIs, memberValueAt } from "../../message-count.ts";
 import { parseWhole, type SessionFormat } from "../../parse-sink.ts";
 import type { ClaudeRoot, FileRoot } from "../../sources.ts";
 import type { Harness } from "../harness.ts";
@@ -8,6 +7,7 @@ import { type RecordContext, renderRecord } from "./blocks.ts";
 import { describeClaude, headFor } from "./head.ts";
 import { CLAUDE_ROWS } from "./rows.ts";
 import { CLAUDE_SCANNER, type ClaudeHead, type ClaudeScan } from "./scan.ts";
+import { scanClaudeLine } from "./scan-line.ts";
 import { isClaudeSessionName } from "./store.ts";
 
 function claude(root: FileRoot): ClaudeRoot {
@@ -24,19 +24,15 @@ export const CLAUDE_HARNESS: Harness = {
   draftOf: (entry) => renderRecord(entry, ALONE),
   // A prompt (a user record that is not a tool result, a command's meta text or a compaction's
   // summary), or a reply: its lines share the API message's id, so they count once (tool results
-  // may sit between them).
+  // may sit between them). Read by the scan's own rule (scan-line.ts), not by a byte search:
+  // Claude Code writes a reply's `message` (with its own `type`) before the record's `type`, and
+  // only records with a uuid are entries the reader shows.
   isMessageLine(line, state) {
-    const type = firstValue(line, "type");
-    if (type === "user") {
-      return !(
-        line.includes('"tool_use_id"') ||
-        memberIs(line, "isMeta", "true") ||
-        memberIs(line, "isCompactSummary", "true")
-      );
-    }
-    if (type !== "assistant") return false;
-    const m = memberValueAt(line, "message");
-    const id = m >= 0 && line[m] === 0x7b ? firstValue(line, "id", m) : null;
+    const f = scanClaudeLine(line, 0, line.length, false);
+    if (!f.json || !f.object || f.uuid === null) return false;
+    if (f.type === "user") return !(f.toolResult || f.isMeta || f.isCompactSummary);
+    if (f.type !== "assistant") return false;
+    const id = f.messageId;
     if (id !== null && id === state.last) return false;
     state.last = id;
     return true;

@@ -1,6 +1,6 @@
 // What Claude's scan (scan.ts) needs of one line, learned without building its value: whether it
 // is a JSON object, and the few fields that place a record in the tree — `type`, `uuid`,
-// `parentUuid`, `logicalParentUuid`, `subtype`, `isSidechain`, `isCompactSummary`, `cwd`,
+// `parentUuid`, `logicalParentUuid`, `subtype`, `isSidechain`, `isCompactSummary`, `isMeta`, `cwd`,
 // `message.id`, and whether `message.content[0]` is a tool result. A Claude line is mostly
 // string bodies (replies, tool inputs and outputs, `toolUseResult` copies): json-scan.ts skips
 // them four bytes at a time and validates everything else, so only the few strings kept here
@@ -67,9 +67,10 @@ export type ClaudeRecordFacts = {
   cwd: string | null;
   /** `subtype` is "compact_boundary". */
   compactBoundary: boolean;
-  /** Whether `isSidechain`, `isCompactSummary` are `true` (not merely truthy). */
+  /** Whether `isSidechain`, `isCompactSummary`, `isMeta` are `true` (not merely truthy). */
   isSidechain: boolean;
   isCompactSummary: boolean;
+  isMeta: boolean;
   /** `message.id` when `message` is an object and its id a non-empty string, else null. */
   messageId: string | null;
   /** `message.content` is an array whose first element is an object of type "tool_result". */
@@ -121,6 +122,7 @@ export function claudeFactsOf(v: unknown, withCwd = true): ClaudeLineFacts {
     compactBoundary: v.subtype === "compact_boundary",
     isSidechain: v.isSidechain === true,
     isCompactSummary: v.isCompactSummary === true,
+    isMeta: v.isMeta === true,
     messageId: isObject(m) ? nonEmpty(m.id) : null,
     toolResult: isObject(first) && first.type === "tool_result",
   };
@@ -146,7 +148,8 @@ const S_FIRST_BLOCK = 11;
 const S_FIRST_BLOCK_TYPE = 12;
 const S_TOOL_USE_RESULT = 13;
 const S_AGENT_ID = 14;
-const SLOTS = 15;
+const S_META = 15;
+const SLOTS = 16;
 
 /** A number, object or array value of a field; or a container field of another kind. */
 const OTHER = 1;
@@ -240,6 +243,7 @@ const RECORD: Shape = objectOf([
   leaf("subtype", S_SUBTYPE, IS, "compact_boundary"),
   leaf("isSidechain", S_SIDECHAIN),
   leaf("isCompactSummary", S_COMPACT_SUMMARY),
+  leaf("isMeta", S_META),
   TOOL_USE_RESULT,
   MESSAGE,
 ]);
@@ -374,6 +378,7 @@ function recordFacts(): ClaudeRecordFacts {
     compactBoundary: slots[S_SUBTYPE] === true,
     isSidechain: slots[S_SIDECHAIN] === true,
     isCompactSummary: slots[S_COMPACT_SUMMARY] === true,
+    isMeta: slots[S_META] === true,
     messageId: slots[S_MESSAGE] === IS_OBJECT ? nonEmpty(slots[S_MESSAGE_ID]) : null,
     toolResult:
       slots[S_MESSAGE] === IS_OBJECT &&

@@ -116,6 +116,7 @@ const NONE: Omit<ClaudeRecordFacts, "json" | "object"> = {
   compactBoundary: false,
   isSidechain: false,
   isCompactSummary: false,
+  isMeta: false,
   messageId: null,
   toolResult: false,
 };
