@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, it } from "node:test";
-import type { Part } from "../../src/protocol/chat-01.ts";
+import { type Part, toChatId } from "../../src/protocol/chat-01.ts";
 import { encodeClaudeCwd } from "../../src/reader/harness/claude-code/store.ts";
 import {
   type BoardSpec,
@@ -276,6 +276,88 @@ describe("claude-code", () => {
       "message user text:After",
       "message assistant text:Reply after",
     ]);
+  });
+
+  it("passes through progress records and keeps a reply whose calls ran while it was written on one line of the tree", (t) => {
+    // 2.1.39's shape (spotter's recorded transcripts): hook progress hangs on a call and the next
+    // chunk on that progress; a call's result comes before the reply's last chunk, which hangs on it.
+    const base = tempDir(t);
+    const s = store(base);
+    const cwd = join(base, "p");
+    const w = new ClaudeWriter({ cwd });
+    w.prompt("Show three tasks");
+    const call = (id: string) => ({
+      type: "tool_use" as const,
+      id,
+      name: "Bash",
+      input: { command: `bd show ${id}` },
+    });
+    const [c1, c2, c3] = w.reply([call("A"), call("B"), call("C")]);
+    w.toolResults([
+      { toolUseId: "A", content: "task A" },
+      { toolUseId: "B", content: "task B" },
+      { toolUseId: "C", content: "task C" },
+    ]);
+    w.reply([{ type: "text", text: "Three tasks." }]);
+    const line = (uuid: string | undefined) => w.lines.find((l) => l.uuid === uuid)!;
+    const progress = (parent: string) => ({
+      ...line(c1),
+      type: "progress",
+      message: undefined,
+      uuid: `p-${parent}`,
+      parentUuid: parent,
+      data: { type: "hook_progress", hookEvent: "PreToolUse" },
+    });
+    const resultOf = (id: string) =>
+      w.lines.find((l) => JSON.stringify(l.message ?? "").includes(`"tool_use_id":"${id}"`))!;
+    // Progress below the first call, the second call below it; the first result, progress below
+    // it, and the third call below that; each result on its own call (as 2.1 writes them).
+    const order = [
+      line(c1),
+      progress(c1!),
+      { ...line(c2), parentUuid: `p-${c1}` },
+      { ...resultOf("A"), parentUuid: c1 },
+      progress(resultOf("A").uuid as string),
+      { ...line(c3), parentUuid: `p-${resultOf("A").uuid}` },
+      { ...resultOf("B"), parentUuid: c2 },
+      { ...resultOf("C"), parentUuid: c3 },
+    ];
+    const from = w.lines.indexOf(line(c1));
+    const moved = new Set([
+      line(c1),
+      line(c2),
+      line(c3),
+      resultOf("A"),
+      resultOf("B"),
+      resultOf("C"),
+    ]);
+    const rest = w.lines.slice(from).filter((l) => !moved.has(l));
+    rest[0]!.parentUuid = resultOf("C").uuid;
+    w.lines.splice(from, w.lines.length - from, ...order, ...rest);
+    w.write(s.fileOf(cwd));
+
+    const reader = s.reader();
+    const row = onlyRow(reader);
+    const { parts, last } = readAll(reader, row.conversation);
+    assert.equal(last.view.branchCount, 1, "progress and early results fork nothing");
+    assert.deepEqual(
+      parts.map((p) => [summary(p), p.continues === true]),
+      [
+        ["message user text:Show three tasks", false],
+        ['message assistant tool-call:{"command":"bd show A"}', false],
+        ['message assistant tool-call:{"command":"bd show B"}', true],
+        ["message toolResult tool-result:Bash text:task A", false],
+        // The last call, after the first result, under a header of its own.
+        ['message assistant tool-call:{"command":"bd show C"}', false],
+        ["message toolResult tool-result:Bash text:task B", false],
+        ["message toolResult tool-result:Bash text:task C", false],
+        ["message assistant text:Three tasks.", false],
+      ],
+    );
+    assert.equal(parts[2]!.entry, parts[1]!.entry);
+    assert.equal(parts[4]!.entry, `n.${toChatId(c3!)}`);
+    // The prompt and two replies: the three calls are one API message, counted once.
+    assert.equal(row.messageCount, 3);
   });
 
   it("shows an interrupt once and a failed request as a stopped reply, with no notice storm", (t) => {

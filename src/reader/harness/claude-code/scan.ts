@@ -79,7 +79,16 @@ export type ClaudeScan = ScanState & {
   open: [OpenReply | null, OpenReply | null];
   /** The last compaction boundary: its summary joins its entry. */
   boundary: { uuid: string; row: number } | null;
+  /**
+   * The latest `progress` records (hook, Bash and agent progress, 2.1): no rows, each by the
+   * record its children hang on instead (its own parent, past any progress records). At most
+   * PROGRESS_MAX, the oldest let go: a record names the progress written just before it.
+   */
+  progress: Map<string, string | null>;
 };
+
+/** Progress records remembered for the records that hang on them. */
+const PROGRESS_MAX = 4096;
 
 function emptyClaudeTable(): ClaudeTable {
   const t = emptyTable();
@@ -107,6 +116,7 @@ function firstScan(): ClaudeScan {
     other: new Set(),
     open: [null, null],
     boundary: null,
+    progress: new Map(),
   };
 }
 
@@ -125,6 +135,7 @@ function continued(prev: ClaudeScan): ClaudeScan {
     },
     other: new Set(prev.other),
     open: [copyOpen(prev.open[0]), copyOpen(prev.open[1])],
+    progress: new Map(prev.progress),
   };
 }
 
@@ -137,6 +148,7 @@ function shared(prev: ClaudeScan): ClaudeScan | null {
     entries: { ...t },
     other: new Set(prev.other),
     open: [copyOpen(prev.open[0]), copyOpen(prev.open[1])],
+    progress: new Map(prev.progress),
   };
 }
 
@@ -208,9 +220,24 @@ function addRecord(
     scan.primary = f.isSidechain;
   }
   const type = f.type !== null ? internType(f.type) : "";
+  // A progress record is never shown, and in the tree it would fork the conversation wherever a
+  // tool's result hangs on the call beside the progress of its hooks: it is passed through.
+  const through = (id: string | null) => (id !== null ? scan.progress.get(id) : undefined);
+  if (type === "progress") {
+    const above = through(f.parentUuid);
+    scan.progress.set(uuid, above === undefined ? f.parentUuid : above);
+    if (scan.progress.size > PROGRESS_MAX) {
+      for (const oldest of scan.progress.keys()) {
+        scan.progress.delete(oldest);
+        break;
+      }
+    }
+    return;
+  }
   const side = f.isSidechain !== scan.primary ? 1 : 0;
   const boundary = type === "system" && f.compactBoundary;
-  let parent = f.parentUuid;
+  const above = through(f.parentUuid);
+  let parent = above === undefined ? f.parentUuid : above;
   if (parent === null && boundary) {
     parent = f.logicalParentUuid;
     // The record it continues may be written again below its summary (a preserved record, as
@@ -237,6 +264,20 @@ function addRecord(
     parent = t.ids[open.tail]!;
     group = open.first;
     prevInGroup = open.lastChunk;
+    open.lastChunk = row;
+    open.chunks.add(uuid);
+    open.tail = row;
+  } else if (
+    messageId !== null &&
+    open?.messageId === messageId &&
+    parent !== null &&
+    parent === t.ids[open.tail]
+  ) {
+    // A chunk hanging on the result of an earlier call of its own reply (2.1 runs a tool while
+    // the reply is still written): it goes on below that result, as an entry of its own (shown
+    // as one under the result, not as a continuation of the reply above it), and the results
+    // of its reply's calls still hang below it.
+    open.first = row;
     open.lastChunk = row;
     open.chunks.add(uuid);
     open.tail = row;
