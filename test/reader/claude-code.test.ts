@@ -360,6 +360,30 @@ describe("claude-code", () => {
     assert.equal(row.messageCount, 3);
   });
 
+  it("says a prompt or reply without a uuid is skipped (it has no place in the tree), and stays quiet about bookkeeping", (t) => {
+    const base = tempDir(t);
+    const s = store(base);
+    const cwd = join(base, "p");
+    const w = new ClaudeWriter({ cwd });
+    w.prompt("Placed");
+    w.reply([{ type: "text", text: "Placed reply" }]);
+    const { uuid: _u, ...placeless } = w.lines.find((l) => l.type === "user")!;
+    w.lines.push({ ...placeless, message: { role: "user", content: "No uuid" } });
+    w.bookkeeping("last-prompt", { lastPrompt: "Placed" });
+    w.write(s.fileOf(cwd));
+    const reader = s.reader();
+    const row = onlyRow(reader);
+    const { parts } = readAll(reader, row.conversation);
+    const notices = parts.filter((p) => p.kind === "notice");
+    assert.equal(notices.length, 1, JSON.stringify(notices));
+    assert.equal(
+      notices[0]?.blocks[0]?.type === "notice" && notices[0].blocks[0].code,
+      "malformed-line",
+    );
+    assert.ok(!parts.some((p) => p.blocks.some((b) => "text" in b && b.text === "No uuid")));
+    assert.equal(row.messageCount, 2);
+  });
+
   it("shows an interrupt once and a failed request as a stopped reply, with no notice storm", (t) => {
     const base = tempDir(t);
     const s = store(base);

@@ -187,7 +187,11 @@ function scanLines(buf: Buffer, head: ClaudeHead, scan: ClaudeScan, base = 0): C
     // What JSON.parse would say of the fields the tree needs, without building the object
     // (scan-line.ts); the whole line is parsed only when a page renders it.
     const f = scanClaudeLine(buf, start, end, !scan.started, USE);
-    if (!f.json || !f.object || (f.type === null && f.uuid === null)) {
+    // A prompt or reply without a uuid has no place in the tree (Claude Code leaves it out of
+    // the chain it resumes): said, not dropped in silence as bookkeeping is.
+    const placeless =
+      f.json && f.object && f.uuid === null && (f.type === "user" || f.type === "assistant");
+    if (!f.json || !f.object || (f.type === null && f.uuid === null) || placeless) {
       scan.lineNotices.push({
         line,
         start: base + start,
