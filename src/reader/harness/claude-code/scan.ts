@@ -226,13 +226,14 @@ function addRecord(
   const type = f.type !== null ? internType(f.type) : "";
   // A progress record is never shown, and in the tree it would fork the conversation wherever a
   // tool's result hangs on the call beside the progress of its hooks: it is passed through.
-  const through = (id: string | null) => (id !== null ? scan.progress.get(id) : undefined);
+  const progress = scan.progress;
+  const above = f.parentUuid !== null && progress.size > 0 ? progress.get(f.parentUuid) : undefined;
+  let parent = above === undefined ? f.parentUuid : above;
   if (type === "progress") {
-    const above = through(f.parentUuid);
-    scan.progress.set(uuid, above === undefined ? f.parentUuid : above);
-    if (scan.progress.size > PROGRESS_MAX) {
-      for (const oldest of scan.progress.keys()) {
-        scan.progress.delete(oldest);
+    progress.set(uuid, parent);
+    if (progress.size > PROGRESS_MAX) {
+      for (const oldest of progress.keys()) {
+        progress.delete(oldest);
         break;
       }
     }
@@ -240,8 +241,6 @@ function addRecord(
   }
   const side = f.isSidechain !== scan.primary ? 1 : 0;
   const boundary = type === "system" && f.compactBoundary;
-  const above = through(f.parentUuid);
-  let parent = above === undefined ? f.parentUuid : above;
   if (parent === null && boundary) {
     parent = f.logicalParentUuid;
     // The record it continues may be written again below its summary (a preserved record, as
