@@ -2,9 +2,10 @@
 // results, notices and bookkeeping are not messages). It is the one row fact that needs every
 // line, and a catalogue must stay cheap (a listing reads a file's first and last 64 KiB), so:
 // - a file the head holds whole is counted from the head's bytes, reading nothing more;
-// - a longer one is counted without parsing JSON (a byte search per line; harness/*/ say what a
-//   message line is), within a budget of bytes per listing shared by all rows, and goes on
-//   where it stopped at the next listing: until it is done the row's count is null;
+// - a longer one is counted without building JSON values (harness/*/ say what a message line is:
+//   Pi's by a byte search, Claude's by its scan's rule, since Claude Code writes a reply's
+//   `message` before its `type`), within a budget of bytes per listing shared by all rows, and
+//   goes on where it stopped at the next listing: until it is done the row's count is null;
 // - a count is carried forward when the file only grew: a live session's next listing reads just
 //   what was appended.
 // docs/reader.md says why; `npm run bench` measures the catalogue (docs/performance.md).

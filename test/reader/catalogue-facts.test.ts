@@ -125,6 +125,10 @@ describe("catalogue row facts", () => {
     const dir = join(projectsDir, encodeClaudeCwd(cwd));
     mkdirSync(dir, { recursive: true });
     const w = richClaudeSession(cwd);
+    // The partial reply counts; the interrupt, /compact's summary, caveat and output do not
+    // (the page shows them as a notice, a marker and a command's output); /compact itself does.
+    w.interrupt("Partial an");
+    w.compact("We talked.");
     w.prompt("And now\nthe tests");
     w.reply(
       [
@@ -138,8 +142,8 @@ describe("catalogue row facts", () => {
     const [row] = reader.catalogue().conversations;
     assert.equal(row?.title, "Rich session");
     assert.equal(row?.preview, "Write notes and echo");
-    // Two prompts and three replies; the tool results and attachments are not messages.
-    assert.equal(row?.messageCount, 5);
+    // Two prompts, /compact and four replies; the tool results and attachments are not messages.
+    assert.equal(row?.messageCount, 7);
     assert.equal(row?.model, "claude-opus-4-1");
   });
 

@@ -30,7 +30,8 @@ export const CLAUDE_HARNESS: Harness = {
   isMessageLine(line, state) {
     const f = scanClaudeLine(line, 0, line.length, false);
     if (!f.json || !f.object || f.uuid === null) return false;
-    if (f.type === "user") return !(f.toolResult || f.isMeta || f.isCompactSummary);
+    if (f.type === "user")
+      return !(f.toolResult || f.isMeta || f.isCompactSummary || isOutput(line));
     if (f.type !== "assistant") return false;
     const id = f.messageId;
     if (id !== null && id === state.last) return false;
@@ -38,6 +39,19 @@ export const CLAUDE_HARNESS: Harness = {
     return true;
   },
 };
+
+/**
+ * Whether a prompt line is a command's output or an interrupt, which a page shows as such and
+ * not as a prompt (blocks.ts renderTagged): by the string its text starts with.
+ */
+function isOutput(line: Buffer): boolean {
+  return TAGGED.some((t) => line.includes(t));
+}
+const TAGGED = [
+  '"<local-command-stdout>',
+  '"<local-command-stderr>',
+  '"[Request interrupted by user',
+];
 
 /**
  * No header line: the head is the folder's (the cwd check, the agents' conversation ids), and
