@@ -101,7 +101,7 @@ function isJsonSpace(b: number | undefined): boolean {
  * Code write none, but a session written by another tool (Python's json.dumps writes `"type":
  * "user"`) must count the same.
  */
-export function memberValueAt(line: Buffer, key: string, from = 0): number {
+function memberValueAt(line: Buffer, key: string, from = 0): number {
   const needle = `"${key}"`;
   for (let at = line.indexOf(needle, from); at >= 0; at = line.indexOf(needle, at + 1)) {
     let i = at + needle.length;

@@ -29,6 +29,18 @@ function spacedJson(v: unknown): string {
   return JSON.stringify(v);
 }
 
+/** A Claude Code store under a temp dir: the rich session's writer, its folder, a reader of it. */
+function claudeStore(t: Parameters<typeof tempDir>[0]) {
+  const base = tempDir(t);
+  const projectsDir = join(base, "claude", "projects");
+  const cwd = join(base, "work");
+  const dir = join(projectsDir, encodeClaudeCwd(cwd));
+  mkdirSync(dir, { recursive: true });
+  const reader = () =>
+    checkedReader(base, { roots: rootsOf([{ kind: "claude-code", projectsDir }]) });
+  return { w: richClaudeSession(cwd), dir, reader };
+}
+
 function toolResult(id: string, parentId: string): Record<string, unknown> {
   return {
     type: "message",
@@ -119,12 +131,7 @@ describe("catalogue row facts", () => {
   });
 
   it("gives a Claude Code row its first typed prompt, its replies counted once however many lines, its model", (t) => {
-    const base = tempDir(t);
-    const projectsDir = join(base, "claude", "projects");
-    const cwd = join(base, "work");
-    const dir = join(projectsDir, encodeClaudeCwd(cwd));
-    mkdirSync(dir, { recursive: true });
-    const w = richClaudeSession(cwd);
+    const { w, dir, reader } = claudeStore(t);
     // The partial reply counts; the interrupt, /compact's summary, caveat and output do not
     // (the page shows them as a notice, a marker and a command's output); /compact itself does.
     w.interrupt("Partial an");
@@ -138,8 +145,7 @@ describe("catalogue row facts", () => {
       { model: "claude-opus-4-1" },
     );
     w.write(join(dir, "s.jsonl"));
-    const reader = checkedReader(base, { roots: rootsOf([{ kind: "claude-code", projectsDir }]) });
-    const [row] = reader.catalogue().conversations;
+    const [row] = reader().catalogue().conversations;
     assert.equal(row?.title, "Rich session");
     assert.equal(row?.preview, "Write notes and echo");
     // Two prompts, /compact and four replies; the tool results and attachments are not messages.
@@ -158,12 +164,7 @@ describe("catalogue row facts", () => {
     );
     assert.equal(readerFor(p).catalogue().conversations[0]?.messageCount, 2);
 
-    const base = tempDir(t);
-    const projectsDir = join(base, "claude", "projects");
-    const cwd = join(base, "work");
-    const dir = join(projectsDir, encodeClaudeCwd(cwd));
-    mkdirSync(dir, { recursive: true });
-    const w = richClaudeSession(cwd);
+    const { w, dir, reader } = claudeStore(t);
     w.reply(
       [
         { type: "text", text: "Running." },
@@ -172,9 +173,8 @@ describe("catalogue row facts", () => {
       { model: "claude-opus-4-1" },
     );
     writeSession(dir, "s.jsonl", w.lines.map(spacedJson));
-    const reader = checkedReader(base, { roots: rootsOf([{ kind: "claude-code", projectsDir }]) });
     // The rich session's prompt and two replies, and one more reply on two lines; tool results
     // and attachments are not messages, whatever the spacing.
-    assert.equal(reader.catalogue().conversations[0]?.messageCount, 4);
+    assert.equal(reader().catalogue().conversations[0]?.messageCount, 4);
   });
 });

@@ -262,25 +262,20 @@ function addRecord(
     messageId !== null &&
     open?.messageId === messageId &&
     parent !== null &&
-    open.chunks.has(parent)
+    (open.chunks.has(parent) || parent === t.ids[open.tail])
   ) {
+    if (open.chunks.has(parent)) {
+      // The next chunk of the reply: one entry with the chunks before it.
+      group = open.first;
+      prevInGroup = open.lastChunk;
+    } else {
+      // A chunk hanging on the result of an earlier call of its own reply (2.1 runs a tool
+      // while the reply is still written): it goes on below that result, as an entry of its
+      // own (shown as one under the result, not as a continuation of the reply above it).
+      open.first = row;
+    }
+    // Either way below the end of the chain, and the results of its reply's calls hang on.
     parent = t.ids[open.tail]!;
-    group = open.first;
-    prevInGroup = open.lastChunk;
-    open.lastChunk = row;
-    open.chunks.add(uuid);
-    open.tail = row;
-  } else if (
-    messageId !== null &&
-    open?.messageId === messageId &&
-    parent !== null &&
-    parent === t.ids[open.tail]
-  ) {
-    // A chunk hanging on the result of an earlier call of its own reply (2.1 runs a tool while
-    // the reply is still written): it goes on below that result, as an entry of its own (shown
-    // as one under the result, not as a continuation of the reply above it), and the results
-    // of its reply's calls still hang below it.
-    open.first = row;
     open.lastChunk = row;
     open.chunks.add(uuid);
     open.tail = row;
