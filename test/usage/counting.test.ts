@@ -2,7 +2,14 @@
 // Claude reply), in the conversation that had it first; only files the reader would open; the
 // index caught up with appends and rewrites; prices as the pinned table says; days in a zone.
 import assert from "node:assert/strict";
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import {
+  appendFileSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -12,7 +19,16 @@ import { openUsage, type Usage } from "../../src/usage/index.ts";
 import { claudeSpend } from "../../src/usage/lines.ts";
 import { costAt, priceOf } from "../../src/usage/prices.ts";
 import { dayNamer } from "../../src/usage/report.ts";
-import { piReply, piUser, writeClaudeStore, writePiSession, writePiStore } from "./stores.ts";
+import {
+  claudeReply,
+  claudeUser,
+  piReply,
+  piUser,
+  writeClaudeSession,
+  writeClaudeStore,
+  writePiSession,
+  writePiStore,
+} from "./stores.ts";
 
 const PROJECTS = { a: "/work/app", b: "/work/lib" };
 
@@ -118,6 +134,52 @@ describe("usage/index", () => {
     );
     const usage = s.open([{ kind: "pi-agent", sessionsDir }]);
     assert.equal(usage.report({ by: "day", timeZone: "UTC" }).totals.requests, 0);
+  });
+
+  it("counts a session's subagents, and never through a subagents folder or file planted as a link", (t) => {
+    const s = setup(t);
+    const projectsDir = join(s.dir, "claude", "projects");
+    const reply = (session: string, id: string) =>
+      claudeReply({
+        session,
+        cwd: PROJECTS.a,
+        id,
+        at: "2026-11-28T09:00:01.000Z",
+        model: "claude-sonnet-4-5",
+        usage: { input_tokens: 10, output_tokens: 1 },
+      });
+    const agentFile = (dir: string, name: string, session: string, id: string) => {
+      mkdirSync(dir, { recursive: true });
+      const lines = reply(session, id).map((l) => ({ ...l, isSidechain: true }));
+      writeFileSync(join(dir, name), lines.map((l) => `${JSON.stringify(l)}\n`).join(""));
+    };
+    const session = (n: number) => {
+      const id = `0fffffff-0000-4000-8000-00000000000${n}`;
+      const file = writeClaudeSession(projectsDir, PROJECTS.a, id, [
+        claudeUser(id, PROJECTS.a, `u${n}`, "2026-11-28T09:00:00.000Z", "go"),
+        ...reply(id, `msg_main${n}`),
+      ]);
+      return { id, agents: join(file.slice(0, -".jsonl".length), "subagents") };
+    };
+    // One session with a real subagent; one whose subagents folder is a link to a folder
+    // elsewhere; one whose agent file is a link to a file elsewhere.
+    const real = session(1);
+    agentFile(real.agents, "agent-a1.jsonl", real.id, "msg_agent1");
+    const elsewhere = join(s.dir, "elsewhere");
+    const folderLink = session(2);
+    agentFile(elsewhere, "agent-a2.jsonl", folderLink.id, "msg_agent2");
+    mkdirSync(join(folderLink.agents, ".."), { recursive: true });
+    symlinkSync(elsewhere, folderLink.agents);
+    const fileLink = session(3);
+    agentFile(join(s.dir, "other"), "agent-a3.jsonl", fileLink.id, "msg_agent3");
+    mkdirSync(fileLink.agents, { recursive: true });
+    symlinkSync(join(s.dir, "other", "agent-a3.jsonl"), join(fileLink.agents, "agent-a3.jsonl"));
+
+    const usage = s.open([{ kind: "claude-code", projectsDir }]);
+    const r = usage.report({ by: "day", timeZone: "UTC" });
+    // Three sessions' replies and the real subagent's: the linked ones are never read.
+    assert.equal(r.totals.requests, 4);
+    assert.equal(r.totals.input, 40);
   });
 
   it("counts a Claude reply of three lines once and prices it by the table", (t) => {
