@@ -315,6 +315,9 @@ describe("claude-oracle", () => {
       roots: rootsOf([{ kind: "claude-code", projectsDir: scratch.projectsDir }]),
     });
     const row = reader.catalogue().conversations[0]!;
+    // Four prompts (/compact among them) and three replies, as Claude Code wrote them (a reply's
+    // `message` before its `type`); the summary, the caveat and the command's output are none.
+    assert.equal(row.messageCount, 7);
     const { parts, last } = readAll(reader, row.conversation);
     assert.equal(last.view.branchCount, 1);
     const texts = parts.flatMap((p) => p.blocks).flatMap((b) => ("text" in b ? [b.text] : []));
